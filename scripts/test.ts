@@ -1,0 +1,45 @@
+/**
+ * The project's test command (`npm test`): type check, lint, bundle the workflows (a Node import in
+ * workflow code fails here), then every test on the real Temporal server and Postgres. Stops at the
+ * first failing phase and exits non-zero. Arguments after `--` go to vitest (a file, `-t name`, …).
+ */
+import { spawnSync } from 'node:child_process';
+import { bundleWorkflows } from '../src/temporal/worker.js';
+
+const vitestArgs = process.argv.slice(2);
+const quick = process.env['TEST_SKIP_CHECKS'] === '1';
+
+function phase(name: string, body: () => boolean | Promise<boolean>): Promise<void> {
+  const started = Date.now();
+  process.stdout.write(`\n== ${name}\n`);
+  return Promise.resolve(body()).then((ok) => {
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    if (!ok) {
+      process.stdout.write(`== ${name}: FAILED after ${seconds} s\n`);
+      process.exit(1);
+    }
+    process.stdout.write(`== ${name}: ok in ${seconds} s\n`);
+  });
+}
+
+function npx(args: string[]): boolean {
+  const result = spawnSync('npx', ['--no-install', ...args], { stdio: 'inherit' });
+  return result.status === 0;
+}
+
+if (!quick) {
+  await phase('type check (tsc)', () => npx(['tsc', '--noEmit', '-p', 'tsconfig.json']));
+  await phase('lint (eslint)', () => npx(['eslint', '--max-warnings', '0', '.']));
+  await phase('format (prettier --check)', () => npx(['prettier', '--check', '--log-level', 'warn', '.']));
+  await phase('bundle workflows (bundleWorkflowCode)', async () => {
+    try {
+      const bundle = await bundleWorkflows();
+      process.stdout.write(`workflow bundle: ${(bundle.code.length / 1024).toFixed(0)} KiB\n`);
+      return true;
+    } catch (error) {
+      process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+      return false;
+    }
+  });
+}
+await phase('tests (vitest, real Temporal and Postgres)', () => npx(['vitest', 'run', ...vitestArgs]));

@@ -1,0 +1,77 @@
+import { spawn, type SpawnOptions } from 'node:child_process';
+import { createServer } from 'node:net';
+
+/** An error of the dev stack: says what was tried and what the user can set or install instead. */
+export class DevStackError extends Error {
+  override readonly name = 'DevStackError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Asks the kernel for a free loopback TCP port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') {
+        server.close();
+        reject(new Error('could not read the port of a probe socket'));
+        return;
+      }
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion and collects its output; never throws for a non-zero exit. */
+export async function run(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', (error) => resolve({ code: -1, stdout, stderr: stderr + String(error.message) }));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `probe` until it resolves true or `timeoutMs` passes; returns the last error seen on failure. */
+export async function waitUntil(
+  probe: () => Promise<boolean>,
+  { timeoutMs, intervalMs = 100 }: { timeoutMs: number; intervalMs?: number },
+): Promise<{ ok: true } | { ok: false; lastError: unknown }> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown = undefined;
+  while (Date.now() < deadline) {
+    try {
+      if (await probe()) return { ok: true };
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(intervalMs);
+  }
+  return { ok: false, lastError };
+}
+
+export function log(message: string): void {
+  if (process.env['SERVICE_DEVSTACK_QUIET'] === '1') return;
+  process.stderr.write(`[devstack] ${message}\n`);
+}

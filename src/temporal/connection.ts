@@ -1,0 +1,32 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+
+/**
+ * The only module that knows how the service reaches Temporal: address, namespace, task queues and
+ * workflow ids. Everything else asks here.
+ */
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  /** Task queue of the service's workflows and activities. */
+  taskQueue: string;
+}
+
+export const DEFAULT_TASK_QUEUE = 'integration-service';
+
+export async function connectClient(
+  settings: TemporalSettings,
+): Promise<{ client: Client; close: () => Promise<void> }> {
+  const connection = await Connection.connect({ address: settings.address, connectTimeout: 5000 });
+  const client = new Client({ connection, namespace: settings.namespace });
+  return { client, close: () => connection.close() };
+}
+
+export async function connectWorker(settings: TemporalSettings): Promise<NativeConnection> {
+  return NativeConnection.connect({ address: settings.address });
+}
+
+/** Workflow ids are business keys, so a second start of the same thing is refused by Temporal itself. */
+export const workflowIds = {
+  healthCheck: (token: string): string => `health:${token}`,
+};

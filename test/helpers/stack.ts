@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, inject } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import pg from 'pg';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { assertPostgresReachable } from '../../src/devstack/postgres.js';
+import { assertTemporalReachable } from '../../src/devstack/temporal.js';
+
+// Worker state changes at INFO drown the test output; warnings and errors still show.
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+/** The servers the test run started (test/globalSetup.ts). */
+export function stack() {
+  return inject('stack');
+}
+
+/** A short unique suffix for names that must not collide between test files run in parallel. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+/**
+ * A database of this test file's own, cloned from the migrated template, dropped after the file.
+ * Fails with a message naming Postgres when the harness's server is gone, instead of hanging.
+ */
+export async function useDatabase(): Promise<{ pool: Pool; url: string; name: string }> {
+  const { postgresAdminUrl, templateDatabase } = stack();
+  await assertPostgresReachable(postgresAdminUrl, 3000).catch((error: unknown) => {
+    throw new Error(`the test harness's Postgres is gone: ${(error as Error).message}`);
+  });
+  const name = uniqueName('test');
+  await adminQuery(postgresAdminUrl, `CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
+  const url = postgresAdminUrl.replace(/\/postgres$/, `/${name}`);
+  const pool = createPool({ url, max: 10, applicationName: name });
+  afterAll(async () => {
+    await pool.end();
+    await adminQuery(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+  });
+  return { pool, url, name };
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  await client.connect();
+  try {
+    // CREATE DATABASE … TEMPLATE fails when another session is connected to the template; retry briefly.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await client.query(sql);
+        return;
+      } catch (error) {
+        if (attempt >= 20 || !/being accessed by other users/.test((error as Error).message)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** A Temporal client on the harness's server; fails naming Temporal when it is gone. */
+export async function useTemporalClient(): Promise<Client> {
+  const { temporalAddress, temporalNamespace } = stack();
+  await assertTemporalReachable(temporalAddress, temporalNamespace, 3000).catch((error: unknown) => {
+    throw new Error(`the test harness's Temporal server is gone: ${(error as Error).message}`);
+  });
+  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
+  afterAll(() => connection.close());
+  return new Client({ connection, namespace: temporalNamespace });
+}
+
+/**
+ * A worker on a task queue of this test file's own, running the prebuilt workflow bundle with the
+ * activities given; shut down after the file.
+ */
+export async function useWorker(
+  activities: object,
+  options: { taskQueue?: string } = {},
+): Promise<{ taskQueue: string; worker: Worker }> {
+  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
+  const taskQueue = options.taskQueue ?? uniqueName('tq');
+  const connection = await NativeConnection.connect({ address: temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    namespace: temporalNamespace,
+    taskQueue,
+    activities,
+    workflowBundle: { codePath: workflowBundlePath },
+  });
+  const running = worker.run();
+  afterAll(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await connection.close();
+  });
+  return { taskQueue, worker };
+}

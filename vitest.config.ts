@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', 'test/chaos/**'],
+    // Temporal and Postgres start once per run here and are shared; each test file gets its own
+    // database and task queue from test/helpers/stack.ts.
+    globalSetup: ['test/globalSetup.ts'],
+    // Temporal's native worker is happiest in a process of its own, not a worker thread.
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    teardownTimeout: 30_000,
+  },
+});
