@@ -1,0 +1,57 @@
+/**
+ * What the rest of the service (the runtime's activities, the API) needs from connections. The
+ * implementation lives beside this file; the runtime codes against this interface only.
+ */
+import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
+
+export interface ConnectionScope {
+  environmentId: string;
+  /** The integration id (provider_config_key). */
+  integrationId: string;
+  connectionId: string;
+}
+
+/** A request ready to send: absolute URL, credentials injected (header, query or OAuth 1 signature). */
+export interface AuthorizedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+export interface RequestToAuthorize {
+  method: string;
+  /** Path (or absolute URL) of the request. */
+  endpoint: string;
+  /** Base URL to use instead of the provider catalog's. */
+  baseUrlOverride?: string | undefined;
+  headers: Record<string, string>;
+  params: Record<string, string | number>;
+}
+
+export interface ConnectionService {
+  /**
+   * The connection record (SPEC.md "Connection record"). The token is refreshed when it expires within
+   * 15 minutes, or always with `forceRefresh`; concurrent callers share one refresh. The refresh token
+   * is left out unless `refreshToken` is true.
+   */
+  getConnection(
+    scope: ConnectionScope,
+    options?: { forceRefresh?: boolean; refreshToken?: boolean },
+  ): Promise<ConnectionRecord>;
+  /**
+   * Resolves the base URL (`baseUrlOverride`, else the provider catalog's, with connection settings
+   * substituted) and injects the connection's credentials. Throws a ServiceError with code
+   * `missing_base_url` when there is neither.
+   */
+  authorizeRequest(scope: ConnectionScope, request: RequestToAuthorize): Promise<AuthorizedRequest>;
+  getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>>;
+  /** Replaces the whole metadata. */
+  setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
+  /** Merges the given properties into the metadata. */
+  updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
+}
+
+export interface EnvironmentVariableStore {
+  /** The variables of an environment, decrypted. */
+  list(environmentId: string): Promise<EnvironmentVariable[]>;
+}
