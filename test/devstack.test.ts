@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { startPostgres, assertPostgresReachable } from '../src/devstack/postgres.js';
+import { startTemporal, assertTemporalReachable } from '../src/devstack/temporal.js';
+
+// The harness's own servers are shared by every test file, so this file starts a second pair to stop.
+const local = { ...process.env, TEMPORAL_ADDRESS: '', DATABASE_URL: '' };
+
+describe('dev stack: a server that goes away makes the run fail with a message naming it', () => {
+  it('names Postgres when the cluster it started is stopped, within seconds, without hanging', async () => {
+    const postgres = await startPostgres({ ephemeral: true, env: local });
+    expect(postgres.owned).toBe(true);
+    expect(postgres.version).toMatch(/^PostgreSQL \d+/);
+    await assertPostgresReachable(postgres.url, 2000);
+    await postgres.stop();
+
+    const started = Date.now();
+    await expect(assertPostgresReachable(postgres.url, 1500)).rejects.toThrow(
+      /Postgres is not reachable at postgres:\/\/.*ECONNREFUSED/s,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('names Temporal when the dev server it started is stopped, within seconds, without hanging', async () => {
+    const temporal = await startTemporal({ env: local });
+    expect(temporal.owned).toBe(true);
+    expect(temporal.version).toMatch(/Server \d+\.\d+/);
+    await assertTemporalReachable(temporal.address, temporal.namespace, 2000);
+    await temporal.stop();
+
+    const started = Date.now();
+    await expect(assertTemporalReachable(temporal.address, temporal.namespace, 1500)).rejects.toThrow(
+      /Temporal is not reachable at 127\.0\.0\.1:\d+/,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('uses DATABASE_URL and TEMPORAL_ADDRESS as given, starting nothing, and names them when they do not answer', async () => {
+    const env = { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', TEMPORAL_ADDRESS: '127.0.0.1:1' };
+    // Both wait up to 10 s for a server that may still be starting; run them side by side.
+    await Promise.all([
+      expect(startPostgres({ env })).rejects.toThrow(
+        /Postgres is not reachable at postgres:\/\/nobody@127\.0\.0\.1:1\/none.*DATABASE_URL/s,
+      ),
+      expect(startTemporal({ env })).rejects.toThrow(/Temporal is not reachable at 127\.0\.0\.1:1.*TEMPORAL_ADDRESS/s),
+    ]);
+  }, 60_000);
+});
