@@ -1,0 +1,98 @@
+/**
+ * The normalized, typed configuration that the compiler produces from service.yaml: defaults filled
+ * in, aliases resolved, every list a list, every reference checked, `__extends` flattened. Everything
+ * downstream (models.ts generation, compile, deploy, the runtime) reads this, never the YAML.
+ * Absent optional values are `null` (not missing) so the JSON form in the build manifest is stable.
+ */
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface EndpointConfig {
+  method: HttpMethod;
+  /** Starts with `/`. */
+  path: string;
+}
+
+export interface SyncOutput {
+  /** A model name from `models`. */
+  model: string;
+  /** The generated endpoint that returns this model's records. */
+  endpoint: EndpointConfig;
+}
+
+export interface SyncConfig {
+  name: string;
+  integration: string;
+  description: string;
+  syncType: 'incremental' | 'full';
+  /** `runs` as written (after the default), for display. */
+  runs: string;
+  /** The frequency in milliseconds; at least {@link MIN_RUNS_MS}. */
+  runsMs: number;
+  autoStart: boolean;
+  /** Only meaningful for full syncs; kept as written for incremental ones. */
+  trackDeletes: boolean;
+  /** The n-th output model with the n-th endpoint. */
+  outputs: SyncOutput[];
+  /** Model name of the input (delivered through the connection metadata), or null. */
+  input: string | null;
+  scopes: string[];
+  webhookSubscriptions: string[];
+}
+
+export interface ActionConfig {
+  name: string;
+  integration: string;
+  description: string;
+  /** Model name of the output. */
+  output: string;
+  endpoint: EndpointConfig;
+  /** Model name of the input, or null. */
+  input: string | null;
+  scopes: string[];
+}
+
+export interface IntegrationConfig {
+  id: string;
+  syncs: SyncConfig[];
+  actions: ActionConfig[];
+}
+
+/** `object` becomes `Record<string, unknown>`; the others are TypeScript's names. */
+export type PrimitiveType =
+  'string' | 'number' | 'boolean' | 'Date' | 'null' | 'undefined' | 'unknown' | 'any' | 'object';
+
+/** A parsed type expression of a model field. */
+export type TypeExpr =
+  | { kind: 'primitive'; name: PrimitiveType }
+  | { kind: 'literal'; value: string | number | boolean }
+  | { kind: 'model'; name: string }
+  | { kind: 'array'; element: TypeExpr }
+  | { kind: 'union'; members: TypeExpr[] }
+  | { kind: 'object'; fields: FieldConfig[]; stringIndex: TypeExpr | null };
+
+export interface FieldConfig {
+  name: string;
+  optional: boolean;
+  type: TypeExpr;
+}
+
+export interface ModelConfig {
+  name: string;
+  /** Direct parents from `__extends`, in the order written. */
+  extends: string[];
+  /** Inherited fields first (parents in order), then the model's own; an own field overrides an inherited one. */
+  fields: FieldConfig[];
+  /** The `__string` type: any other string key is allowed with this type. */
+  stringIndex: TypeExpr | null;
+}
+
+export interface ServiceConfig {
+  integrations: IntegrationConfig[];
+  models: ModelConfig[];
+}
+
+/** The shortest `runs` the service accepts: one minute (docs/configuration.md says why). */
+export const MIN_RUNS_MS = 60_000;
+/** `runs` when the sync does not say. */
+export const DEFAULT_RUNS = '24h';
