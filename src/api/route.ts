@@ -1,0 +1,67 @@
+/**
+ * How an endpoint is declared: method, path, zod schemas for what it accepts and what it answers, and
+ * a handler. The same declaration validates requests, documents the route in /openapi.json and types
+ * the handler, so the three cannot drift apart.
+ */
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { ConnectionScope } from '../connections/types.js';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** The environment a request authenticated as. */
+export interface AuthenticatedEnvironment {
+  id: string;
+  name: string;
+}
+
+export interface RouteContext<Q, B, P> {
+  req: Request;
+  res: Response;
+  /** Set for routes with `auth: 'secret-key'` (all but health, the OAuth callback and inbound webhooks). */
+  environment: AuthenticatedEnvironment;
+  query: Q;
+  body: B;
+  params: P;
+  /** Set for `connectionScoped` routes, from the `Connection-Id` and `Provider-Config-Key` headers. */
+  connection: ConnectionScope | undefined;
+  requestId: string;
+}
+
+export interface RouteResponse {
+  description: string;
+  schema?: z.ZodType;
+}
+
+export interface RouteDefinition<Q = unknown, B = unknown, P = unknown> {
+  method: HttpMethod;
+  /** Express path, `:name` for parameters. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  /** `secret-key`: `Authorization: Bearer <environment secret key>`; `none`: public (health, OAuth callback, webhooks). */
+  auth: 'secret-key' | 'none';
+  /** Requires the `Connection-Id` and `Provider-Config-Key` headers. */
+  connectionScoped?: boolean;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  params?: z.ZodType<P>;
+  responses: Record<number, RouteResponse>;
+  /**
+   * Returns the JSON body of a 200 answer, or `undefined` after answering through `ctx.res` itself.
+   * Throws ServiceError for anything else.
+   */
+  handler(ctx: RouteContext<Q, B, P>): Promise<unknown>;
+}
+
+/** Declares a route with its types inferred from its schemas. */
+export function defineRoute<Q = Record<string, never>, B = undefined, P = Record<string, never>>(
+  route: RouteDefinition<Q, B, P>,
+): RouteDefinition<Q, B, P> {
+  return route;
+}
+
+// Routes of different schemas live in one list; the handler types are checked at definition.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDefinition<any, any, any>;

@@ -1,0 +1,261 @@
+/**
+ * The Express application of the REST API, without `listen` (the caller owns the socket, so tests run
+ * it on an ephemeral loopback port). Every route is declared with `defineRoute`; this module adds what
+ * every route shares: request ids, access logs without secrets, body limits, authentication by
+ * environment secret key, per-key rate limiting, validation and one error envelope.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { ServiceError, isServiceError } from '../errors.js';
+import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
+import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
+import { createAccessLogger, type Logger } from './logger.js';
+
+export interface CreateServerOptions {
+  routes: readonly AnyRoute[];
+  /** Resolves a presented secret key to its environment; undefined when no environment has that key. */
+  authenticate(secretKey: string): Promise<AuthenticatedEnvironment | undefined>;
+  /** Answers requests no declared route matched (the generated endpoints of the deployment); falls through to 404 when it returns false. */
+  fallback?: (
+    req: Request,
+    res: Response,
+    environment: AuthenticatedEnvironment,
+    requestId: string,
+  ) => Promise<boolean>;
+  /** Largest JSON body accepted. @default '5mb' */
+  bodyLimit?: string;
+  rateLimit?: RateLimitOptions;
+  logger?: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export function createServer(options: CreateServerOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'extended');
+  const logger = options.logger ?? createAccessLogger();
+  const limiter = createRateLimiter(options.rateLimit);
+
+  app.use((req, res, next) => {
+    const presented = req.header('x-request-id');
+    const requestId = presented && REQUEST_ID.test(presented) ? presented : randomUUID();
+    res.locals['requestId'] = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      logger.info('request', {
+        request_id: requestId,
+        method: req.method,
+        // The path only: query strings can carry OAuth codes and states.
+        path: req.path,
+        status: res.statusCode,
+        duration_ms: Number((process.hrtime.bigint() - started) / 1_000_000n),
+        environment: (res.locals['environment'] as AuthenticatedEnvironment | undefined)?.name,
+      });
+    });
+    next();
+  });
+  app.use(express.json({ limit: options.bodyLimit ?? '5mb', type: ['application/json', 'application/*+json'] }));
+
+  for (const route of options.routes) {
+    app[route.method](route.path, (req, res, next) => {
+      handle(route, req, res).catch(next);
+    });
+  }
+
+  async function handle(route: AnyRoute, req: Request, res: Response): Promise<void> {
+    const requestId = res.locals['requestId'] as string;
+    const environment = route.auth === 'secret-key' ? await authenticateRequest(req, res) : anonymous;
+    const problems: ValidationProblem[] = [];
+    const ctx: RouteContext<unknown, unknown, unknown> = {
+      req,
+      res,
+      environment,
+      requestId,
+      params: parse(route.params, req.params, 'path', problems),
+      query: parse(route.query, req.query, 'query', problems),
+      body: parse(route.body, req.body, 'body', problems),
+      connection: undefined,
+    };
+    if (problems.length > 0) throw invalidRequest(problems);
+    if (route.connectionScoped) ctx.connection = connectionHeaders(req, environment);
+    const result = await route.handler(ctx);
+    if (result !== undefined && !res.headersSent) res.status(200).json(result);
+  }
+
+  async function authenticateRequest(req: Request, res: Response): Promise<AuthenticatedEnvironment> {
+    const header = req.header('authorization');
+    if (!header) {
+      throw new ServiceError(
+        'missing_authorization',
+        'Send the header `Authorization: Bearer <environment secret key>`.',
+        {
+          status: 401,
+        },
+      );
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) {
+      throw new ServiceError(
+        'invalid_authorization',
+        'The Authorization header must be `Bearer <environment secret key>`.',
+        {
+          status: 401,
+        },
+      );
+    }
+    const environment = await options.authenticate(match[1]);
+    if (!environment) {
+      throw new ServiceError(
+        'invalid_secret_key',
+        'No environment has this secret key. Check the key in your environment settings.',
+        {
+          status: 401,
+        },
+      );
+    }
+    const verdict = limiter.take(environment.id);
+    if (!verdict.allowed) {
+      res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+      throw new ServiceError(
+        'rate_limited',
+        `Too many requests for this key; retry after ${verdict.retryAfterSeconds} s.`,
+        {
+          status: 429,
+          retryable: true,
+        },
+      );
+    }
+    res.locals['environment'] = environment;
+    return environment;
+  }
+
+  app.use((req, res, next) => {
+    if (!options.fallback) {
+      next();
+      return;
+    }
+    const run = async (): Promise<void> => {
+      const environment = await authenticateRequest(req, res);
+      const answered = await options.fallback?.(req, res, environment, res.locals['requestId'] as string);
+      if (!answered) next();
+    };
+    run().catch(next);
+  });
+
+  app.use((req, _res, next) => {
+    next(
+      new ServiceError('route_not_found', `No route ${req.method} ${req.path}. See GET /openapi.json for the routes.`, {
+        status: 404,
+      }),
+    );
+  });
+
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const failure = toServiceError(error);
+    if (failure.status >= 500) {
+      logger.error('request failed', {
+        request_id: res.locals['requestId'] as string,
+        code: failure.code,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+    if (res.headersSent) return;
+    res.status(failure.status).json(errorBody(failure));
+  });
+
+  return app;
+}
+
+const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
+
+/** `{ error: { code, message, errors? } }`, the body of every error the API answers. */
+export function errorBody(failure: ServiceError): { error: { code: string; message: string; errors?: unknown } } {
+  return {
+    error: {
+      code: failure.code,
+      message: failure.message,
+      ...(failure.details === undefined ? {} : { errors: failure.details }),
+    },
+  };
+}
+
+interface ValidationProblem {
+  path: string;
+  code: string;
+  message: string;
+}
+
+/** Parses one part of the request, collecting its problems so that all parts are reported at once. */
+function parse<T>(
+  schema: z.ZodType<T> | undefined,
+  value: unknown,
+  where: 'query' | 'body' | 'path',
+  problems: ValidationProblem[],
+): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  if (result.success) return result.data;
+  for (const issue of result.error.issues) {
+    problems.push({ path: [where, ...issue.path.map(String)].join('.'), code: issue.code, message: issue.message });
+  }
+  return undefined as T;
+}
+
+function invalidRequest(problems: ValidationProblem[]): ServiceError {
+  const first = problems[0];
+  const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+  return new ServiceError(
+    'invalid_request',
+    `Invalid request${first ? `: ${first.path}: ${first.message}` : ''}${more}`,
+    {
+      status: 400,
+      details: problems,
+    },
+  );
+}
+
+function connectionHeaders(req: Request, environment: AuthenticatedEnvironment) {
+  const connectionId = req.header('connection-id');
+  const integrationId = req.header('provider-config-key');
+  if (!connectionId || !integrationId) {
+    throw new ServiceError(
+      'missing_connection_headers',
+      'This route acts for one connection: send the headers `Connection-Id` and `Provider-Config-Key`.',
+      { status: 400 },
+    );
+  }
+  return { environmentId: environment.id, integrationId, connectionId };
+}
+
+/** Translates anything thrown into the taxonomy; unknown errors become a 500 without internals. */
+export function toServiceError(error: unknown): ServiceError {
+  if (isServiceError(error)) return error;
+  if (typeof error === 'object' && error !== null && 'type' in error) {
+    const type = error.type;
+    const status = (error as { status?: unknown }).status;
+    if (type === 'entity.too.large') {
+      return new ServiceError('payload_too_large', 'The request body is larger than the limit of this server.', {
+        status: 413,
+      });
+    }
+    if (type === 'entity.parse.failed') {
+      return new ServiceError('invalid_json', 'The request body is not valid JSON.', { status: 400 });
+    }
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      return new ServiceError('invalid_request', 'The request could not be read.', { status });
+    }
+  }
+  if (error instanceof z.ZodError) {
+    return new ServiceError('invalid_request', 'The request is invalid.', { status: 400, details: error.issues });
+  }
+  return new ServiceError(
+    'internal_error',
+    'The server failed to answer this request; it is logged with its request id.',
+    {
+      status: 500,
+    },
+  );
+}
