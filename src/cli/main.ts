@@ -1,0 +1,258 @@
+/**
+ * The `service` command. `runCli` takes the arguments and an output sink and returns the exit code,
+ * so tests can run it in-process; bin/service.js calls it. Never prints a stack trace unless
+ * SERVICE_DEBUG=1: every failure is a message saying what and where.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { compileProject } from './compile.js';
+import { generateProject } from './generate.js';
+import { initProject } from './init.js';
+import { countSummary, formatProjectProblems, type ProjectProblem } from './project.js';
+
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  cwd: string;
+  env: Record<string, string | undefined>;
+}
+
+const ROOT_OPTION =
+  '  --root <dir>   the project folder that holds service-integrations/ (default: the current folder)';
+
+const HELP: Record<string, string> = {
+  main: `service: declare integrations in service-integrations/service.yaml, write their scripts, build them.
+
+Usage: service <command> [options]
+
+Commands:
+  init        create service-integrations/ with an example integration (a sync and an action)
+  generate    check service.yaml, write models.ts, create a stub for every script that has none
+  compile     generate, then type-check every script and bundle each into build/
+  validate    check service.yaml only and print every problem (alias: check)
+
+Options:
+  -h, --help     help of a command: service compile --help
+  -v, --version  the version of this package
+
+Examples:
+  npx service init && npx service compile
+  npx service validate --root ./my-app
+`,
+  init: `service init: create service-integrations/ with an example integration that compiles as it is.
+
+Usage: service init [--root <dir>]
+
+Writes service.yaml (a GitHub integration with the sync 'issues' and the action 'create-issue'),
+their scripts under github/syncs/ and github/actions/, tsconfig.json (so editors check scripts the
+way 'service compile' does), .gitignore (build/) and the generated models.ts.
+Refuses when service-integrations/service.yaml exists already; other existing files are kept.
+
+Options:
+${ROOT_OPTION}
+
+Examples:
+  npx service init
+  npx service init --root ./my-app && npx service compile --root ./my-app
+`,
+  generate: `service generate: check service.yaml, write models.ts, and create missing script stubs.
+
+Usage: service generate [--root <dir>]
+
+Writes service-integrations/models.ts (one interface per model, plus ServiceSync, ServiceAction and
+ActionError re-exported for scripts) and, for every sync and action without a script, a stub:
+  service-integrations/<integration>/syncs/<sync>.ts
+  service-integrations/<integration>/actions/<action>.ts
+Existing scripts are never touched. Exits 1 and prints every problem when service.yaml has errors.
+
+Options:
+${ROOT_OPTION}
+
+Examples:
+  npx service generate
+  npx service generate --root ./my-app
+`,
+  compile: `service compile: generate, type-check every script, bundle each into one file.
+
+Usage: service compile [--root <dir>]
+
+1. generate (see service generate --help)
+2. check each script: it may import only '../../models' and 'integration-service/runtime', must
+   default-export its function, and an action must not call svc.batchSave or svc.batchDelete
+3. type-check all scripts together (TypeScript, strict)
+4. bundle each script with esbuild into service-integrations/build/<integration>/<syncs|actions>/<name>.cjs
+   and write service-integrations/build/manifest.json (config, scripts, sha256 of each bundle)
+Every problem is printed as file:line:column; exits 1 when there is any error.
+
+Options:
+${ROOT_OPTION}
+
+Examples:
+  npx service compile
+  npx service compile --root ./my-app
+`,
+  validate: `service validate (alias: check): check service.yaml and print every problem; writes nothing.
+
+Usage: service validate [--root <dir>]
+
+Problems print like a compiler: service-integrations/service.yaml:12:5 error unknown_key …
+Exits 0 when there is no error (warnings allowed), 1 otherwise.
+
+Options:
+${ROOT_OPTION}
+
+Examples:
+  npx service validate
+  npx service check --root ./my-app
+`,
+};
+const ALIASES: Record<string, string> = { check: 'validate' };
+
+function version(): string {
+  const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  const parsed: unknown = JSON.parse(text);
+  return typeof parsed === 'object' && parsed !== null && 'version' in parsed ? String(parsed.version) : 'unknown';
+}
+
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+        root: { type: 'string' },
+      },
+    });
+  } catch (error) {
+    io.err(`service: ${error instanceof Error ? error.message : String(error)}\nRun 'service --help' for usage.\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [given, ...extra] = positionals;
+  const command = given === undefined ? undefined : (ALIASES[given] ?? given);
+
+  if (values.version === true) {
+    io.out(`${version()}\n`);
+    return 0;
+  }
+  if (command === 'help') {
+    io.out(HELP[extra[0] === undefined ? 'main' : (ALIASES[extra[0]] ?? extra[0])] ?? HELP['main'] ?? '');
+    return 0;
+  }
+  if (command === undefined || HELP[command] === undefined || command === 'main') {
+    if (command === undefined) {
+      io.out(HELP['main'] ?? '');
+      return values.help === true ? 0 : 2;
+    }
+    io.err(
+      `service: unknown command '${given}'. Commands: init, generate, compile, validate.\nRun 'service --help' for usage.\n`,
+    );
+    return 2;
+  }
+  if (values.help === true) {
+    io.out(HELP[command] ?? '');
+    return 0;
+  }
+  if (extra.length > 0) {
+    io.err(`service ${command}: unexpected argument '${extra[0]}'. Run 'service ${command} --help'.\n`);
+    return 2;
+  }
+  const root = resolve(io.cwd, values.root ?? '.');
+
+  try {
+    switch (command) {
+      case 'init':
+        return await init(root, io);
+      case 'generate':
+        return await generate(root, io);
+      case 'compile':
+        return await compile(root, io);
+      case 'validate':
+        return await validate(root, io);
+      default:
+        return 2;
+    }
+  } catch (error) {
+    // Unexpected (a file system error, say): one line, no stack, unless asked for.
+    const message = error instanceof Error ? error.message : String(error);
+    io.err(`service ${command}: ${message}\n`);
+    if (io.env['SERVICE_DEBUG'] === '1' && error instanceof Error && error.stack !== undefined)
+      io.err(`${error.stack}\n`);
+    return 1;
+  }
+}
+
+function printProblems(
+  io: CliIo,
+  report: string,
+  others: readonly ProjectProblem[],
+  all: readonly ProjectProblem[],
+): void {
+  const text = [report, formatProjectProblems(others)].filter((t) => t !== '').join('\n');
+  if (text !== '') io.err(`${text}\n`);
+  if (all.length > 0) io.err(`${countSummary(all)}\n`);
+}
+
+async function init(root: string, io: CliIo): Promise<number> {
+  const result = await initProject({ root });
+  if (!result.ok) {
+    io.err(`service init: ${result.file} exists already; edit it, then run 'service generate'.\n`);
+    return 1;
+  }
+  for (const file of result.created) io.out(`created ${file}\n`);
+  if (!result.generated.ok) {
+    printProblems(io, result.generated.report, [], result.generated.problems);
+    return 1;
+  }
+  io.out(`\nNext: edit service-integrations/service.yaml and the scripts, then run 'npx service compile'.\n`);
+  return 0;
+}
+
+async function generate(root: string, io: CliIo): Promise<number> {
+  const result = await generateProject({ root });
+  printProblems(
+    io,
+    result.report,
+    result.problems.filter((p) => p.code === 'config_not_found'),
+    result.problems,
+  );
+  if (!result.ok) return 1;
+  io.out(`${result.modelsWritten ? 'wrote' : 'unchanged'} service-integrations/models.ts\n`);
+  for (const stub of result.stubsCreated) io.out(`created stub ${stub}\n`);
+  return 0;
+}
+
+async function compile(root: string, io: CliIo): Promise<number> {
+  const result = await compileProject({ root, onProgress: (line) => io.out(`${line}\n`) });
+  const configCodes = new Set(['config_not_found']);
+  const scriptProblems = result.problems.filter((p) => !p.file.endsWith('service.yaml') || configCodes.has(p.code));
+  printProblems(io, result.configReport, scriptProblems, result.problems);
+  for (const stub of result.stubsCreated) io.out(`created stub ${stub}\n`);
+  if (!result.ok || result.manifest === null) return 1;
+  const count = result.manifest.scripts.length;
+  io.out(`built ${count} script${count === 1 ? '' : 's'} into service-integrations/build (manifest.json)\n`);
+  return 0;
+}
+
+async function validate(root: string, io: CliIo): Promise<number> {
+  const result = await generateProject({ root, write: false });
+  printProblems(
+    io,
+    result.report,
+    result.problems.filter((p) => p.code === 'config_not_found'),
+    result.problems,
+  );
+  if (!result.ok) return 1;
+  const config = result.config;
+  const syncs = config?.integrations.reduce((n, i) => n + i.syncs.length, 0) ?? 0;
+  const actions = config?.integrations.reduce((n, i) => n + i.actions.length, 0) ?? 0;
+  io.out(
+    `service-integrations/service.yaml is valid: ${config?.integrations.length ?? 0} integration(s), ${syncs} sync(s), ${actions} action(s), ${config?.models.length ?? 0} model(s)\n`,
+  );
+  return 0;
+}
