@@ -1,0 +1,650 @@
+/**
+ * Connections in Postgres: the ConnectionService the runtime codes against (get with refresh, request
+ * authorization, metadata), plus what the API and the OAuth flow need (import, save, list, delete).
+ *
+ * Refresh under concurrency: every refresh of a connection runs under a transaction-scoped advisory
+ * lock on the connection's id and re-reads the row after taking it. A caller that waited finds the
+ * token already fresh (or the grant already marked revoked) and does not ask the provider again, so
+ * two runs on any two processes that need a refresh at once cause one token request.
+ */
+import { z } from 'zod';
+import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
+import { ServiceError } from '../errors.js';
+import type { ConnectionRecord, Credentials } from '../runtime/public.js';
+import type { Encryptor } from './encryption.js';
+import type { IntegrationStore, ResolvedIntegration } from './integrationStore.js';
+import { signOAuth1 } from './oauth1.js';
+import {
+  credentialsFromTokenResponse,
+  missingClient,
+  requestToken,
+  settingsFromTokenResponse,
+  TokenRequestError,
+  type Fetch,
+} from './oauth2.js';
+import { fillTemplate, validateConnectionConfig } from './providers/catalog.js';
+import type { AuthorizedRequest, ConnectionScope, ConnectionService, RequestToAuthorize } from './types.js';
+
+/** SPEC.md "Limits": a token expiring within this window is refreshed. */
+export const REFRESH_WINDOW_MS = 15 * 60 * 1000;
+/** First key of the two-key advisory lock form; the second is the connection's integer id. */
+const REFRESH_LOCK_NAMESPACE = 7_411_106;
+const MAX_METADATA_BYTES = 1024 * 1024;
+
+export const connectionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._@+=-]{1,255}$/, 'letters, digits and . _ @ + = -, 1 to 255 characters');
+
+const isoTimestamp = z.iso.datetime({ offset: true });
+const jsonObject = z.record(z.string(), z.unknown());
+
+/** Credentials as stored (and as imported): the refresh token is always kept here. */
+export const credentialsSchema = z.discriminatedUnion('type', [
+  z
+    .object({
+      type: z.literal('OAUTH2'),
+      access_token: z.string().min(1),
+      refresh_token: z.string().min(1).optional(),
+      expires_at: isoTimestamp.optional(),
+      raw: jsonObject.default({}),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('OAUTH1'),
+      oauth_token: z.string().min(1),
+      oauth_token_secret: z.string().min(1),
+      raw: jsonObject.default({}),
+    })
+    .strict(),
+  z.object({ type: z.literal('API_KEY'), apiKey: z.string().min(1) }).strict(),
+  z.object({ type: z.literal('BASIC'), username: z.string().min(1), password: z.string() }).strict(),
+]);
+type StoredCredentials = z.infer<typeof credentialsSchema>;
+type OAuth2Credentials = Extract<StoredCredentials, { type: 'OAUTH2' }>;
+
+export const importConnectionInput = z
+  .object({
+    environmentId: z.string().min(1),
+    integrationId: z.string().min(1),
+    connectionId: connectionIdSchema,
+    credentials: credentialsSchema,
+    connection_config: z.record(z.string(), z.string()).optional(),
+    metadata: jsonObject.optional(),
+  })
+  .strict();
+export type ImportConnectionInput = z.input<typeof importConnectionInput>;
+
+/** The last failed refresh, as status and the API show it. */
+export interface RefreshError {
+  code: string;
+  message: string;
+  at: string;
+  /** True when the user must reconnect; false when the provider was only unreachable. */
+  permanent: boolean;
+}
+
+/** A connection without its credentials: for lists and status. */
+export interface ConnectionSummary {
+  id: number;
+  connection_id: string;
+  provider_config_key: string;
+  provider: string;
+  auth_mode: StoredCredentials['type'];
+  created_at: string;
+  updated_at: string;
+  refresh_error: RefreshError | null;
+}
+
+interface ConnectionRow {
+  id: number;
+  environment_id: string;
+  provider_config_key: string;
+  connection_id: string;
+  credentials_encrypted: string;
+  connection_config: Record<string, string>;
+  metadata: Record<string, unknown>;
+  credentials_refreshed_at: Date | null;
+  refresh_error_code: string | null;
+  refresh_error_message: string | null;
+  refresh_error_at: Date | null;
+  refresh_error_permanent: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface Refreshed {
+  row: ConnectionRow;
+  credentials: StoredCredentials;
+}
+interface FailedRefresh extends Refreshed {
+  error: ServiceError;
+}
+
+export interface ConnectionSavedEvent {
+  scope: ConnectionScope;
+  /** True for a new connection; false when an existing one got new credentials (a reconnect). */
+  created: boolean;
+}
+
+export interface PostgresConnectionServiceDeps {
+  db: Pool;
+  encryptor: Encryptor;
+  integrations: IntegrationStore;
+  /** For token requests; tests may pass their own. @default globalThis.fetch */
+  fetch?: Fetch;
+  /** @default () => new Date() */
+  now?: () => Date;
+  /** One line per event, never with a secret in it. @default a line on stderr */
+  log?: (message: string) => void;
+  /** Called after a connection is created or reconnected (to start its auto-start syncs, say). */
+  onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
+}
+
+function describe(scope: ConnectionScope): string {
+  return `connection '${scope.connectionId}' of integration '${scope.integrationId}'`;
+}
+
+function invalidInput(what: string, error: z.ZodError): ServiceError {
+  const problems = error.issues.map((issue) => `${issue.path.join('.') || '(value)'}: ${issue.message}`);
+  return new ServiceError(`invalid_${what}`, `invalid ${what}: ${problems.join('; ')}`, {
+    status: 400,
+    details: problems,
+  });
+}
+
+export class PostgresConnectionService implements ConnectionService {
+  private readonly db: Pool;
+  private readonly encryptor: Encryptor;
+  private readonly integrations: IntegrationStore;
+  private readonly fetch: Fetch;
+  private readonly now: () => Date;
+  private readonly log: (message: string) => void;
+  private readonly onConnectionSaved: ((event: ConnectionSavedEvent) => Promise<void>) | undefined;
+
+  constructor(deps: PostgresConnectionServiceDeps) {
+    this.db = deps.db;
+    this.encryptor = deps.encryptor;
+    this.integrations = deps.integrations;
+    this.fetch = deps.fetch ?? globalThis.fetch;
+    this.now = deps.now ?? (() => new Date());
+    this.log = deps.log ?? ((message) => process.stderr.write(`[connections] ${message}\n`));
+    this.onConnectionSaved = deps.onConnectionSaved;
+  }
+
+  // ---- ConnectionService -------------------------------------------------------------------------
+
+  async getConnection(
+    scope: ConnectionScope,
+    options: { forceRefresh?: boolean; refreshToken?: boolean } = {},
+  ): Promise<ConnectionRecord> {
+    const { row, credentials } = await this.fresh(scope, options.forceRefresh ?? false);
+    return this.toRecord(row, credentials, options.refreshToken ?? false);
+  }
+
+  async authorizeRequest(
+    scope: ConnectionScope,
+    request: RequestToAuthorize & { formParams?: Record<string, string> },
+  ): Promise<AuthorizedRequest> {
+    const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
+    const { row, credentials } = await this.fresh(scope, false);
+    const { provider } = resolved;
+
+    const absolute = /^https?:\/\//i.test(request.endpoint);
+    let base: string | undefined = request.baseUrlOverride;
+    if (base === undefined && !absolute && provider.base_url !== undefined) {
+      base = fillTemplate(
+        provider.base_url,
+        provider,
+        row.connection_config,
+        `the base URL of provider '${resolved.integration.provider}'`,
+      );
+    }
+    if (base === undefined && !absolute) {
+      throw new ServiceError(
+        'missing_base_url',
+        `provider '${resolved.integration.provider}' of integration '${scope.integrationId}' has no base URL in the catalog; pass baseUrlOverride (or set base_url in the integration's provider_settings)`,
+        { status: 400 },
+      );
+    }
+    const url = new URL(base === undefined ? request.endpoint : joinUrl(base, request.endpoint));
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw new ServiceError('invalid_request_url', `requests go to http(s) URLs only, not ${url.protocol}`, {
+        status: 400,
+      });
+    }
+    for (const [name, value] of Object.entries(request.params)) url.searchParams.append(name, String(value));
+
+    const headers: Record<string, string> = { ...provider.headers };
+    for (const [name, value] of Object.entries(request.headers)) setHeader(headers, name, value);
+
+    switch (credentials.type) {
+      case 'OAUTH2': {
+        if (provider.auth_mode !== 'OAUTH2') throw modeMismatch(scope, provider.auth_mode, credentials.type);
+        setHeader(
+          headers,
+          provider.token_header.name,
+          provider.token_header.format.replace('${accessToken}', credentials.access_token),
+        );
+        break;
+      }
+      case 'API_KEY': {
+        if (provider.auth_mode !== 'API_KEY') throw modeMismatch(scope, provider.auth_mode, credentials.type);
+        if (provider.api_key.in === 'header') {
+          setHeader(headers, provider.api_key.name, provider.api_key.format.replace('${apiKey}', credentials.apiKey));
+        } else {
+          url.searchParams.set(provider.api_key.name, credentials.apiKey);
+        }
+        break;
+      }
+      case 'BASIC': {
+        const pair = Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64');
+        setHeader(headers, 'Authorization', `Basic ${pair}`);
+        break;
+      }
+      case 'OAUTH1': {
+        if (!resolved.clientId || resolved.clientSecret === undefined) throw missingClient(scope.integrationId);
+        const { authorization } = signOAuth1({
+          method: request.method,
+          url: url.toString(),
+          consumerKey: resolved.clientId,
+          consumerSecret: resolved.clientSecret,
+          token: credentials.oauth_token,
+          tokenSecret: credentials.oauth_token_secret,
+          formParams: request.formParams,
+        });
+        setHeader(headers, 'Authorization', authorization);
+        break;
+      }
+    }
+    return { method: request.method.toUpperCase(), url: url.toString(), headers };
+  }
+
+  async getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>> {
+    return (await this.row(this.db, scope)).metadata;
+  }
+
+  async setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
+    await this.writeMetadata(scope, metadata, 'replace');
+  }
+
+  async updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
+    await this.writeMetadata(scope, metadata, 'merge');
+  }
+
+  // ---- For the API and the OAuth flow ------------------------------------------------------------
+
+  /**
+   * Stores existing credentials as a connection (migrating from another system, tests). An existing
+   * connection of the same id gets the new credentials and settings; its metadata is kept unless given.
+   */
+  async importConnection(input: ImportConnectionInput): Promise<ConnectionRecord> {
+    const parsed = importConnectionInput.safeParse(input);
+    if (!parsed.success) throw invalidInput('connection', parsed.error);
+    const data = parsed.data;
+    const resolved = await this.integrations.resolve(data.environmentId, data.integrationId);
+    if (resolved.provider.auth_mode !== data.credentials.type) {
+      throw new ServiceError(
+        'credentials_type_mismatch',
+        `integration '${data.integrationId}' uses provider '${resolved.integration.provider}' (${resolved.provider.auth_mode}); credentials of type ${data.credentials.type} do not fit it`,
+        { status: 400 },
+      );
+    }
+    const config = data.connection_config ?? {};
+    validateConnectionConfig(resolved.provider, config);
+    const scope = {
+      environmentId: data.environmentId,
+      integrationId: data.integrationId,
+      connectionId: data.connectionId,
+    };
+    const row = await this.saveConnection(scope, data.credentials, config, data.metadata);
+    return this.toRecord(row, data.credentials, false);
+  }
+
+  /** Creates or replaces a connection's credentials, clearing any refresh error (used by import and the OAuth callback). */
+  async saveConnection(
+    scope: ConnectionScope,
+    credentials: StoredCredentials,
+    connectionConfig: Record<string, string>,
+    metadata?: Record<string, unknown>,
+  ): Promise<ConnectionRow> {
+    const id = connectionIdSchema.safeParse(scope.connectionId);
+    if (!id.success) throw invalidInput('connection_id', id.error);
+    const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
+      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at)
+       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7)
+       ON CONFLICT (environment_id, provider_config_key, connection_id) DO UPDATE SET
+         credentials_encrypted = EXCLUDED.credentials_encrypted,
+         connection_config = EXCLUDED.connection_config,
+         metadata = COALESCE($6::jsonb, connections.metadata),
+         credentials_refreshed_at = EXCLUDED.credentials_refreshed_at,
+         refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
+         updated_at = now()
+       RETURNING *, (xmax = 0) AS inserted`,
+      [
+        scope.environmentId,
+        scope.integrationId,
+        scope.connectionId,
+        this.encryptor.encryptJson(credentials, 'connection_credentials'),
+        JSON.stringify(connectionConfig),
+        metadata === undefined ? null : JSON.stringify(metadata),
+        this.now(),
+      ],
+    );
+    const row = rows[0]!;
+    this.log(`${row.inserted ? 'created' : 'updated'} ${describe(scope)} (${credentials.type})`);
+    await this.onConnectionSaved?.({ scope, created: row.inserted });
+    return row;
+  }
+
+  async listConnections(environmentId: string, options: { integrationId?: string } = {}): Promise<ConnectionSummary[]> {
+    const { rows } = await this.db.query<ConnectionRow & { provider: string }>(
+      `SELECT c.*, i.provider FROM connections c
+       JOIN integrations i ON i.environment_id = c.environment_id AND i.id = c.provider_config_key
+       WHERE c.environment_id = $1 AND ($2::text IS NULL OR c.provider_config_key = $2)
+       ORDER BY c.provider_config_key, c.connection_id`,
+      [environmentId, options.integrationId ?? null],
+    );
+    return rows.map((row) => this.toSummary(row, row.provider));
+  }
+
+  /** The connection without credentials, with its last refresh error: what status pages show. */
+  async getConnectionStatus(scope: ConnectionScope): Promise<ConnectionSummary> {
+    const row = await this.row(this.db, scope);
+    const integration = await this.integrations.get(scope.environmentId, scope.integrationId);
+    return this.toSummary(row, integration.provider);
+  }
+
+  /** Deletes a connection and its credentials; false when there was none. */
+  async deleteConnection(scope: ConnectionScope): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      'DELETE FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
+      [scope.environmentId, scope.integrationId, scope.connectionId],
+    );
+    if ((rowCount ?? 0) > 0) this.log(`deleted ${describe(scope)}`);
+    return (rowCount ?? 0) > 0;
+  }
+
+  // ---- Refresh -----------------------------------------------------------------------------------
+
+  /** The row and credentials, refreshed first when SPEC.md "Authentication" says so. */
+  private async fresh(
+    scope: ConnectionScope,
+    forceRefresh: boolean,
+  ): Promise<{ row: ConnectionRow; credentials: StoredCredentials }> {
+    const startedAt = this.now();
+    const row = await this.row(this.db, scope);
+    const credentials = this.decrypt(row);
+    if (credentials.type !== 'OAUTH2' || !(forceRefresh || this.expiresSoon(credentials))) return { row, credentials };
+    if (row.refresh_error_permanent && !forceRefresh) throw this.refreshFailed(scope, row);
+    return this.refresh(scope, row.id, forceRefresh, startedAt);
+  }
+
+  private expiresSoon(credentials: OAuth2Credentials): boolean {
+    if (credentials.expires_at === undefined) return false;
+    return Date.parse(credentials.expires_at) - this.now().getTime() < REFRESH_WINDOW_MS;
+  }
+
+  private async refresh(
+    scope: ConnectionScope,
+    id: number,
+    forceRefresh: boolean,
+    startedAt: Date,
+  ): Promise<{ row: ConnectionRow; credentials: StoredCredentials }> {
+    const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
+    const outcome = await inTransaction(this.db, async (client): Promise<Refreshed | FailedRefresh> => {
+      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [REFRESH_LOCK_NAMESPACE, id]);
+      // Re-read under the lock: another caller may have refreshed (or failed to) while this one waited.
+      const row = await this.row(client, scope);
+      const credentials = this.decrypt(row);
+      if (credentials.type !== 'OAUTH2') return { row, credentials };
+      const refreshedMeanwhile = row.credentials_refreshed_at !== null && row.credentials_refreshed_at >= startedAt;
+      if (forceRefresh ? refreshedMeanwhile : !this.expiresSoon(credentials)) return { row, credentials };
+      const failedMeanwhile = row.refresh_error_at !== null && row.refresh_error_at >= startedAt;
+      if (row.refresh_error_permanent && (failedMeanwhile || !forceRefresh)) {
+        return { row, credentials, error: this.refreshFailed(scope, row) };
+      }
+      return this.refreshLocked(client, scope, resolved, row, credentials);
+    });
+    if ('error' in outcome) {
+      // A provider that is only unreachable should not break runs while the current token still works.
+      const current = outcome.credentials;
+      const usable =
+        current.type === 'OAUTH2' &&
+        (current.expires_at === undefined || Date.parse(current.expires_at) > this.now().getTime());
+      if (outcome.error.retryable && !forceRefresh && usable) return { row: outcome.row, credentials: current };
+      throw outcome.error;
+    }
+    return outcome;
+  }
+
+  /** Asks the provider for a new token while holding the lock, and stores the outcome either way. */
+  private async refreshLocked(
+    client: PoolClient,
+    scope: ConnectionScope,
+    resolved: ResolvedIntegration,
+    row: ConnectionRow,
+    credentials: OAuth2Credentials,
+  ): Promise<Refreshed | FailedRefresh> {
+    const { provider } = resolved;
+    if (provider.auth_mode !== 'OAUTH2') throw modeMismatch(scope, provider.auth_mode, 'OAUTH2');
+    if (credentials.refresh_token === undefined) {
+      const expired =
+        credentials.expires_at !== undefined && Date.parse(credentials.expires_at) <= this.now().getTime();
+      // Without a refresh token a still-valid token is the best there is; an expired one is useless.
+      if (!expired) return { row, credentials };
+      return this.recordFailure(
+        client,
+        scope,
+        row,
+        new TokenRequestError(
+          'no_refresh_token',
+          'the access token expired and the connection has no refresh token',
+          true,
+        ),
+      );
+    }
+    if (!resolved.clientId) throw missingClient(scope.integrationId);
+    let raw: Record<string, unknown>;
+    try {
+      raw = await requestToken({
+        provider,
+        clientId: resolved.clientId,
+        clientSecret: resolved.clientSecret,
+        connectionConfig: row.connection_config,
+        grant: { grant_type: 'refresh_token', refresh_token: credentials.refresh_token },
+        fetch: this.fetch,
+      });
+    } catch (error) {
+      if (error instanceof TokenRequestError) return this.recordFailure(client, scope, row, error);
+      throw error;
+    }
+    const now = this.now();
+    const next = credentialsFromTokenResponse(raw, now, credentials.refresh_token);
+    const config = { ...row.connection_config, ...settingsFromTokenResponse(provider, raw) };
+    const { rows } = await client.query<ConnectionRow>(
+      `UPDATE connections SET credentials_encrypted = $2, connection_config = $3, credentials_refreshed_at = $4,
+         refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
+         updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [row.id, this.encryptor.encryptJson(next, 'connection_credentials'), JSON.stringify(config), now],
+    );
+    this.log(`refreshed the access token of ${describe(scope)}; it expires at ${next.expires_at ?? 'no stated time'}`);
+    return { row: rows[0]!, credentials: next };
+  }
+
+  private async recordFailure(
+    client: PoolClient,
+    scope: ConnectionScope,
+    row: ConnectionRow,
+    failure: TokenRequestError,
+  ): Promise<FailedRefresh> {
+    const { rows } = await client.query<ConnectionRow>(
+      `UPDATE connections SET refresh_error_code = $2, refresh_error_message = $3, refresh_error_at = $4,
+         refresh_error_permanent = $5, updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [row.id, failure.code, failure.message, this.now(), failure.permanent],
+    );
+    const updated = rows[0]!;
+    this.log(`refresh of ${describe(scope)} failed: ${failure.message}`);
+    return { row: updated, credentials: this.decrypt(updated), error: this.refreshFailed(scope, updated) };
+  }
+
+  private refreshFailed(scope: ConnectionScope, row: ConnectionRow): ServiceError {
+    const when = row.refresh_error_at?.toISOString() ?? 'an unknown time';
+    const what = `${row.refresh_error_code ?? 'unknown'}: ${row.refresh_error_message ?? 'no detail'}`;
+    if (row.refresh_error_permanent) {
+      return new ServiceError(
+        'connection_refresh_failed',
+        `the access token of ${describe(scope)} could not be refreshed (${what}, at ${when}); the provider no longer accepts this connection's grant, so the user must reconnect (run the connect flow again, or import new credentials)`,
+        { status: 424, details: { refresh_error: this.refreshError(row) } },
+      );
+    }
+    return new ServiceError(
+      'connection_refresh_unavailable',
+      `the access token of ${describe(scope)} could not be refreshed (${what}, at ${when}); the provider may be down, try again later`,
+      { status: 503, retryable: true, details: { refresh_error: this.refreshError(row) } },
+    );
+  }
+
+  // ---- Rows --------------------------------------------------------------------------------------
+
+  private async row(db: Pool | PoolClient, scope: ConnectionScope): Promise<ConnectionRow> {
+    const { rows } = await db.query<ConnectionRow>(
+      'SELECT * FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
+      [scope.environmentId, scope.integrationId, scope.connectionId],
+    );
+    if (!rows[0]) throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`, { status: 404 });
+    return rows[0];
+  }
+
+  private decrypt(row: ConnectionRow): StoredCredentials {
+    const parsed = credentialsSchema.safeParse(
+      this.encryptor.decryptJson(row.credentials_encrypted, 'connection_credentials'),
+    );
+    if (!parsed.success) {
+      throw new ServiceError(
+        'corrupt_credentials',
+        `the stored credentials of connection #${row.id} do not have a known shape`,
+      );
+    }
+    return parsed.data;
+  }
+
+  private async writeMetadata(
+    scope: ConnectionScope,
+    metadata: Record<string, unknown>,
+    mode: 'replace' | 'merge',
+  ): Promise<void> {
+    const parsed = jsonObject.safeParse(metadata);
+    if (!parsed.success) throw invalidInput('metadata', parsed.error);
+    const json = JSON.stringify(parsed.data);
+    if (Buffer.byteLength(json) > MAX_METADATA_BYTES) {
+      throw new ServiceError(
+        'metadata_too_large',
+        `metadata of ${describe(scope)} would exceed ${MAX_METADATA_BYTES} bytes`,
+        {
+          status: 413,
+        },
+      );
+    }
+    // One statement each, so concurrent merges of different keys never lose each other's keys.
+    const { rowCount } = await this.db.query(
+      `UPDATE connections SET metadata = ${mode === 'merge' ? 'metadata || $4::jsonb' : '$4::jsonb'}, updated_at = now()
+       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
+      [scope.environmentId, scope.integrationId, scope.connectionId, json],
+    );
+    if (rowCount === 0)
+      throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`, { status: 404 });
+  }
+
+  private refreshError(row: ConnectionRow): RefreshError | null {
+    if (row.refresh_error_code === null || row.refresh_error_at === null) return null;
+    return {
+      code: row.refresh_error_code,
+      message: row.refresh_error_message ?? '',
+      at: row.refresh_error_at.toISOString(),
+      permanent: row.refresh_error_permanent,
+    };
+  }
+
+  private toSummary(row: ConnectionRow, provider: string): ConnectionSummary {
+    return {
+      id: row.id,
+      connection_id: row.connection_id,
+      provider_config_key: row.provider_config_key,
+      provider,
+      auth_mode: this.decrypt(row).type,
+      created_at: row.created_at.toISOString(),
+      updated_at: row.updated_at.toISOString(),
+      refresh_error: this.refreshError(row),
+    };
+  }
+
+  private async toRecord(
+    row: ConnectionRow,
+    credentials: StoredCredentials,
+    includeRefreshToken: boolean,
+  ): Promise<ConnectionRecord> {
+    const environment = await this.db.query<{ account_id: number }>(
+      'SELECT account_id FROM environments WHERE id = $1',
+      [row.environment_id],
+    );
+    return {
+      id: row.id,
+      created_at: row.created_at.toISOString(),
+      updated_at: row.updated_at.toISOString(),
+      provider_config_key: row.provider_config_key,
+      connection_id: row.connection_id,
+      credentials: publicCredentials(credentials, includeRefreshToken),
+      connection_config: row.connection_config,
+      account_id: environment.rows[0]?.account_id ?? 0,
+      metadata: row.metadata,
+    };
+  }
+}
+
+/** SPEC.md "Authentication" 5: the refresh token leaves the service only when asked for, in `raw` too. */
+function publicCredentials(credentials: StoredCredentials, includeRefreshToken: boolean): Credentials {
+  switch (credentials.type) {
+    case 'OAUTH2': {
+      const raw = { ...credentials.raw };
+      if (!includeRefreshToken) delete raw['refresh_token'];
+      return {
+        type: 'OAUTH2',
+        access_token: credentials.access_token,
+        ...(includeRefreshToken && credentials.refresh_token !== undefined
+          ? { refresh_token: credentials.refresh_token }
+          : {}),
+        ...(credentials.expires_at === undefined ? {} : { expires_at: credentials.expires_at }),
+        raw,
+      };
+    }
+    case 'OAUTH1':
+    case 'API_KEY':
+    case 'BASIC':
+      return credentials;
+  }
+}
+
+function modeMismatch(scope: ConnectionScope, providerMode: string, credentialsType: string): ServiceError {
+  return new ServiceError(
+    'credentials_type_mismatch',
+    `${describe(scope)} holds ${credentialsType} credentials but its provider uses ${providerMode}; reconnect or re-import it`,
+    { status: 400 },
+  );
+}
+
+/** Sets a header, replacing one of the same name in any letter case (an `authorization` the script set, say). */
+function setHeader(headers: Record<string, string>, name: string, value: string): void {
+  for (const existing of Object.keys(headers))
+    if (existing.toLowerCase() === name.toLowerCase()) delete headers[existing];
+  headers[name] = value;
+}
+
+/** `https://api.x.com/v2` + `/users` → `https://api.x.com/v2/users`: the endpoint extends the base path. */
+function joinUrl(base: string, endpoint: string): string {
+  if (/^https?:\/\//i.test(endpoint)) return endpoint;
+  if (endpoint === '') return base;
+  return `${base.replace(/\/+$/, '')}/${endpoint.replace(/^\/+/, '')}`;
+}

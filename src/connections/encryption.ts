@@ -1,0 +1,171 @@
+/**
+ * Encryption at rest for credentials and secrets: AES-256-GCM with a key ring. The first key encrypts;
+ * every key decrypts, so a key can be rotated without downtime (docs/connections.md "Rotating the
+ * encryption key"). Each ciphertext names the key that made it by a short id derived from the key, so
+ * decryption never has to guess.
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ServiceError } from '../errors.js';
+
+const VERSION = 'v1';
+const IV_BYTES = 12;
+const KEY_BYTES = 32;
+
+/**
+ * What a ciphertext is for, bound into it as additional authenticated data: a credentials blob
+ * copied into an environment variable's column (say) fails to decrypt instead of being accepted.
+ */
+export type EncryptionPurpose =
+  'connection_credentials' | 'integration_client_secret' | 'environment_variable' | 'oauth_session_secret';
+
+export interface EncryptionKey {
+  /** First 8 hex characters of the key's SHA-256: identifies the key without revealing it. */
+  id: string;
+  key: Buffer;
+}
+
+export class Encryptor {
+  readonly keys: readonly EncryptionKey[];
+
+  /** `keys[0]` encrypts; all of them decrypt. */
+  constructor(keys: readonly Buffer[]) {
+    if (keys.length === 0) {
+      throw new ServiceError('missing_encryption_key', 'no encryption key given', { status: 500 });
+    }
+    this.keys = keys.map((key, index) => {
+      if (key.length !== KEY_BYTES) {
+        throw new ServiceError(
+          'invalid_encryption_key',
+          `encryption key #${index + 1} has ${key.length} bytes; AES-256 needs exactly ${KEY_BYTES} (base64 of 32 random bytes: \`openssl rand -base64 32\`)`,
+          { status: 500 },
+        );
+      }
+      return { id: keyId(key), key };
+    });
+  }
+
+  /** The id of the key that encrypts. */
+  get currentKeyId(): string {
+    return this.keys[0]!.id;
+  }
+
+  encrypt(plaintext: string, purpose: EncryptionPurpose): string {
+    const { id, key } = this.keys[0]!;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(purpose));
+    const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    const tag = cipher.getAuthTag();
+    return [VERSION, id, iv.toString('base64url'), tag.toString('base64url'), data.toString('base64url')].join('.');
+  }
+
+  decrypt(ciphertext: string, purpose: EncryptionPurpose): string {
+    const parts = ciphertext.split('.');
+    const [version, id, iv, tag, data] = parts;
+    if (parts.length !== 5 || version !== VERSION || !id || !iv || !tag || data === undefined) {
+      throw new ServiceError('decryption_failed', `a stored ${purpose} is not in the ${VERSION} ciphertext format`);
+    }
+    const entry = this.keys.find((candidate) => candidate.id === id);
+    if (!entry) {
+      throw new ServiceError(
+        'decryption_failed',
+        `a stored ${purpose} was encrypted with key ${id}, which is not among the configured keys (${this.keys
+          .map((k) => k.id)
+          .join(', ')}); add the old key to SERVICE_ENCRYPTION_KEYS`,
+      );
+    }
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', entry.key, Buffer.from(iv, 'base64url'));
+      decipher.setAAD(Buffer.from(purpose));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+    } catch (error) {
+      throw new ServiceError(
+        'decryption_failed',
+        `a stored ${purpose} failed authentication under key ${id}: it was altered or belongs elsewhere`,
+        { cause: error },
+      );
+    }
+  }
+
+  encryptJson(value: unknown, purpose: EncryptionPurpose): string {
+    return this.encrypt(JSON.stringify(value), purpose);
+  }
+
+  decryptJson(ciphertext: string, purpose: EncryptionPurpose): unknown {
+    return JSON.parse(this.decrypt(ciphertext, purpose)) as unknown;
+  }
+
+  /** True when the ciphertext was made by another key than the current one (rotation is pending). */
+  isStale(ciphertext: string): boolean {
+    return ciphertext.split('.')[1] !== this.currentKeyId;
+  }
+}
+
+export function keyId(key: Buffer): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 8);
+}
+
+/** Parses one base64 key, saying which variable held it when it is not 32 bytes. */
+function parseKey(value: string, where: string): Buffer {
+  const trimmed = value.trim();
+  const key = Buffer.from(trimmed, 'base64');
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(trimmed) || key.length !== KEY_BYTES) {
+    throw new ServiceError(
+      'invalid_encryption_key',
+      `${where} must be the base64 of exactly ${KEY_BYTES} random bytes (make one with \`openssl rand -base64 32\`)`,
+      { status: 500 },
+    );
+  }
+  return key;
+}
+
+export interface LoadEncryptorOptions {
+  env?: NodeJS.ProcessEnv;
+  /**
+   * Local mode only (`npm start` without SERVICE_ENCRYPTION_KEY): the key is generated once into
+   * `<file>` (mode 0600) and reused. Leave unset in production, where a missing key is an error.
+   */
+  generatedKeyFile?: string;
+}
+
+/**
+ * The encryptor from the environment: SERVICE_ENCRYPTION_KEY (base64, 32 bytes) encrypts; the
+ * comma-separated SERVICE_ENCRYPTION_KEYS are older keys kept for decrypting during a rotation.
+ */
+export function loadEncryptor({ env = process.env, generatedKeyFile }: LoadEncryptorOptions = {}): Encryptor {
+  const current = env['SERVICE_ENCRYPTION_KEY'];
+  const older = (env['SERVICE_ENCRYPTION_KEYS'] ?? '')
+    .split(',')
+    .map((value) => value.trim())
+    .filter((value) => value !== '')
+    .map((value, index) => parseKey(value, `SERVICE_ENCRYPTION_KEYS entry #${index + 1}`));
+  if (current !== undefined && current.trim() !== '') {
+    return new Encryptor([parseKey(current, 'SERVICE_ENCRYPTION_KEY'), ...older]);
+  }
+  if (generatedKeyFile) {
+    return new Encryptor([readOrCreateKeyFile(generatedKeyFile), ...older]);
+  }
+  throw new ServiceError(
+    'missing_encryption_key',
+    'SERVICE_ENCRYPTION_KEY is not set: set it to the base64 of 32 random bytes (`openssl rand -base64 32`) and keep it safe; without it stored credentials cannot be read',
+    { status: 500 },
+  );
+}
+
+function readOrCreateKeyFile(file: string): Buffer {
+  if (existsSync(file)) return parseKey(readFileSync(file, 'utf8'), file);
+  mkdirSync(dirname(file), { recursive: true });
+  const key = randomBytes(KEY_BYTES);
+  // wx: two processes starting at once must not each write a different key.
+  try {
+    writeFileSync(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return parseKey(readFileSync(file, 'utf8'), file);
+    throw error;
+  }
+  chmodSync(file, 0o600);
+  return key;
+}

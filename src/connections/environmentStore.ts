@@ -1,0 +1,138 @@
+/**
+ * Environments (production, staging, a developer's own…) and the keys that reach them. The secret key
+ * authenticates the application's API calls and is stored only as a SHA-256 hash: it is shown once,
+ * at creation or rotation. The public key names the environment in end users' browsers (the OAuth
+ * connect URL) and is not a secret.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { Pool } from '../db/pool.js';
+import { ServiceError } from '../errors.js';
+
+export interface Environment {
+  id: string;
+  name: string;
+  publicKey: string;
+  accountId: number;
+  createdAt: string;
+}
+
+interface EnvironmentRow {
+  id: string;
+  name: string;
+  public_key: string;
+  secret_key_hash: string;
+  account_id: number;
+  created_at: Date;
+}
+
+const environmentName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, _ and -, at most 63 characters');
+
+const SECRET_PREFIX = 'sk_';
+const PUBLIC_PREFIX = 'pk_';
+
+function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+function newSecretKey(): string {
+  return SECRET_PREFIX + randomBytes(32).toString('base64url');
+}
+
+function toEnvironment(row: EnvironmentRow): Environment {
+  return {
+    id: row.id,
+    name: row.name,
+    publicKey: row.public_key,
+    accountId: row.account_id,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+export class EnvironmentStore {
+  constructor(private readonly db: Pool) {}
+
+  /** Creates an environment and returns its secret key: the only time the key is readable. */
+  async create(input: { name: string; id?: string }): Promise<{ environment: Environment; secretKey: string }> {
+    const name = environmentName.safeParse(input.name);
+    if (!name.success) {
+      throw new ServiceError(
+        'invalid_environment_name',
+        `environment name '${input.name}': ${name.error.issues[0]?.message}`,
+        {
+          status: 400,
+        },
+      );
+    }
+    const secretKey = newSecretKey();
+    const publicKey = PUBLIC_PREFIX + randomBytes(16).toString('base64url');
+    try {
+      const { rows } = await this.db.query<EnvironmentRow>(
+        `INSERT INTO environments (id, name, secret_key_hash, public_key) VALUES ($1, $2, $3, $4)
+         RETURNING id, name, public_key, secret_key_hash, account_id, created_at`,
+        [input.id ?? randomUUID(), name.data, hashKey(secretKey), publicKey],
+      );
+      return { environment: toEnvironment(rows[0]!), secretKey };
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505') {
+        throw new ServiceError('environment_exists', `an environment named '${name.data}' already exists`, {
+          status: 409,
+        });
+      }
+      throw error;
+    }
+  }
+
+  async get(id: string): Promise<Environment> {
+    const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments WHERE id = $1', [id]);
+    if (!rows[0]) throw new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+    return toEnvironment(rows[0]);
+  }
+
+  async getByName(name: string): Promise<Environment | undefined> {
+    const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments WHERE name = $1', [name]);
+    return rows[0] ? toEnvironment(rows[0]) : undefined;
+  }
+
+  async list(): Promise<Environment[]> {
+    const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments ORDER BY name');
+    return rows.map(toEnvironment);
+  }
+
+  /**
+   * The environment a presented secret key belongs to, or undefined. The key is hashed first, so the
+   * lookup and the comparison operate on its digest: how long they take tells nothing about the key.
+   */
+  async findBySecretKey(presented: string): Promise<Environment | undefined> {
+    if (!presented.startsWith(SECRET_PREFIX) || presented.length > 200) return undefined;
+    const digest = hashKey(presented);
+    const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments WHERE secret_key_hash = $1', [
+      digest,
+    ]);
+    const row = rows[0];
+    if (!row) return undefined;
+    const equal = timingSafeEqual(Buffer.from(row.secret_key_hash, 'hex'), Buffer.from(digest, 'hex'));
+    return equal ? toEnvironment(row) : undefined;
+  }
+
+  async findByPublicKey(publicKey: string): Promise<Environment | undefined> {
+    const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments WHERE public_key = $1', [
+      publicKey,
+    ]);
+    return rows[0] ? toEnvironment(rows[0]) : undefined;
+  }
+
+  /** Replaces the secret key; the old one stops working at once. Returns the new key, shown once. */
+  async rotateSecretKey(id: string): Promise<string> {
+    const secretKey = newSecretKey();
+    const { rowCount } = await this.db.query(
+      'UPDATE environments SET secret_key_hash = $2, updated_at = now() WHERE id = $1',
+      [id, hashKey(secretKey)],
+    );
+    if (rowCount === 0)
+      throw new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+    return secretKey;
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Builds the connections area from its dependencies: what the worker and the API server compose.
+ *
+ * @example
+ * const connections = createConnections({ db, encryptor: loadEncryptor(), callbackUrl: 'https://svc.example.com/oauth/callback' });
+ * app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
+ * createActivities({ connections: connections.service, environmentVariables: connections.variables, … });
+ */
+import type { Pool } from '../db/pool.js';
+import { PostgresConnectionService, type ConnectionSavedEvent } from './connectionService.js';
+import type { Encryptor } from './encryption.js';
+import { EnvironmentStore } from './environmentStore.js';
+import { PostgresEnvironmentVariableStore } from './environmentVariableStore.js';
+import { IntegrationStore } from './integrationStore.js';
+import type { Fetch } from './oauth2.js';
+import { OAuthFlow } from './oauthFlow.js';
+import { loadProviderCatalog, type ProviderCatalog } from './providers/catalog.js';
+
+export interface CreateConnectionsOptions {
+  db: Pool;
+  encryptor: Encryptor;
+  /** Absolute URL of GET /oauth/callback as the providers' OAuth apps know it (SERVICE_CALLBACK_URL). */
+  callbackUrl: string;
+  /** @default loadProviderCatalog() (built-ins plus SERVICE_PROVIDERS_FILE) */
+  catalog?: ProviderCatalog;
+  fetch?: Fetch;
+  now?: () => Date;
+  log?: (message: string) => void;
+  onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
+}
+
+export function createConnections(options: CreateConnectionsOptions) {
+  const { db, encryptor } = options;
+  const catalog = options.catalog ?? loadProviderCatalog();
+  const integrations = new IntegrationStore(db, encryptor, catalog);
+  const service = new PostgresConnectionService({
+    db,
+    encryptor,
+    integrations,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.onConnectionSaved ? { onConnectionSaved: options.onConnectionSaved } : {}),
+  });
+  const oauthFlow = new OAuthFlow({
+    db,
+    encryptor,
+    integrations,
+    connections: service,
+    callbackUrl: options.callbackUrl,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  return {
+    catalog,
+    environments: new EnvironmentStore(db),
+    variables: new PostgresEnvironmentVariableStore(db, encryptor),
+    integrations,
+    service,
+    oauthFlow,
+  };
+}
+
+export type Connections = ReturnType<typeof createConnections>;
+export { PostgresConnectionService } from './connectionService.js';
+export { Encryptor, loadEncryptor } from './encryption.js';
+export { EnvironmentStore } from './environmentStore.js';
+export { PostgresEnvironmentVariableStore } from './environmentVariableStore.js';
+export { IntegrationStore } from './integrationStore.js';
+export { OAuthFlow } from './oauthFlow.js';
+export { loadProviderCatalog } from './providers/catalog.js';
+export { reencryptAll } from './reencrypt.js';
+export { signOAuth1 } from './oauth1.js';

@@ -1,0 +1,197 @@
+/**
+ * Integrations per environment: which catalog provider an integration id (provider_config_key) uses,
+ * with the OAuth client of the application (its secret encrypted), the scopes to ask for, and
+ * per-integration overrides of the provider's catalog entry.
+ */
+import { z } from 'zod';
+import { inTransaction, type Pool } from '../db/pool.js';
+import { ServiceError } from '../errors.js';
+import type { Encryptor } from './encryption.js';
+import { withOverrides, type Provider, type ProviderCatalog } from './providers/catalog.js';
+
+/** An integration as the API shows it: the client secret never leaves the store this way. */
+export interface Integration {
+  environmentId: string;
+  id: string;
+  provider: string;
+  oauthClientId: string | null;
+  hasOAuthClientSecret: boolean;
+  oauthScopes: string[];
+  providerSettings: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What the OAuth flows and request signing need: the integration, its resolved provider, its client. */
+export interface ResolvedIntegration {
+  integration: Integration;
+  provider: Provider;
+  clientId: string | undefined;
+  clientSecret: string | undefined;
+}
+
+export const integrationInput = z
+  .object({
+    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, . _ -, at most 128 characters'),
+    provider: z.string().min(1),
+    oauth_client_id: z.string().min(1).max(1024).optional(),
+    oauth_client_secret: z.string().min(1).max(4096).optional(),
+    oauth_scopes: z.array(z.string().min(1).max(512)).max(200).optional(),
+    provider_settings: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+export type IntegrationInput = z.input<typeof integrationInput>;
+
+interface IntegrationRow {
+  environment_id: string;
+  id: string;
+  provider: string;
+  oauth_client_id: string | null;
+  oauth_client_secret_encrypted: string | null;
+  oauth_scopes: string[];
+  provider_settings: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toIntegration(row: IntegrationRow): Integration {
+  return {
+    environmentId: row.environment_id,
+    id: row.id,
+    provider: row.provider,
+    oauthClientId: row.oauth_client_id,
+    hasOAuthClientSecret: row.oauth_client_secret_encrypted !== null,
+    oauthScopes: row.oauth_scopes,
+    providerSettings: row.provider_settings,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+function parseInput(input: unknown): z.infer<typeof integrationInput> {
+  const parsed = integrationInput.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
+    throw new ServiceError('invalid_integration', `invalid integration: ${problems.join('; ')}`, {
+      status: 400,
+      details: problems,
+    });
+  }
+  return parsed.data;
+}
+
+export class IntegrationStore {
+  constructor(
+    private readonly db: Pool,
+    private readonly encryptor: Encryptor,
+    private readonly catalog: ProviderCatalog,
+  ) {}
+
+  /** Creates or replaces an integration; a secret not given keeps the stored one. */
+  async upsert(environmentId: string, input: IntegrationInput): Promise<Integration> {
+    const data = parseInput(input);
+    // Refuse a provider or overrides that would make the integration unusable, before storing them.
+    withOverrides(this.catalog.get(data.provider), data.provider_settings ?? {}, data.id);
+    const secret =
+      data.oauth_client_secret === undefined
+        ? null
+        : this.encryptor.encrypt(data.oauth_client_secret, 'integration_client_secret');
+    try {
+      const { rows } = await this.db.query<IntegrationRow>(
+        `INSERT INTO integrations (environment_id, id, provider, oauth_client_id, oauth_client_secret_encrypted, oauth_scopes, provider_settings)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (environment_id, id) DO UPDATE SET
+           provider = EXCLUDED.provider,
+           oauth_client_id = EXCLUDED.oauth_client_id,
+           oauth_client_secret_encrypted = COALESCE(EXCLUDED.oauth_client_secret_encrypted, integrations.oauth_client_secret_encrypted),
+           oauth_scopes = EXCLUDED.oauth_scopes,
+           provider_settings = EXCLUDED.provider_settings,
+           updated_at = now()
+         RETURNING *`,
+        [
+          environmentId,
+          data.id,
+          data.provider,
+          data.oauth_client_id ?? null,
+          secret,
+          data.oauth_scopes ?? [],
+          JSON.stringify(data.provider_settings ?? {}),
+        ],
+      );
+      return toIntegration(rows[0]!);
+    } catch (error) {
+      if ((error as { code?: string }).code === '23503') {
+        throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`, { status: 404 });
+      }
+      throw error;
+    }
+  }
+
+  async list(environmentId: string): Promise<Integration[]> {
+    const { rows } = await this.db.query<IntegrationRow>(
+      'SELECT * FROM integrations WHERE environment_id = $1 ORDER BY id',
+      [environmentId],
+    );
+    return rows.map(toIntegration);
+  }
+
+  async get(environmentId: string, id: string): Promise<Integration> {
+    return toIntegration(await this.row(environmentId, id));
+  }
+
+  /** The integration with its provider (overrides applied) and its decrypted OAuth client. */
+  async resolve(environmentId: string, id: string): Promise<ResolvedIntegration> {
+    const row = await this.row(environmentId, id);
+    const provider = withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id);
+    return {
+      integration: toIntegration(row),
+      provider,
+      clientId: row.oauth_client_id ?? undefined,
+      clientSecret:
+        row.oauth_client_secret_encrypted === null
+          ? undefined
+          : this.encryptor.decrypt(row.oauth_client_secret_encrypted, 'integration_client_secret'),
+    };
+  }
+
+  /**
+   * Deletes an integration. Its connections hold users' credentials, so an integration that still has
+   * some is refused unless `deleteConnections` says to delete them too.
+   */
+  async delete(environmentId: string, id: string, options: { deleteConnections?: boolean } = {}): Promise<void> {
+    await this.row(environmentId, id);
+    try {
+      await inTransaction(this.db, async (client) => {
+        if (options.deleteConnections) {
+          await client.query('DELETE FROM connections WHERE environment_id = $1 AND provider_config_key = $2', [
+            environmentId,
+            id,
+          ]);
+        }
+        await client.query('DELETE FROM integrations WHERE environment_id = $1 AND id = $2', [environmentId, id]);
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === '23503') {
+        throw new ServiceError(
+          'integration_has_connections',
+          `integration '${id}' still has connections; delete them first or pass deleteConnections`,
+          { status: 409 },
+        );
+      }
+      throw error;
+    }
+  }
+
+  private async row(environmentId: string, id: string): Promise<IntegrationRow> {
+    const { rows } = await this.db.query<IntegrationRow>(
+      'SELECT * FROM integrations WHERE environment_id = $1 AND id = $2',
+      [environmentId, id],
+    );
+    if (!rows[0]) {
+      throw new ServiceError('unknown_integration', `integration '${id}' does not exist in this environment`, {
+        status: 404,
+      });
+    }
+    return rows[0];
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The token endpoint of OAuth 2 (RFC 6749 sections 4.1.3 and 6): one function for both grants, so the
+ * code exchange and the refresh authenticate the client, encode the body and read the answer alike.
+ */
+import { ServiceError } from '../errors.js';
+import { fillTemplate, type OAuth2Provider } from './providers/catalog.js';
+
+export type Fetch = typeof globalThis.fetch;
+
+/** Token endpoint answers that mean the grant or the client is gone: trying again cannot help. */
+const PERMANENT_ERRORS = new Set([
+  'invalid_grant',
+  'invalid_client',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'invalid_request',
+  'access_denied',
+  // GitHub answers 200 with these instead of invalid_grant.
+  'bad_refresh_token',
+  'bad_verification_code',
+  'incorrect_client_credentials',
+]);
+
+const TOKEN_REQUEST_TIMEOUT_MS = 15_000;
+
+/** A token request the provider refused or that did not reach it. The message never holds a secret. */
+export class TokenRequestError extends Error {
+  override readonly name = 'TokenRequestError';
+  constructor(
+    /** The provider's `error` (invalid_grant…), or http_<status>, or token_endpoint_unreachable. */
+    readonly code: string,
+    message: string,
+    /** True when retrying cannot help: the user must reconnect (or the client settings are wrong). */
+    readonly permanent: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface TokenRequest {
+  provider: OAuth2Provider;
+  clientId: string;
+  clientSecret: string | undefined;
+  connectionConfig: Record<string, string>;
+  grant:
+    | { grant_type: 'authorization_code'; code: string; redirect_uri: string; code_verifier?: string }
+    | {
+        grant_type: 'refresh_token';
+        refresh_token: string;
+      };
+  fetch: Fetch;
+}
+
+/** Replaces each secret that occurs in `text` (a provider's error description, say) by [redacted]. */
+export function redact(text: string, secrets: readonly (string | undefined)[]): string {
+  let result = text;
+  for (const secret of secrets) {
+    if (secret && secret.length >= 4) result = result.split(secret).join('[redacted]');
+  }
+  return result;
+}
+
+function parseBody(text: string, contentType: string): Record<string, unknown> | undefined {
+  if (text.trim() === '') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    return undefined;
+  } catch {
+    // Some endpoints (GitHub's, without Accept: application/json) answer form-encoded.
+    if (contentType.includes('json')) return undefined;
+    const form = Object.fromEntries(new URLSearchParams(text));
+    return Object.keys(form).length > 0 ? form : undefined;
+  }
+}
+
+/** POSTs to the token endpoint and returns the raw token response, or throws TokenRequestError. */
+export async function requestToken(request: TokenRequest): Promise<Record<string, unknown>> {
+  const { provider, clientId, clientSecret, grant } = request;
+  const url = fillTemplate(provider.token_url, provider, request.connectionConfig, 'the token URL');
+  const body: Record<string, string> = {
+    ...provider.token_params,
+    ...(grant.grant_type === 'refresh_token' ? provider.refresh_params : {}),
+  };
+  for (const [name, value] of Object.entries(grant)) if (value !== undefined) body[name] = value;
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (provider.token_request_auth_method === 'client_secret_basic') {
+    // RFC 6749 section 2.3.1: both parts are form-encoded before base64.
+    const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret ?? '')}`;
+    headers['Authorization'] = `Basic ${Buffer.from(pair).toString('base64')}`;
+  } else {
+    body['client_id'] = clientId;
+    if (clientSecret !== undefined) body['client_secret'] = clientSecret;
+  }
+  let encoded: string;
+  if (provider.token_request_format === 'json') {
+    headers['Content-Type'] = 'application/json';
+    encoded = JSON.stringify(body);
+  } else {
+    headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    encoded = new URLSearchParams(body).toString();
+  }
+  const secrets = [
+    clientSecret,
+    'code' in grant ? grant.code : undefined,
+    'refresh_token' in grant ? grant.refresh_token : undefined,
+  ];
+
+  let response: Response;
+  try {
+    response = await request.fetch(url, {
+      method: 'POST',
+      headers,
+      body: encoded,
+      redirect: 'error',
+      signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
+    });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new TokenRequestError(
+      'token_endpoint_unreachable',
+      `the token endpoint ${new URL(url).origin} did not answer: ${redact(reason, secrets)}`,
+      false,
+    );
+  }
+  const text = await response.text().catch(() => '');
+  const parsed = parseBody(text, response.headers.get('content-type') ?? '');
+  const errorCode = typeof parsed?.['error'] === 'string' ? parsed['error'] : undefined;
+  if (!response.ok || errorCode !== undefined) {
+    const description = typeof parsed?.['error_description'] === 'string' ? parsed['error_description'] : '';
+    const code = errorCode ?? `http_${response.status}`;
+    const permanent =
+      errorCode !== undefined
+        ? PERMANENT_ERRORS.has(errorCode) ||
+          (response.status >= 400 && response.status < 500 && response.status !== 429)
+        : response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429;
+    const detail = description ? `: ${redact(description, secrets).slice(0, 300)}` : '';
+    throw new TokenRequestError(code, `the token endpoint answered ${response.status} ${code}${detail}`, permanent);
+  }
+  if (!parsed || typeof parsed['access_token'] !== 'string' || parsed['access_token'] === '') {
+    throw new TokenRequestError('invalid_token_response', 'the token endpoint answered without an access_token', false);
+  }
+  return parsed;
+}
+
+/** The stored OAuth 2 credentials made from a token response; a refresh keeps the old refresh token unless a new one came. */
+export function credentialsFromTokenResponse(
+  raw: Record<string, unknown>,
+  now: Date,
+  previousRefreshToken?: string,
+): { type: 'OAUTH2'; access_token: string; refresh_token?: string; expires_at?: string; raw: Record<string, unknown> } {
+  const expiresIn = Number(raw['expires_in']);
+  const refreshToken =
+    typeof raw['refresh_token'] === 'string' && raw['refresh_token'] !== ''
+      ? raw['refresh_token']
+      : previousRefreshToken;
+  return {
+    type: 'OAUTH2',
+    access_token: String(raw['access_token']),
+    ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
+    ...(Number.isFinite(expiresIn) && expiresIn > 0
+      ? { expires_at: new Date(now.getTime() + expiresIn * 1000).toISOString() }
+      : {}),
+    raw,
+  };
+}
+
+/** Fields of the token response to copy into the connection settings (Salesforce's instance_url, say). */
+export function settingsFromTokenResponse(
+  provider: OAuth2Provider,
+  raw: Record<string, unknown>,
+): Record<string, string> {
+  const settings: Record<string, string> = {};
+  for (const field of provider.token_response_metadata) {
+    const value = raw[field];
+    if (typeof value === 'string' && value !== '') settings[field] = value;
+  }
+  return settings;
+}
+
+export function missingClient(integrationId: string): ServiceError {
+  return new ServiceError(
+    'missing_oauth_client',
+    `integration '${integrationId}' has no OAuth client id; set oauth_client_id and oauth_client_secret on the integration`,
+    { status: 400 },
+  );
+}

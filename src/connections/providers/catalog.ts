@@ -1,0 +1,275 @@
+/**
+ * The provider catalog: how to authenticate against each external API and where it lives. The
+ * shipped entries are in providers.yaml beside this file, written from each API's public
+ * documentation; users add or replace entries with a YAML file of the same shape named by
+ * SERVICE_PROVIDERS_FILE, and an integration may override single fields (`provider_settings`).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { ServiceError } from '../../errors.js';
+
+export const BUILTIN_PROVIDERS_FILE = join(dirname(fileURLToPath(import.meta.url)), 'providers.yaml');
+
+const templatedUrl = z
+  .string()
+  .min(1)
+  .refine(
+    (value) => /^https?:\/\//.test(value) || value.startsWith('${'),
+    'must be an http(s) URL or start with a ${…} placeholder',
+  );
+
+const stringMap = z.record(z.string(), z.string());
+
+const connectionSetting = z
+  .object({
+    /** Shown to the end user / API caller. */
+    description: z.string().optional(),
+    /** A value must match this regular expression (anchored by the author). Guards URL templates. */
+    pattern: z.string().optional(),
+    /** Required settings must be given at connect or import; optional ones may be absent. */
+    optional: z.boolean().default(false),
+  })
+  .strict();
+
+const commonFields = {
+  display_name: z.string().min(1),
+  /** Where the provider documents its API; for the reader of the catalog. */
+  docs: z.string().url().optional(),
+  /** Base URL of the API; may use `${connectionConfig.<name>}`. */
+  base_url: templatedUrl.optional(),
+  /** Headers every proxied request carries (API version, Accept…); the request's own headers win. */
+  headers: stringMap.default({}),
+  /** Settings a connection needs, by name, usable in URL templates as `${connectionConfig.<name>}`. */
+  connection_config: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), connectionSetting).default({}),
+};
+
+const oauth2Provider = z
+  .object({
+    auth_mode: z.literal('OAUTH2'),
+    ...commonFields,
+    authorization_url: templatedUrl,
+    token_url: templatedUrl,
+    /** Extra query parameters of the authorization URL (access_type=offline, say). */
+    authorization_params: stringMap.default({}),
+    /** Extra body parameters of the token request (both grants). */
+    token_params: stringMap.default({}),
+    /** Extra body parameters of the refresh request only. */
+    refresh_params: stringMap.default({}),
+    /** How the client authenticates at the token endpoint (RFC 6749 section 2.3.1). */
+    token_request_auth_method: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
+    /** Body encoding of the token request; a few providers document JSON only. */
+    token_request_format: z.enum(['form', 'json']).default('form'),
+    /** Send an S256 PKCE challenge (RFC 7636). */
+    pkce: z.boolean().default(false),
+    scope_separator: z.string().default(' '),
+    default_scopes: z.array(z.string()).default([]),
+    /** Token response fields copied into connection_config after the exchange (instance_url, say). */
+    token_response_metadata: z.array(z.string()).default([]),
+    /** Where the access token goes; default `Authorization: Bearer <token>`. */
+    token_header: z
+      .object({ name: z.string().min(1), format: z.string().includes('${accessToken}') })
+      .strict()
+      .default({ name: 'Authorization', format: 'Bearer ${accessToken}' }),
+  })
+  .strict();
+
+const oauth1Provider = z
+  .object({
+    auth_mode: z.literal('OAUTH1'),
+    ...commonFields,
+    request_token_url: templatedUrl,
+    authorization_url: templatedUrl,
+    access_token_url: templatedUrl,
+    authorization_params: stringMap.default({}),
+    signature_method: z.literal('HMAC-SHA1').default('HMAC-SHA1'),
+  })
+  .strict();
+
+const apiKeyProvider = z
+  .object({
+    auth_mode: z.literal('API_KEY'),
+    ...commonFields,
+    /** Where the key goes: a header with a format (`Bearer ${apiKey}`), or a query parameter. */
+    api_key: z.discriminatedUnion('in', [
+      z.object({ in: z.literal('header'), name: z.string().min(1), format: z.string().includes('${apiKey}') }).strict(),
+      z.object({ in: z.literal('query'), name: z.string().min(1) }).strict(),
+    ]),
+  })
+  .strict();
+
+const basicProvider = z.object({ auth_mode: z.literal('BASIC'), ...commonFields }).strict();
+
+export const providerSchema = z.discriminatedUnion('auth_mode', [
+  oauth2Provider,
+  oauth1Provider,
+  apiKeyProvider,
+  basicProvider,
+]);
+
+export type Provider = z.infer<typeof providerSchema>;
+export type OAuth2Provider = z.infer<typeof oauth2Provider>;
+export type OAuth1Provider = z.infer<typeof oauth1Provider>;
+export type AuthMode = Provider['auth_mode'];
+
+const providerName = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -');
+const catalogSchema = z.record(providerName, providerSchema);
+
+export interface ProviderCatalog {
+  /** The provider of this name, or a ServiceError `unknown_provider`. */
+  get(name: string): Provider;
+  has(name: string): boolean;
+  names(): string[];
+}
+
+/** Validates catalog entries, naming the source and the first problems of each entry. */
+export function parseProviders(raw: unknown, source: string): Record<string, Provider> {
+  const parsed = catalogSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    throw new ServiceError('invalid_provider_catalog', `${source}: ${problems.slice(0, 10).join('; ')}`, {
+      status: 500,
+      details: problems,
+    });
+  }
+  return parsed.data;
+}
+
+function readProvidersFile(file: string): Record<string, Provider> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ServiceError(
+      'invalid_provider_catalog',
+      `cannot read providers file ${file}: ${(error as Error).message}`,
+      {
+        status: 500,
+      },
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (error) {
+    throw new ServiceError('invalid_provider_catalog', `${file} is not valid YAML: ${(error as Error).message}`, {
+      status: 500,
+    });
+  }
+  return parseProviders(raw ?? {}, file);
+}
+
+export interface LoadCatalogOptions {
+  /** A YAML file of extra providers (same shape as providers.yaml); entries replace built-ins of the same name. */
+  extraFile?: string | undefined;
+  /** Extra providers given in code (tests, embedding); validated like the files. */
+  extra?: Record<string, unknown> | undefined;
+}
+
+/** Built-in providers, then SERVICE_PROVIDERS_FILE's (or `extraFile`'s), then `extra`. */
+export function loadProviderCatalog(options: LoadCatalogOptions = {}): ProviderCatalog {
+  const providers = new Map<string, Provider>(Object.entries(readProvidersFile(BUILTIN_PROVIDERS_FILE)));
+  const extraFile = options.extraFile ?? process.env['SERVICE_PROVIDERS_FILE'];
+  if (extraFile)
+    for (const [name, provider] of Object.entries(readProvidersFile(extraFile))) providers.set(name, provider);
+  if (options.extra) {
+    for (const [name, provider] of Object.entries(parseProviders(options.extra, 'extra providers'))) {
+      providers.set(name, provider);
+    }
+  }
+  return {
+    get(name) {
+      const provider = providers.get(name);
+      if (!provider) {
+        throw new ServiceError(
+          'unknown_provider',
+          `provider '${name}' is not in the catalog; see docs/connections.md for adding one`,
+          {
+            status: 400,
+          },
+        );
+      }
+      return provider;
+    },
+    has: (name) => providers.has(name),
+    names: () => [...providers.keys()].sort(),
+  };
+}
+
+/**
+ * The provider with an integration's overrides applied (a self-hosted GitLab's URLs, say). The
+ * result is validated again, so an override cannot produce an entry the catalog would refuse.
+ */
+export function withOverrides(provider: Provider, overrides: Record<string, unknown>, integrationId: string): Provider {
+  if (Object.keys(overrides).length === 0) return provider;
+  const merged = providerSchema.safeParse({ ...provider, ...overrides, auth_mode: provider.auth_mode });
+  if (!merged.success) {
+    const problems = merged.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ServiceError(
+      'invalid_provider_settings',
+      `provider_settings of integration '${integrationId}': ${problems.join('; ')}`,
+      { status: 400, details: problems },
+    );
+  }
+  return merged.data;
+}
+
+const PLACEHOLDER = /\$\{connectionConfig\.([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * Fills `${connectionConfig.<name>}` placeholders. Each value must match the setting's pattern (or,
+ * without one, be a plain host label), so a connection setting cannot redirect a URL, and credentials
+ * with it, to another host.
+ */
+export function fillTemplate(
+  template: string,
+  provider: Provider,
+  connectionConfig: Record<string, string>,
+  where: string,
+): string {
+  return template.replace(PLACEHOLDER, (_match, name: string) => {
+    const value = connectionConfig[name];
+    if (value === undefined || value === '') {
+      throw new ServiceError(
+        'missing_connection_config',
+        `${where} needs the connection setting '${name}', which this connection does not have`,
+        { status: 400 },
+      );
+    }
+    checkSetting(provider, name, value);
+    return value;
+  });
+}
+
+const DEFAULT_SETTING_PATTERN = /^[A-Za-z0-9][A-Za-z0-9-]*(\.[A-Za-z0-9-]+)*$/;
+
+export function checkSetting(provider: Provider, name: string, value: string): void {
+  const pattern = provider.connection_config[name]?.pattern;
+  const ok = pattern === undefined ? DEFAULT_SETTING_PATTERN.test(value) : new RegExp(pattern).test(value);
+  if (!ok) {
+    throw new ServiceError(
+      'invalid_connection_config',
+      `connection setting '${name}' has a value that does not match ${pattern ?? 'a host name label'}`,
+      { status: 400 },
+    );
+  }
+}
+
+/** Checks the settings a connection brings: every required one present, every value well formed. */
+export function validateConnectionConfig(provider: Provider, config: Record<string, string>): void {
+  const missing = Object.entries(provider.connection_config)
+    .filter(([name, setting]) => !setting.optional && (config[name] === undefined || config[name] === ''))
+    .map(([name]) => name);
+  if (missing.length > 0) {
+    throw new ServiceError(
+      'missing_connection_config',
+      `this provider needs the connection setting(s) ${missing.map((name) => `'${name}'`).join(', ')}`,
+      { status: 400, details: { missing } },
+    );
+  }
+  for (const [name, value] of Object.entries(config)) {
+    if (provider.connection_config[name]) checkSetting(provider, name, value);
+  }
+}
