@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `service` command. The CLI is TypeScript (src/cli); tsx compiles it on the fly, so the package
 // ships its sources and needs no build step.
+import process from 'node:process';
 import { register } from 'tsx/esm/api';
 
 register();
