@@ -1,7 +1,15 @@
 import type { Pool } from '../src/db/pool.js';
+import { createRuntimeActivities, type RuntimeDeps } from './runtime.js';
+
+export type { RuntimeDeps, ActionResolver } from './runtime.js';
 
 export interface ActivityDeps {
   db: Pool;
+  /**
+   * What the script runtime's activities need (records cache, connections, script bundles, logs).
+   * Without it the worker serves the health check only, and sync and action runs fail to schedule.
+   */
+  runtime?: Omit<RuntimeDeps, 'db'> | undefined;
 }
 
 export interface HealthCheckRow {
@@ -10,11 +18,7 @@ export interface HealthCheckRow {
   checkedAt: string;
 }
 
-/**
- * The activity map of the worker. Dependencies come in, so tests build the same map over their own
- * database (samples-typescript `activities-dependency-injection`).
- */
-export function createActivities({ db }: ActivityDeps) {
+function createHealthActivities({ db }: { db: Pool }) {
   return {
     /** Writes a row and reads it back: the worker's proof that Postgres is there. */
     async recordHealthCheck(token: string): Promise<HealthCheckRow> {
@@ -33,4 +37,15 @@ export function createActivities({ db }: ActivityDeps) {
   };
 }
 
-export type Activities = ReturnType<typeof createActivities>;
+/**
+ * The activity map of the worker. Dependencies come in, so tests build the same map over their own
+ * database (samples-typescript `activities-dependency-injection`).
+ */
+export function createActivities({ db, runtime }: ActivityDeps) {
+  return {
+    ...createHealthActivities({ db }),
+    ...(runtime ? createRuntimeActivities({ db, ...runtime }) : {}),
+  };
+}
+
+export type Activities = ReturnType<typeof createHealthActivities> & ReturnType<typeof createRuntimeActivities>;

@@ -1,2 +1,4 @@
 // Workflow code only: deterministic, no Node built-ins. Activities are imported as types.
 export { checkHealth } from './checkHealth.js';
+export { runSync, runAction } from './runScript.js';
+export { manageSync } from './manageSync.js';

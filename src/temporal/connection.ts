@@ -30,3 +30,18 @@ export async function connectWorker(settings: TemporalSettings): Promise<NativeC
 export const workflowIds = {
   healthCheck: (token: string): string => `health:${token}`,
 };
+
+/** The sync entity workflow of one sync of one connection (ARCHITECTURE.md "The durable execution model"). */
+export function syncWorkflowId(scope: {
+  environmentId: string;
+  integrationId: string;
+  connectionId: string;
+  syncName: string;
+}): string {
+  return `sync:${scope.environmentId}:${scope.integrationId}:${scope.connectionId}:${scope.syncName}`;
+}
+
+/** One action run. */
+export function actionWorkflowId(uuid: string): string {
+  return `action:${uuid}`;
+}

@@ -1,7 +1,9 @@
+import type { DataConverter } from '@temporalio/common';
 import {
   bundleWorkflowCode,
   Worker,
   type NativeConnection,
+  type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { dirname, join } from 'node:path';
@@ -31,7 +33,19 @@ export interface CreateWorkerOptions {
   activities: object;
   /** A prebuilt bundle (tests build one per run); bundled on the spot when omitted. */
   workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string } | undefined;
+  /** The data converter with external storage (src/runtime/payloadStorage.ts); clients must use the same. */
+  dataConverter?: DataConverter | undefined;
+  /** Worker tunables (concurrency, timeouts); the defaults below suit the script runtime. */
+  tuning?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'>>;
 }
+
+/**
+ * Worker settings of the script runtime (docs/architecture.md "Runaway scripts"): a plain Error that
+ * escapes a run's workflow code fails that run instead of retrying its workflow task forever.
+ */
+export const RUNTIME_WORKER_DEFAULTS = {
+  workflowFailureErrorTypes: { '*': [], runSync: ['Error'], runAction: ['Error'] },
+} satisfies Partial<WorkerOptions>;
 
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
   return Worker.create({
@@ -40,5 +54,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     taskQueue: options.taskQueue,
     activities: options.activities,
     workflowBundle: options.workflowBundle ?? (await bundleWorkflows()),
+    ...RUNTIME_WORKER_DEFAULTS,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    ...options.tuning,
   });
 }

@@ -1,0 +1,215 @@
+/**
+ * The activities behind the script helper `svc`: every operation of a script that touches the outside
+ * world runs here, as one durable step of its run (workflows/svc.ts schedules them).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Pool } from '../src/db/pool.js';
+import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../src/connections/types.js';
+import { isServiceError } from '../src/errors.js';
+import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.js';
+import type { ActionDefinition } from '../src/runtime/definitions.js';
+import { sendRequest } from '../src/runtime/http.js';
+import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
+import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
+import type { ScriptStore } from '../src/runtime/scriptStore.js';
+import type { HttpRequestInput, HttpResult } from '../src/runtime/svcTypes.js';
+
+/** Finds the deployed action a script's `svc.triggerAction` names; null when there is none. */
+export type ActionResolver = (options: {
+  environmentId: string;
+  integrationId: string;
+  actionName: string;
+}) => Promise<ActionDefinition | null>;
+
+export interface RuntimeDeps {
+  db: Pool;
+  records: RecordStore;
+  connections: ConnectionService;
+  environmentVariables: EnvironmentVariableStore;
+  scripts: ScriptStore;
+  logs: ScriptLogStore;
+  resolveAction: ActionResolver;
+}
+
+export interface RecordWriteInput extends SyncScope {
+  model: string;
+  runId: string;
+  records: Record<string, unknown>[];
+}
+
+/**
+ * Translates the service's error taxonomy into Temporal's at the activity boundary: a ServiceError
+ * keeps its code as the failure type and is retried only when it says trying again can help.
+ */
+async function translated<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isServiceError(error)) {
+      throw ApplicationFailure.create({
+        type: error.code,
+        message: error.message,
+        nonRetryable: !error.retryable,
+        details: error.details === undefined ? [] : [error.details],
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * The step id of the running activity: stable across a replay of the same run (the sequence number
+ * Temporal gives the operation), so a write re-executed after a crash is recognised.
+ */
+function currentStep(): string {
+  const info = Context.current().info;
+  return `${info.workflowExecution?.runId ?? ''}:${info.activityId}`;
+}
+
+export function createRuntimeActivities(deps: RuntimeDeps) {
+  const { db, records } = deps;
+
+  /**
+   * Exactly-once record writes per step: a step whose result was lost with a crashed worker runs
+   * again on replay and then returns what the first execution wrote, instead of writing again (which
+   * would count the records as unchanged and falsify the run's added/updated counts).
+   */
+  async function onceForStep(runId: string, write: () => Promise<WriteSummary>): Promise<WriteSummary> {
+    const step = currentStep();
+    const done = await db.query<{ result: WriteSummary }>(
+      'SELECT result FROM script_run_steps WHERE run_id = $1 AND step_id = $2',
+      [runId, step],
+    );
+    if (done.rows[0]) return done.rows[0].result;
+    const summary = await write();
+    await db.query(
+      'INSERT INTO script_run_steps (run_id, step_id, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      [runId, step, JSON.stringify(summary)],
+    );
+    return summary;
+  }
+
+  return {
+    /** The deployed bundle with this content hash. */
+    async loadScript(hash: string): Promise<string> {
+      return translated(() => deps.scripts.get(hash));
+    },
+
+    /** One attempt of an HTTP request with the connection's credentials; see src/runtime/http.ts. */
+    async httpRequest(scope: ConnectionScope, request: HttpRequestInput): Promise<HttpResult> {
+      return sendRequest(deps.connections, scope, request);
+    },
+
+    async saveRecords(input: RecordWriteInput): Promise<WriteSummary> {
+      return translated(() =>
+        onceForStep(input.runId, () =>
+          records.saveRecords({
+            environmentId: input.environmentId,
+            integrationId: input.integrationId,
+            connectionId: input.connectionId,
+            syncName: input.syncName,
+            model: input.model,
+            runId: input.runId,
+            records: input.records,
+          }),
+        ),
+      );
+    },
+
+    async deleteRecords(input: RecordWriteInput): Promise<WriteSummary> {
+      return translated(() =>
+        onceForStep(input.runId, () =>
+          records.deleteRecords({
+            environmentId: input.environmentId,
+            integrationId: input.integrationId,
+            connectionId: input.connectionId,
+            syncName: input.syncName,
+            model: input.model,
+            runId: input.runId,
+            records: input.records.map((record) => ({ id: record['id'] })),
+          }),
+        ),
+      );
+    },
+
+    /** `track_deletes` after a successful full run. */
+    async markUnseenDeleted(input: SyncScope & { model: string; runId: string }): Promise<WriteSummary> {
+      return translated(() => onceForStep(input.runId, () => records.markUnseenDeleted(input)));
+    },
+
+    /** `sync_mode: full_refresh_and_clear_cache`: erases this connection's records of the sync. */
+    async clearRecords(input: SyncScope): Promise<number> {
+      return translated(() =>
+        records.eraseSync({
+          environmentId: input.environmentId,
+          integrationId: input.integrationId,
+          syncName: input.syncName,
+          connectionId: input.connectionId,
+        }),
+      );
+    },
+
+    /** Makes this run the one that owns the sync's records (fences off writes of an older run). */
+    async beginRun(input: SyncScope & { runId: string }): Promise<void> {
+      return translated(() => records.beginRun(input));
+    },
+
+    /** Records per model in the cache, deleted ones excluded. */
+    async countRecords(input: ConnectionScope & { models: string[] }): Promise<Record<string, number>> {
+      return translated(async () => {
+        const counts: Record<string, number> = {};
+        for (const model of input.models) {
+          counts[model] = await records.countRecords({ ...input, model, includeDeleted: false });
+        }
+        return counts;
+      });
+    },
+
+    async writeLogs(context: ScriptLogContext, entries: ScriptLogEntry[]): Promise<void> {
+      return translated(() => deps.logs.append(context, entries));
+    },
+
+    async getEnvironmentVariables(environmentId: string): Promise<EnvironmentVariable[]> {
+      return translated(() => deps.environmentVariables.list(environmentId));
+    },
+
+    async getConnection(
+      scope: ConnectionScope,
+      options: { forceRefresh: boolean; refreshToken: boolean },
+    ): Promise<ConnectionRecord> {
+      return translated(() => deps.connections.getConnection(scope, options));
+    },
+
+    async getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>> {
+      return translated(() => deps.connections.getMetadata(scope));
+    },
+
+    async setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
+      return translated(() => deps.connections.setMetadata(scope, metadata));
+    },
+
+    async updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
+      return translated(() => deps.connections.updateMetadata(scope, metadata));
+    },
+
+    /** The deployed action `svc.triggerAction` names, resolved when the call is made. */
+    async resolveAction(options: {
+      environmentId: string;
+      integrationId: string;
+      actionName: string;
+    }): Promise<ActionDefinition> {
+      const found = await deps.resolveAction(options);
+      if (!found) {
+        throw ApplicationFailure.create({
+          type: 'action_not_found',
+          message: `integration ${options.integrationId} has no deployed action ${options.actionName}`,
+          nonRetryable: true,
+        });
+      }
+      return found;
+    },
+  };
+}
+
+export type RuntimeActivities = ReturnType<typeof createRuntimeActivities>;

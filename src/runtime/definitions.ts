@@ -1,0 +1,133 @@
+/**
+ * What the workflows receive: a deployed sync or action, and the input of one run. Plain data only
+ * (it crosses Temporal's data converter and is imported by workflow code), so no classes and no Node.
+ * The deploy step maps the compiled service.yaml onto these.
+ */
+import type { WebhookEvent } from './public.js';
+import type { WriteSummary } from '../records/types.js';
+
+export type SyncType = 'full' | 'incremental';
+
+/** How a triggered run treats the records already in the cache. */
+export type SyncMode = 'incremental' | 'full_refresh' | 'full_refresh_and_clear_cache';
+
+/** One deployed sync of one integration in one environment (the same for every connection). */
+export interface SyncDefinition {
+  environmentId: string;
+  /** The integration id (provider_config_key). */
+  integrationId: string;
+  syncName: string;
+  syncType: SyncType;
+  /** Interval between scheduled runs in milliseconds (`runs`, default 24h). */
+  runsMs: number;
+  /** `auto_start`: false creates the sync paused. */
+  autoStart: boolean;
+  /** `track_deletes`; only honoured when `syncType` is `full`. */
+  trackDeletes: boolean;
+  /** Output model names, in declaration order. */
+  models: string[];
+  /** Content hash of the deployed script bundle (script_bundles.hash). */
+  scriptHash: string;
+  /** Webhook types this sync handles (`webhook_subscriptions`). */
+  webhookSubscriptions: string[];
+}
+
+/** One deployed action of one integration in one environment. */
+export interface ActionDefinition {
+  environmentId: string;
+  integrationId: string;
+  actionName: string;
+  scriptHash: string;
+}
+
+/**
+ * Whether `svc` operations run as local activities (one marker event each, input not stored, the
+ * default) or as normal activities (six events each, visible as scheduled/started/completed).
+ */
+export type OperationMode = 'local' | 'normal';
+
+/** Tunables of a run that tests and benchmarks change; production uses the defaults. */
+export interface RunOptions {
+  operationMode?: OperationMode;
+  /** First retry delay of a request with `retries` > 0, in ms; doubles on each attempt. @default 1000 */
+  retryInitialIntervalMs?: number;
+  /** Longest back-off between two attempts of a request, in ms. @default 60000 */
+  retryMaximumIntervalMs?: number;
+}
+
+export interface RunSyncInput {
+  definition: SyncDefinition;
+  connectionId: string;
+  mode: SyncMode;
+  /** ISO instant of the start of the last successful run; absent on the first run and on full runs. */
+  lastSyncDate?: string | undefined;
+  /** The webhook that triggered this run, when one did. */
+  webhook?: WebhookEvent | undefined;
+  options?: RunOptions | undefined;
+}
+
+export interface RunActionInput {
+  definition: ActionDefinition;
+  connectionId: string;
+  input: unknown;
+  options?: RunOptions | undefined;
+}
+
+/** What a finished sync run reports: per model, the records it added, updated and deleted. */
+export interface SyncRunResult {
+  /** Workflow id of the run; also the run id the records cache stores. */
+  runId: string;
+  mode: SyncMode;
+  /** Whether the run saw the whole data set (sync type full, or a full refresh). */
+  full: boolean;
+  startedAt: string;
+  finishedAt: string;
+  models: Record<string, WriteSummary>;
+  /** Records of each model in the cache after the run, deleted ones excluded. */
+  recordCounts: Record<string, number>;
+  /** How many `svc` operations the run took (requests, saves, …): the history budget in use. */
+  operations: number;
+}
+
+export type SyncStatusName = 'running' | 'idle' | 'paused' | 'failed';
+
+/** The answer of the sync entity workflow's `status` query. */
+export interface SyncStatus {
+  status: SyncStatusName;
+  /** Whether the sync is paused (a paused sync can still be running a triggered execution). */
+  paused: boolean;
+  syncName: string;
+  connectionId: string;
+  syncType: SyncType;
+  frequencyMs: number;
+  /** When the next scheduled run starts; null while paused. */
+  nextScheduledSyncAt: string | null;
+  /** When the last execution finished, successfully or not. */
+  finishedAt: string | null;
+  latestResult: SyncRunResult | null;
+  /** Message and code of the last failure, when the last execution failed. */
+  latestError: { code: string; message: string } | null;
+  recordCount: Record<string, number>;
+  /** Executions since the entity started. */
+  executions: number;
+}
+
+/** Error codes a run fails with (ApplicationFailure types). Part of the public interface. */
+export const RUN_ERROR_CODES = {
+  /** The script threw something that is not an ActionError. */
+  scriptError: 'script_error',
+  /** An action script threw ActionError; the payload is the failure's first detail. */
+  actionScriptFailure: 'action_script_failure',
+  /** The bundle is not in script_bundles, or does not export a default function. */
+  scriptNotFound: 'script_not_found',
+  invalidScript: 'invalid_script',
+  /** A script called batchSave or batchDelete from an action, or a model the sync does not declare. */
+  invalidOperation: 'invalid_operation',
+  /** The run neared Temporal's history limits (events or bytes). */
+  runHistoryLimit: 'run_history_limit',
+  /** A single activation of the script ran longer than the isolate execution timeout. */
+  scriptTimeout: 'script_timeout',
+  /** The run exceeded its maximum duration. */
+  runTimeout: 'run_timeout',
+  actionNotFound: 'action_not_found',
+} as const;

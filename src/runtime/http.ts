@@ -1,0 +1,156 @@
+/**
+ * The HTTP side of `svc.get/post/put/patch/delete`, run inside an activity: authorise through the
+ * connection service, send once, and classify the outcome for Temporal's retry policy. One call is one
+ * attempt; the activity retry policy (attempts = retries + 1, exponential back-off) does the rest.
+ */
+import axios, { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
+import { ApplicationFailure } from '@temporalio/common';
+import type { ConnectionScope, ConnectionService } from '../connections/types.js';
+import { isServiceError } from '../errors.js';
+import type { RequestConfig } from './public.js';
+import { REQUEST_ERROR_TYPES, type HttpRequestInput, type HttpResult, type HttpFailureDetails } from './svcTypes.js';
+
+/** Statuses retried whatever `retryOn` says (SPEC.md Errors). */
+export function isRetryableStatus(status: number, retryOn: readonly number[] | undefined): boolean {
+  return status >= 500 || status === 429 || (retryOn?.includes(status) ?? false);
+}
+
+/** Connection errors retried (SPEC.md Errors); any other network error is final. */
+export const RETRYABLE_NETWORK_CODES = new Set(['ECONNRESET', 'ETIMEDOUT', 'ECONNABORTED']);
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+// Per-attempt limit on waiting for a response; an attempt that hits it fails with ECONNABORTED,
+// which is retryable, like any other timeout.
+export const REQUEST_TIMEOUT_MS = 60_000;
+// A longer Retry-After would park the run for hours; past this the request fails instead.
+const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+function axiosResponseType(config: RequestConfig): ResponseType {
+  switch (config.responseType) {
+    case 'arraybuffer':
+    case 'blob':
+      return 'arraybuffer';
+    case 'text':
+    case 'document':
+    case 'stream':
+      // A stream cannot cross a durable step: it is read whole, as text.
+      return 'text';
+    default:
+      return 'json';
+  }
+}
+
+function lowerCaseHeaders(headers: AxiosResponse['headers'] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers ?? {})) {
+    if (value === undefined || value === null) continue;
+    out[key.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return out;
+}
+
+function responseData(config: RequestConfig, data: unknown): unknown {
+  if (data instanceof ArrayBuffer || Buffer.isBuffer(data)) return Buffer.from(data as ArrayBuffer).toString('base64');
+  if (axiosResponseType(config) === 'json' && typeof data === 'string' && data === '') return '';
+  return data;
+}
+
+/**
+ * Sends one attempt of the request. Returns the response for 1xx–3xx; throws an ApplicationFailure
+ * for everything else, retryable or not per SPEC.md, carrying the response as its detail and the
+ * server's `Retry-After` as the next retry delay.
+ */
+export async function sendRequest(
+  connections: ConnectionService,
+  scope: ConnectionScope,
+  { method, config }: HttpRequestInput,
+): Promise<HttpResult> {
+  let authorized;
+  try {
+    authorized = await connections.authorizeRequest(scope, {
+      method,
+      endpoint: config.endpoint,
+      baseUrlOverride: config.baseUrlOverride,
+      headers: config.headers ?? {},
+      params: config.params ?? {},
+    });
+  } catch (error) {
+    if (isServiceError(error)) {
+      throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !error.retryable });
+    }
+    throw error;
+  }
+  // The connection service built the URL with the query, credentials included: redact before it is kept.
+  const request = { method, url: redactUrl(authorized.url) };
+  const headers: Record<string, string> = { ...authorized.headers };
+  // Axios asks for compressed bodies by default; without `decompress` the body would arrive compressed.
+  const hasAcceptEncoding = Object.keys(headers).some((key) => key.toLowerCase() === 'accept-encoding');
+  if (config.decompress !== true && !hasAcceptEncoding) headers['Accept-Encoding'] = 'identity';
+  try {
+    const response = await axios.request({
+      method,
+      url: authorized.url,
+      headers,
+      data: config.data,
+      responseType: axiosResponseType(config),
+      decompress: config.decompress === true,
+      timeout: REQUEST_TIMEOUT_MS,
+      maxRedirects: 5,
+      maxContentLength: Infinity,
+      maxBodyLength: Infinity,
+      validateStatus: () => true,
+      transitional: { clarifyTimeoutError: false },
+    });
+    const result: HttpResult = {
+      status: response.status,
+      headers: lowerCaseHeaders(response.headers),
+      data: responseData(config, response.data),
+      request,
+    };
+    if (response.status < 400) return result;
+    const details: HttpFailureDetails = { kind: 'response', response: result };
+    const retryable = isRetryableStatus(response.status, config.retryOn);
+    const retryAfter = retryable ? parseRetryAfter(result.headers['retry-after']) : undefined;
+    throw ApplicationFailure.create({
+      type: REQUEST_ERROR_TYPES.status,
+      message: `${method} ${request.url} answered ${response.status}`,
+      nonRetryable: !retryable || (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS),
+      details: [details],
+      ...(retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_MS ? { nextRetryDelay: retryAfter } : {}),
+    });
+  } catch (error) {
+    if (error instanceof ApplicationFailure) throw error;
+    if (error instanceof AxiosError) {
+      const code = error.code ?? 'ERR_NETWORK';
+      const details: HttpFailureDetails = { kind: 'network', code, request };
+      throw ApplicationFailure.create({
+        type: REQUEST_ERROR_TYPES.network,
+        message: `${method} ${request.url} failed: ${code} ${error.message}`,
+        nonRetryable: !RETRYABLE_NETWORK_CODES.has(code),
+        details: [details],
+      });
+    }
+    throw error;
+  }
+}
+
+// Credentials the connection service put into the query string must not reach history or logs.
+const SECRET_QUERY_KEYS = /^(api[_-]?key|key|token|access[_-]?token|auth|signature|oauth_.*|client_secret|password)$/i;
+
+function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  for (const key of [...parsed.searchParams.keys()]) {
+    if (SECRET_QUERY_KEYS.test(key)) parsed.searchParams.set(key, 'REDACTED');
+  }
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString();
+}

@@ -1,0 +1,157 @@
+/**
+ * What the REST API (and deploy) call to drive syncs and actions: start or ensure a sync entity
+ * workflow for a connection, trigger, pause, resume, status, webhook delivery, stop, and run an action
+ * and await its result. The client must carry the runtime's data converter (createDataConverter).
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
+import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { ServiceError } from '../errors.js';
+import type { RunActionInput, RunOptions, SyncDefinition, SyncMode, SyncStatus } from '../runtime/definitions.js';
+import type { WebhookEvent } from '../runtime/public.js';
+import type { ManageSyncInput } from '../../workflows/manageSync.js';
+import type { runAction } from '../../workflows/runScript.js';
+import { actionWorkflowId, syncWorkflowId } from './connection.js';
+
+export interface SyncControlOptions {
+  client: Client;
+  taskQueue: string;
+}
+
+export interface SyncRef {
+  environmentId: string;
+  integrationId: string;
+  connectionId: string;
+  syncName: string;
+}
+
+// An action is a request-response call: past this it fails with `action_timeout` rather than leaving
+// the caller waiting.
+const DEFAULT_ACTION_TIMEOUT_MS = 5 * 60_000;
+
+export type ActionOutcome =
+  { ok: true; output: unknown } | { ok: false; body: { error_type: 'action_script_failure'; payload: unknown } };
+
+export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
+  const handle = (ref: SyncRef) => client.workflow.getHandle(syncWorkflowId(ref));
+
+  async function signalExisting(ref: SyncRef, signal: string, args: unknown[] = []): Promise<void> {
+    try {
+      await handle(ref).signal(signal, ...args);
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) throw notFound(ref);
+      throw error;
+    }
+  }
+
+  return {
+    /**
+     * Starts the sync's entity workflow for the connection, or hands a running one the definition
+     * (a redeploy). `auto_start: false` starts it paused. Returns the workflow id.
+     */
+    async ensureSync(definition: SyncDefinition, connectionId: string, options?: RunOptions): Promise<string> {
+      const ref = { ...definition, connectionId };
+      const input: ManageSyncInput = { definition, connectionId, options };
+      const workflowId = syncWorkflowId(ref);
+      try {
+        await client.workflow.start('manageSync', {
+          taskQueue,
+          workflowId,
+          args: [input],
+          staticSummary: `sync ${definition.syncName} for ${connectionId}`,
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        await client.workflow.getHandle(workflowId).signal('reconfigure', definition);
+      }
+      return workflowId;
+    },
+
+    /** Runs the sync now (`sync_mode` incremental, full_refresh or full_refresh_and_clear_cache), even when paused. */
+    trigger: (ref: SyncRef, mode: SyncMode = 'incremental') => signalExisting(ref, 'trigger', [{ mode }]),
+    pause: (ref: SyncRef) => signalExisting(ref, 'pause'),
+    resume: (ref: SyncRef) => signalExisting(ref, 'resume'),
+    /** An inbound webhook of a type the sync subscribes to; other types are ignored by the sync. */
+    deliverWebhook: (ref: SyncRef, event: WebhookEvent) => signalExisting(ref, 'webhook', [event]),
+
+    async status(ref: SyncRef): Promise<SyncStatus> {
+      try {
+        return await handle(ref).query<SyncStatus>('status');
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) throw notFound(ref);
+        throw error;
+      }
+    },
+
+    /** The sync was removed by a deploy, or its connection deleted: stops its entity (and any run). */
+    async stop(ref: SyncRef, reason: string): Promise<void> {
+      try {
+        await handle(ref).terminate(reason);
+      } catch (error) {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+      }
+    },
+
+    /**
+     * Runs an action and waits for its output. An `ActionError` thrown by the script comes back as
+     * `{ ok: false, body: { error_type: 'action_script_failure', payload } }`; any other failure throws
+     * a ServiceError whose code is the run's failure type (script_error, http_status_error, …).
+     */
+    async runAction(
+      input: RunActionInput,
+      options: { timeoutMs?: number; workflowId?: string } = {},
+    ): Promise<ActionOutcome> {
+      const workflowId = options.workflowId ?? actionWorkflowId(randomUUID());
+      try {
+        const output: unknown = await client.workflow.execute<typeof runAction>('runAction', {
+          taskQueue,
+          workflowId,
+          args: [input],
+          workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,
+          staticSummary: `action ${input.definition.actionName} for ${input.connectionId}`,
+        });
+        return { ok: true, output };
+      } catch (error) {
+        if (!(error instanceof WorkflowFailedError)) throw error;
+        const cause = error.cause;
+        if (cause instanceof ApplicationFailure && cause.type === 'action_script_failure') {
+          return { ok: false, body: { error_type: 'action_script_failure', payload: cause.details?.[0] ?? {} } };
+        }
+        if (cause instanceof ApplicationFailure) {
+          throw new ServiceError(cause.type ?? 'action_failed', cause.message, {
+            status: cause.type === 'action_not_found' ? 404 : 500,
+            cause,
+          });
+        }
+        if (cause instanceof TimeoutFailure) {
+          throw new ServiceError('action_timeout', `action ${input.definition.actionName} did not finish in time`, {
+            status: 504,
+            cause,
+          });
+        }
+        if (cause instanceof TerminatedFailure) {
+          throw new ServiceError('action_terminated', `action ${input.definition.actionName} was terminated`, {
+            status: 500,
+            cause,
+          });
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+function notFound(ref: SyncRef): ServiceError {
+  return new ServiceError(
+    'sync_not_found',
+    `sync ${ref.syncName} of integration ${ref.integrationId} is not running for connection ${ref.connectionId}`,
+    { status: 404 },
+  );
+}
+
+export type SyncControl = ReturnType<typeof createSyncControl>;

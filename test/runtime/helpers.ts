@@ -1,0 +1,231 @@
+/**
+ * What the runtime tests share: a worker over the real records cache with the runtime's data converter,
+ * a client with the same converter, a fake external API on loopback, and small script bundles in the
+ * compiled bundle format (CommonJS, `module.exports.default`).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createActivities, type ActionResolver } from '../../activities/index.js';
+import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../../src/connections/types.js';
+import type { Pool } from '../../src/db/pool.js';
+import { ServiceError } from '../../src/errors.js';
+import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
+import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definitions.js';
+import { createPostgresLogStore } from '../../src/runtime/logStore.js';
+import { createDataConverter } from '../../src/runtime/payloadStorage.js';
+import type { ConnectionRecord, EnvironmentVariable } from '../../src/runtime/public.js';
+import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
+import { createWorker } from '../../src/temporal/worker.js';
+import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
+
+export const ENVIRONMENT = 'test';
+export const INTEGRATION = 'fake-api';
+
+/**
+ * A connection service for tests until src/connections' lands: one API-key connection per id, the key
+ * sent as a bearer token, the base URL from `baseUrlOverride` or the integration's catalog entry.
+ */
+export class TestConnections implements ConnectionService {
+  readonly metadata = new Map<string, Record<string, unknown>>();
+  constructor(
+    private readonly catalog: { baseUrl?: string | undefined } = {},
+    private readonly apiKey = 'secret-key',
+  ) {}
+  setBaseUrl(baseUrl: string): void {
+    this.catalog.baseUrl = baseUrl;
+  }
+  getConnection(scope: ConnectionScope): Promise<ConnectionRecord> {
+    return Promise.resolve({
+      id: 1,
+      created_at: '2026-01-01T00:00:00.000Z',
+      updated_at: '2026-01-01T00:00:00.000Z',
+      provider_config_key: scope.integrationId,
+      connection_id: scope.connectionId,
+      credentials: { type: 'API_KEY', apiKey: this.apiKey },
+      connection_config: {},
+      account_id: 1,
+      metadata: this.metadata.get(scope.connectionId) ?? {},
+    });
+  }
+  authorizeRequest(
+    _scope: ConnectionScope,
+    request: {
+      method: string;
+      endpoint: string;
+      baseUrlOverride?: string | undefined;
+      headers: Record<string, string>;
+      params: Record<string, string | number>;
+    },
+  ) {
+    const base = request.baseUrlOverride ?? this.catalog.baseUrl;
+    if (!/^https?:\/\//.test(request.endpoint) && !base) {
+      return Promise.reject(
+        new ServiceError(
+          'missing_base_url',
+          `integration ${INTEGRATION} has no base URL in the catalog; pass baseUrlOverride`,
+          {
+            status: 400,
+          },
+        ),
+      );
+    }
+    const url = new URL(
+      /^https?:\/\//.test(request.endpoint)
+        ? request.endpoint
+        : `${base!.replace(/\/$/, '')}/${request.endpoint.replace(/^\//, '')}`,
+    );
+    for (const [key, value] of Object.entries(request.params)) url.searchParams.set(key, String(value));
+    return Promise.resolve({
+      method: request.method,
+      url: url.toString(),
+      headers: { ...request.headers, authorization: `Bearer ${this.apiKey}` },
+    });
+  }
+  getMetadata(scope: ConnectionScope) {
+    return Promise.resolve(this.metadata.get(scope.connectionId) ?? {});
+  }
+  setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>) {
+    this.metadata.set(scope.connectionId, { ...metadata });
+    return Promise.resolve();
+  }
+  updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>) {
+    this.metadata.set(scope.connectionId, { ...(this.metadata.get(scope.connectionId) ?? {}), ...metadata });
+    return Promise.resolve();
+  }
+}
+
+export class TestEnvironmentVariables implements EnvironmentVariableStore {
+  constructor(readonly variables: EnvironmentVariable[] = []) {}
+  list(): Promise<EnvironmentVariable[]> {
+    return Promise.resolve(this.variables);
+  }
+}
+
+export interface RuntimeHarness {
+  pool: Pool;
+  dbUrl: string;
+  client: Client;
+  taskQueue: string;
+  worker: Worker;
+  scripts: ScriptStore;
+  connections: TestConnections;
+  actions: Map<string, ActionDefinition>;
+}
+
+/** A client with the runtime's data converter (results kept in Postgres must be readable). */
+export async function useRuntimeClient(pool: Pool): Promise<Client> {
+  const { temporalAddress, temporalNamespace } = stack();
+  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
+  afterAll(() => connection.close());
+  return new Client({ connection, namespace: temporalNamespace, dataConverter: createDataConverter({ db: pool }) });
+}
+
+export function runtimeDeps(pool: Pool, connections: ConnectionService, actions: Map<string, ActionDefinition>) {
+  const resolveAction: ActionResolver = ({ actionName }) => Promise.resolve(actions.get(actionName) ?? null);
+  return {
+    records: createPostgresRecordStore({ db: pool }),
+    connections,
+    environmentVariables: new TestEnvironmentVariables([{ name: 'REGION', value: 'eu' }]),
+    scripts: createPostgresScriptStore({ db: pool }),
+    logs: createPostgresLogStore({ db: pool }),
+    resolveAction,
+  };
+}
+
+/** Database, worker and client of one test file, all torn down after it. */
+export async function useRuntime(options: { worker?: boolean } = {}): Promise<RuntimeHarness> {
+  const { pool, url } = await useDatabase();
+  const connections = new TestConnections();
+  const actions = new Map<string, ActionDefinition>();
+  const taskQueue = uniqueName('tq');
+  const client = await useRuntimeClient(pool);
+  let worker: Worker | undefined;
+  if (options.worker !== false) {
+    const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
+    const connection = await NativeConnection.connect({ address: temporalAddress });
+    worker = await createWorker({
+      connection,
+      namespace: temporalNamespace,
+      taskQueue,
+      activities: createActivities({ db: pool, runtime: runtimeDeps(pool, connections, actions) }),
+      workflowBundle: { codePath: workflowBundlePath },
+      dataConverter: createDataConverter({ db: pool }),
+    });
+    const running = worker.run();
+    const started = worker;
+    afterAll(async () => {
+      if (started.getState() === 'RUNNING') started.shutdown();
+      await running;
+      await connection.close();
+    });
+  }
+  return {
+    pool,
+    dbUrl: url,
+    client,
+    taskQueue,
+    worker: worker!,
+    scripts: createPostgresScriptStore({ db: pool }),
+    connections,
+    actions,
+  };
+}
+
+export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
+
+/** A fake external API on 127.0.0.1; every request is counted by `METHOD path?query`. */
+export async function startFakeApi(handler: Handler): Promise<{ url: string; server: Server; hits: string[] }> {
+  const hits: string[] = [];
+  const server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => {
+      hits.push(`${request.method} ${request.url}`);
+      Promise.resolve(handler(request, response, body)).catch((error: unknown) => {
+        response.statusCode = 500;
+        response.end(String(error));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${port}`, server, hits };
+}
+
+export function json(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(body));
+}
+
+/** A script bundle in the compiled format, from the source of its default-exported function. */
+export function bundle(functionSource: string): string {
+  return `"use strict";\nconst { ActionError } = require('integration-service/runtime');\nmodule.exports.default = ${functionSource};\n`;
+}
+
+export function syncDefinition(overrides: Partial<SyncDefinition> & { scriptHash: string }): SyncDefinition {
+  return {
+    environmentId: ENVIRONMENT,
+    integrationId: INTEGRATION,
+    syncName: 'issues',
+    syncType: 'incremental',
+    runsMs: 24 * 3600_000,
+    autoStart: true,
+    trackDeletes: false,
+    models: ['Issue'],
+    webhookSubscriptions: [],
+    ...overrides,
+  };
+}
+
+export function actionDefinition(actionName: string, scriptHash: string): ActionDefinition {
+  return { environmentId: ENVIRONMENT, integrationId: INTEGRATION, actionName, scriptHash };
+}

@@ -1,0 +1,191 @@
+/**
+ * The sync entity workflow, one per (environment, integration, connection, sync): waits for the next
+ * run time or a signal, runs one execution as a child `runSync`, records the outcome, and continues as
+ * new so its own history stays small. Its state survives continue-as-new through its input.
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  ChildWorkflowFailure,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  executeChild,
+  setHandler,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type {
+  RunOptions,
+  RunSyncInput,
+  SyncDefinition,
+  SyncMode,
+  SyncRunResult,
+  SyncStatus,
+} from '../src/runtime/definitions.js';
+import type { WebhookEvent } from '../src/runtime/public.js';
+import type { runSync } from './runScript.js';
+
+export const triggerSignal = defineSignal<[{ mode: SyncMode }]>('trigger');
+export const pauseSignal = defineSignal('pause');
+export const resumeSignal = defineSignal('resume');
+export const reconfigureSignal = defineSignal<[SyncDefinition]>('reconfigure');
+export const webhookSignal = defineSignal<[WebhookEvent]>('webhook');
+export const statusQuery = defineQuery<SyncStatus>('status');
+
+// Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
+// so a flood cannot grow the entity's state without bound.
+const MAX_QUEUED_WEBHOOKS = 100;
+
+/** What the entity carries from one execution to the next. */
+export interface SyncEntityState {
+  paused: boolean;
+  pendingMode: SyncMode | null;
+  webhooks: WebhookEvent[];
+  /** ISO start of the last successful run: the next incremental run's `lastSyncDate`. */
+  lastSyncDate: string | null;
+  nextRunAt: string | null;
+  finishedAt: string | null;
+  latestResult: SyncRunResult | null;
+  latestError: { code: string; message: string } | null;
+  executions: number;
+}
+
+export interface ManageSyncInput {
+  definition: SyncDefinition;
+  connectionId: string;
+  options?: RunOptions | undefined;
+  /** Absent on the first start; set by continue-as-new. */
+  state?: SyncEntityState | undefined;
+}
+
+export async function manageSync(input: ManageSyncInput): Promise<void> {
+  let definition = input.definition;
+  const state: SyncEntityState = input.state ?? {
+    paused: !definition.autoStart,
+    pendingMode: null,
+    webhooks: [],
+    lastSyncDate: null,
+    // auto_start: the first run starts as soon as the sync exists for the connection.
+    nextRunAt: definition.autoStart ? new Date().toISOString() : null,
+    finishedAt: null,
+    latestResult: null,
+    latestError: null,
+    executions: 0,
+  };
+  let running = false;
+
+  setHandler(triggerSignal, ({ mode }) => {
+    state.pendingMode = mode;
+  });
+  setHandler(pauseSignal, () => {
+    state.paused = true;
+  });
+  setHandler(resumeSignal, () => {
+    if (!state.paused) return;
+    state.paused = false;
+    // A sync that never ran, or whose run time passed while paused, runs now.
+    if (state.nextRunAt === null || Date.parse(state.nextRunAt) < Date.now())
+      state.nextRunAt = new Date().toISOString();
+  });
+  setHandler(reconfigureSignal, (next) => {
+    const frequencyChanged = next.runsMs !== definition.runsMs;
+    definition = next;
+    if (frequencyChanged && state.finishedAt !== null && !state.paused) {
+      state.nextRunAt = new Date(Date.parse(state.finishedAt) + definition.runsMs).toISOString();
+    }
+  });
+  setHandler(webhookSignal, (event) => {
+    if (!definition.webhookSubscriptions.includes(event.type)) return;
+    state.webhooks.push(event);
+    if (state.webhooks.length > MAX_QUEUED_WEBHOOKS) state.webhooks.shift();
+  });
+  setHandler(statusQuery, (): SyncStatus => {
+    const failed = state.latestError !== null;
+    return {
+      status: running ? 'running' : state.paused ? 'paused' : failed ? 'failed' : 'idle',
+      paused: state.paused,
+      syncName: definition.syncName,
+      connectionId: input.connectionId,
+      syncType: definition.syncType,
+      frequencyMs: definition.runsMs,
+      nextScheduledSyncAt: state.paused ? null : state.nextRunAt,
+      finishedAt: state.finishedAt,
+      latestResult: state.latestResult,
+      latestError: state.latestError,
+      recordCount: state.latestResult?.recordCounts ?? {},
+      executions: state.executions,
+    };
+  });
+
+  const due = (): boolean => !state.paused && state.nextRunAt !== null && Date.parse(state.nextRunAt) <= Date.now();
+  const ready = (): boolean => state.pendingMode !== null || (!state.paused && state.webhooks.length > 0) || due();
+  // Wait for a signal or the next run time, whichever comes first; a reconfigure or resume that moves
+  // the run time re-evaluates the wait.
+  while (!ready()) {
+    const wait =
+      state.paused || state.nextRunAt === null ? undefined : Math.max(1, Date.parse(state.nextRunAt) - Date.now());
+    const nextRunAt = state.nextRunAt;
+    const paused = state.paused;
+    const woken = (): boolean => ready() || state.nextRunAt !== nextRunAt || state.paused !== paused;
+    if (wait === undefined) await condition(woken);
+    else await condition(woken, wait);
+  }
+
+  let mode: SyncMode = 'incremental';
+  let webhook: WebhookEvent | undefined;
+  let scheduled = false;
+  if (state.pendingMode !== null) {
+    mode = state.pendingMode;
+    state.pendingMode = null;
+  } else if (!state.paused && state.webhooks.length > 0) {
+    webhook = state.webhooks.shift();
+  } else {
+    scheduled = true;
+  }
+  const full = definition.syncType === 'full' || mode !== 'incremental';
+  const runInput: RunSyncInput = {
+    definition,
+    connectionId: input.connectionId,
+    mode,
+    lastSyncDate: full ? undefined : (state.lastSyncDate ?? undefined),
+    webhook,
+    options: input.options,
+  };
+
+  running = true;
+  state.executions++;
+  try {
+    const result = await executeChild<typeof runSync>('runSync', {
+      workflowId: `${workflowInfo().workflowId}:run:${uuid4()}`,
+      args: [runInput],
+      staticSummary: `${definition.syncName} ${webhook ? `webhook ${webhook.type}` : mode}`,
+    });
+    state.latestResult = result;
+    state.latestError = null;
+    // A webhook run sees one event, not everything since the last run: it does not move lastSyncDate.
+    if (!webhook) state.lastSyncDate = result.startedAt;
+  } catch (error) {
+    const cause = error instanceof ChildWorkflowFailure ? error.cause : error;
+    state.latestError = {
+      code: cause instanceof ApplicationFailure ? (cause.type ?? 'run_failed') : 'run_failed',
+      message: cause instanceof Error ? cause.message : String(cause),
+    };
+  } finally {
+    running = false;
+  }
+  state.finishedAt = new Date().toISOString();
+  if (scheduled || state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now()) {
+    state.nextRunAt = new Date(Date.now() + definition.runsMs).toISOString();
+  }
+
+  // Signals that arrived during the run are in `state`; let their handlers finish, then start afresh.
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof manageSync>({
+    definition,
+    connectionId: input.connectionId,
+    options: input.options,
+    state,
+  });
+}

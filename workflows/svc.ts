@@ -1,0 +1,384 @@
+/**
+ * The script helper `svc`, built inside the run workflow. Every operation that touches the outside
+ * world is one activity (a durable step): after a crash the run replays the recorded results instead
+ * of repeating the work. Operations run as local activities by default (one marker event each, the
+ * input is not stored); `operationMode: 'normal'` schedules them as ordinary activities.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  type RetryPolicy,
+  ChildWorkflowFailure,
+  executeChild,
+  proxyActivities,
+  proxyLocalActivities,
+  uuid4,
+  workflowInfo,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
+import type { RuntimeActivities } from '../activities/runtime.js';
+import type { ConnectionScope } from '../src/connections/types.js';
+import type { WriteSummary } from '../src/records/types.js';
+import type { RunActionInput, RunOptions } from '../src/runtime/definitions.js';
+import type { ScriptLogEntry } from '../src/runtime/logStore.js';
+import { paginate } from '../src/runtime/paginate.js';
+import {
+  ActionError,
+  type ConnectionRecord,
+  type EnvironmentVariable,
+  type LogOptions,
+  type PaginateConfig,
+  type RequestConfig,
+  type ServiceResponse,
+  type ServiceSync,
+  type WebhookEvent,
+} from '../src/runtime/public.js';
+import { REQUEST_ERROR_TYPES, type HttpFailureDetails, type HttpMethod } from '../src/runtime/svcTypes.js';
+
+/** A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with. */
+export class OperationError extends Error {
+  override name = 'OperationError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A failed request, shaped like an Axios error: `error.response.status`, `error.response.data`, `error.code`. */
+export class RequestError extends OperationError {
+  override name = 'RequestError';
+  readonly response: ServiceResponse | undefined;
+  readonly status: number | undefined;
+  readonly config: RequestConfig;
+  constructor(code: string, message: string, config: RequestConfig, details: HttpFailureDetails | undefined) {
+    super(code, message);
+    this.config = config;
+    this.response = details?.kind === 'response' ? { ...details.response, config } : undefined;
+    this.status = this.response?.status;
+    if (details?.kind === 'network') this.errno = details.code;
+  }
+  /** The network error code (ECONNRESET, …) of a request that got no answer. */
+  errno: string | undefined;
+}
+
+// Temporal terminates a run at 51,200 events or 50 MiB of history. The run stops itself before that
+// with a clear error, leaving room for the failure and the final log flush.
+export const HISTORY_EVENT_BUDGET = 48_000;
+export const HISTORY_BYTE_BUDGET = 45 * 1024 * 1024;
+// Events one operation adds: a local activity is one marker; a normal activity is scheduled, started
+// and completed plus the workflow task (scheduled, started, completed) that reacts to it.
+const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
+// svc.log lines are buffered and written in batches, at the end of the run at the latest.
+const LOG_FLUSH_SIZE = 100;
+
+// Why these numbers: a request attempt waits up to 60 s for an answer (src/runtime/http.ts), so an
+// attempt may take 90 s; store operations are short but a large batch into a busy Postgres is not.
+const REQUEST_ATTEMPT_TIMEOUT = '90 seconds';
+const STORE_TIMEOUT = '5 minutes';
+// A store operation fails on a database hiccup, not on bad input (that is non-retryable): keep trying.
+const STORE_RETRY: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  maximumAttempts: 10,
+};
+
+const local = proxyLocalActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
+const normal = proxyActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
+
+export interface SvcContext {
+  kind: 'sync' | 'action';
+  scope: ConnectionScope;
+  /** The sync or action name. */
+  scriptName: string;
+  /** Workflow id of this run: the run id in the records cache and in the logs. */
+  runId: string;
+  /** Declared output models (syncs). */
+  models: string[];
+  options: RunOptions;
+  lastSyncDate: Date | undefined;
+  webhook: WebhookEvent | undefined;
+}
+
+/** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
+export interface SvcRuntime {
+  svc: ServiceSync;
+  /** Per model: what batchSave and batchDelete reported. */
+  summaries: Record<string, WriteSummary>;
+  operations: () => number;
+  flushLogs: () => Promise<void>;
+  /** Runs one bookkeeping step of the run (not a script operation) with the same mode and budget. */
+  step: <K extends keyof RuntimeActivities>(
+    name: K,
+    summary: string,
+    args: Parameters<RuntimeActivities[K]>,
+  ) => Promise<Awaited<ReturnType<RuntimeActivities[K]>>>;
+}
+
+function describeRequest(method: HttpMethod, config: RequestConfig): string {
+  const query = Object.entries(config.params ?? {})
+    .map(([key, value]) => `${key}=${String(value)}`)
+    .join('&');
+  const summary = `${method} ${config.endpoint}${query ? `?${query}` : ''}`;
+  return summary.length > 200 ? `${summary.slice(0, 197)}…` : summary;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function addSummary(into: Record<string, WriteSummary>, model: string, summary: WriteSummary): void {
+  const current = into[model] ?? { added: 0, updated: 0, deleted: 0, unchanged: 0 };
+  into[model] = {
+    added: current.added + summary.added,
+    updated: current.updated + summary.updated,
+    deleted: current.deleted + summary.deleted,
+    unchanged: current.unchanged + summary.unchanged,
+  };
+}
+
+/** The application failure of a failed step: wrapped in an ActivityFailure, or bare (local activities). */
+function applicationFailureOf(error: unknown): ApplicationFailure | undefined {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) return error.cause;
+  if (error instanceof ApplicationFailure) return error;
+  return undefined;
+}
+
+/** Turns the failure of an activity into what the script sees. */
+function operationFailure(error: unknown, what: string): unknown {
+  const cause = applicationFailureOf(error);
+  if (!cause || cause.type === 'run_history_limit') return error;
+  return new OperationError(cause.type ?? 'operation_failed', `${what} failed: ${cause.message}`);
+}
+
+export function createSvc(context: SvcContext): SvcRuntime {
+  const mode = context.options.operationMode ?? 'local';
+  const summaries: Record<string, WriteSummary> = {};
+  const logBuffer: ScriptLogEntry[] = [];
+  let logSeq = 0;
+  let operations = 0;
+  // History length is only updated at the start of a workflow task; local activities completed since
+  // then are not in it yet, so they are counted here.
+  let seenHistoryLength = -1;
+  let operationsSinceHistoryUpdate = 0;
+
+  function guardHistory(): void {
+    const info = workflowInfo();
+    if (info.historyLength !== seenHistoryLength) {
+      seenHistoryLength = info.historyLength;
+      operationsSinceHistoryUpdate = 0;
+    }
+    const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
+    if (events > HISTORY_EVENT_BUDGET || info.historySize > HISTORY_BYTE_BUDGET) {
+      throw ApplicationFailure.create({
+        type: 'run_history_limit',
+        nonRetryable: true,
+        message:
+          `the run stopped after ${operations} svc operations: its history reached ${events} events and ` +
+          `${Math.round(info.historySize / 1024 / 1024)} MiB, near Temporal's limit of 51,200 events / 50 MiB. ` +
+          'Save records in larger batches, fetch larger pages, or split the sync (docs/architecture.md).',
+      });
+    }
+  }
+
+  async function run<K extends keyof RuntimeActivities>(
+    name: K,
+    summary: string,
+    args: Parameters<RuntimeActivities[K]>,
+    overrides: { startToCloseTimeout?: Duration; retry?: RetryPolicy } = {},
+  ): Promise<Awaited<ReturnType<RuntimeActivities[K]>>> {
+    guardHistory();
+    operations++;
+    operationsSinceHistoryUpdate++;
+    const options: LocalActivityOptions & ActivityOptions = {
+      startToCloseTimeout: overrides.startToCloseTimeout ?? STORE_TIMEOUT,
+      retry: overrides.retry ?? STORE_RETRY,
+      summary,
+    };
+    // executeWithOptions keeps one proxy per mode while naming each step for the Web UI.
+    type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
+    const proxy = (mode === 'local' ? local[name] : normal[name]) as unknown as { executeWithOptions: Call };
+    return proxy.executeWithOptions(options, args) as Promise<Awaited<ReturnType<RuntimeActivities[K]>>>;
+  }
+
+  const logContext = {
+    ...context.scope,
+    scriptKind: context.kind,
+    scriptName: context.scriptName,
+    runId: context.runId,
+  };
+
+  async function flushLogs(): Promise<void> {
+    if (logBuffer.length === 0) return;
+    const entries = logBuffer.splice(0, logBuffer.length);
+    await run('writeLogs', `log ×${entries.length}`, [logContext, entries]);
+  }
+
+  async function request<T>(method: HttpMethod, config: RequestConfig): Promise<ServiceResponse<T>> {
+    if (!isPlainObject(config) || typeof config.endpoint !== 'string' || config.endpoint === '') {
+      throw new OperationError('invalid_request', `svc.${method.toLowerCase()} needs a config object with an endpoint`);
+    }
+    const retries = config.retries ?? 0;
+    if (!Number.isInteger(retries) || retries < 0) {
+      throw new OperationError('invalid_request', `retries of ${method} ${config.endpoint} must be a whole number ≥ 0`);
+    }
+    const { retries: _retries, ...sent } = config;
+    try {
+      const result = await run(
+        'httpRequest',
+        describeRequest(method, config),
+        [context.scope, { method, config: sent }],
+        {
+          startToCloseTimeout: REQUEST_ATTEMPT_TIMEOUT,
+          retry: {
+            maximumAttempts: retries + 1,
+            initialInterval: context.options.retryInitialIntervalMs ?? 1000,
+            backoffCoefficient: 2,
+            maximumInterval: context.options.retryMaximumIntervalMs ?? 60_000,
+          },
+        },
+      );
+      return { ...result, data: result.data as T, config };
+    } catch (error) {
+      const cause = applicationFailureOf(error);
+      if (cause && cause.type !== 'run_history_limit') {
+        const details = cause.details?.[0] as HttpFailureDetails | undefined;
+        const known = cause.type === REQUEST_ERROR_TYPES.status || cause.type === REQUEST_ERROR_TYPES.network;
+        throw new RequestError(cause.type ?? 'http_error', cause.message, config, known ? details : undefined);
+      }
+      throw error;
+    }
+  }
+
+  function checkWrite(what: 'batchSave' | 'batchDelete', records: unknown, model: unknown): void {
+    if (context.kind !== 'sync') {
+      throw new OperationError('invalid_operation', `svc.${what} is only available in sync scripts, not in actions`);
+    }
+    if (typeof model !== 'string' || !context.models.includes(model)) {
+      throw new OperationError(
+        'invalid_operation',
+        `svc.${what}: model ${JSON.stringify(model)} is not an output of sync ${context.scriptName} (outputs: ${context.models.join(', ')})`,
+      );
+    }
+    if (!Array.isArray(records)) throw new OperationError('invalid_operation', `svc.${what}: records must be a list`);
+    records.forEach((record: unknown, index) => {
+      const id = isPlainObject(record) ? record['id'] : undefined;
+      if (typeof id !== 'string' && typeof id !== 'number') {
+        throw new OperationError(
+          'invalid_record',
+          `svc.${what}: record ${index} of ${model} has no id (a string or number is required)`,
+        );
+      }
+    });
+  }
+
+  const scope = context.scope;
+  const writeScope = { ...scope, syncName: context.scriptName, runId: context.runId };
+
+  async function write(what: 'batchSave' | 'batchDelete', records: unknown, model: string): Promise<void> {
+    checkWrite(what, records, model);
+    const list = records as Record<string, unknown>[];
+    if (list.length === 0) return;
+    try {
+      const summary = await run(
+        what === 'batchSave' ? 'saveRecords' : 'deleteRecords',
+        `${what} ${model} ×${list.length}`,
+        [{ ...writeScope, model, records: list }],
+      );
+      addSummary(summaries, model, summary);
+    } catch (error) {
+      throw operationFailure(error, `${what} ${model}`);
+    }
+  }
+
+  async function simple<K extends keyof RuntimeActivities>(
+    name: K,
+    summary: string,
+    args: Parameters<RuntimeActivities[K]>,
+  ): Promise<Awaited<ReturnType<RuntimeActivities[K]>>> {
+    try {
+      return await run(name, summary, args);
+    } catch (error) {
+      throw operationFailure(error, summary);
+    }
+  }
+
+  const svc: ServiceSync = {
+    connectionId: scope.connectionId,
+    providerConfigKey: scope.integrationId,
+    lastSyncDate: context.lastSyncDate,
+    webhook: context.webhook,
+    get: (config) => request('GET', config),
+    post: (config) => request('POST', config),
+    put: (config) => request('PUT', config),
+    patch: (config) => request('PATCH', config),
+    delete: (config) => request('DELETE', config),
+    paginate: <T>(config: PaginateConfig) => paginate<T>((page) => request('GET', page), config),
+    async log(message: string, options?: LogOptions): Promise<void> {
+      const level = options?.level ?? 'info';
+      logBuffer.push({
+        level,
+        message: typeof message === 'string' ? message : JSON.stringify(message),
+        loggedAt: new Date().toISOString(),
+        seq: logSeq++,
+      });
+      if (logBuffer.length >= LOG_FLUSH_SIZE) await flushLogs();
+    },
+    getEnvironmentVariables: (): Promise<EnvironmentVariable[]> =>
+      simple('getEnvironmentVariables', 'getEnvironmentVariables', [scope.environmentId]),
+    async triggerAction<I, O>(actionName: string, input: I): Promise<O> {
+      if (typeof actionName !== 'string' || actionName === '') {
+        throw new OperationError('invalid_operation', 'svc.triggerAction needs an action name');
+      }
+      const definition = await simple('resolveAction', `triggerAction ${actionName}`, [
+        { environmentId: scope.environmentId, integrationId: scope.integrationId, actionName },
+      ]);
+      guardHistory();
+      operations++;
+      const childInput: RunActionInput = {
+        definition,
+        connectionId: scope.connectionId,
+        input,
+        options: context.options,
+      };
+      try {
+        return (await executeChild('runAction', {
+          workflowId: `action:${uuid4()}`,
+          args: [childInput],
+          staticSummary: `triggerAction ${actionName}`,
+        })) as O;
+      } catch (error) {
+        const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;
+        if (cause instanceof ApplicationFailure && cause.type === 'action_script_failure') {
+          throw new ActionError((cause.details?.[0] ?? {}) as Record<string, unknown>);
+        }
+        if (cause instanceof ApplicationFailure) {
+          throw new OperationError(cause.type ?? 'action_failed', `action ${actionName} failed: ${cause.message}`);
+        }
+        throw error;
+      }
+    },
+    getMetadata: <T>() => simple('getMetadata', 'getMetadata', [scope]) as Promise<T>,
+    async setMetadata(metadata: Record<string, unknown>): Promise<void> {
+      if (!isPlainObject(metadata)) throw new OperationError('invalid_operation', 'svc.setMetadata needs an object');
+      await simple('setMetadata', 'setMetadata', [scope, metadata]);
+    },
+    async updateMetadata(metadata: Record<string, unknown>): Promise<void> {
+      if (!isPlainObject(metadata)) throw new OperationError('invalid_operation', 'svc.updateMetadata needs an object');
+      await simple('updateMetadata', 'updateMetadata', [scope, metadata]);
+    },
+    getConnection: (forceRefresh = false, refreshToken = false): Promise<ConnectionRecord> =>
+      simple('getConnection', `getConnection${forceRefresh ? ' (force refresh)' : ''}`, [
+        scope,
+        { forceRefresh: forceRefresh === true, refreshToken: refreshToken === true },
+      ]),
+    batchSave: (records, model) => write('batchSave', records, model),
+    batchDelete: (records, model) => write('batchDelete', records, model),
+  };
+
+  return { svc, summaries, operations: () => operations, flushLogs, step: simple };
+}
