@@ -43,7 +43,11 @@ export const syncSchema = z
       .optional(),
     scopes: scopes.optional(),
     auto_start: z.boolean().describe('Start syncing when a connection is created. Default true.').optional(),
-    auto_starts: z.boolean().describe('Deprecated spelling of `auto_start`; accepted with a warning.').optional(),
+    auto_starts: z
+      .boolean()
+      .describe('Deprecated spelling of `auto_start`; accepted with a warning.')
+      .meta({ deprecated: true })
+      .optional(),
     track_deletes: z
       .boolean()
       .describe('Full syncs only: flag records absent from a successful run as deleted. Default false.')
