@@ -56,7 +56,7 @@ export interface ListRecordsOptions extends RecordScope {
   model: string;
   /** Opaque cursor from a previous page's `next_cursor` or a record's `_service_metadata.cursor`. */
   cursor?: string | undefined;
-  /** Page size; the store applies its default and maximum. */
+  /** Page size, 1 to 1000; default 100. */
   limit?: number | undefined;
   /** Only records modified at or after this instant. */
   modifiedAfter?: Date | undefined;
@@ -72,6 +72,11 @@ export interface RecordPage {
   next_cursor: string | null;
 }
 
+/**
+ * Errors (ServiceError codes): `invalid_record` and `invalid_record_id` (status 400, naming the
+ * record's position and model; nothing of the batch is stored), `invalid_cursor`, `invalid_limit`,
+ * `invalid_filter`, `invalid_ids`, `invalid_modified_after` (400), `run_superseded` (409).
+ */
 export interface RecordStore {
   /** Upserts by (connection, model, id); the last occurrence of an id in the batch wins. */
   saveRecords(options: SaveRecordsOptions): Promise<WriteSummary>;
@@ -84,8 +89,27 @@ export interface RecordStore {
   markUnseenDeleted(options: SyncScope & { model: string; runId: string }): Promise<WriteSummary>;
   listRecords(options: ListRecordsOptions): Promise<RecordPage>;
   countRecords(options: RecordScope & { model: string; includeDeleted?: boolean }): Promise<number>;
-  /** Erases every record a sync wrote, for all connections (a deploy removed the sync). */
-  eraseSync(options: { environmentId: string; integrationId: string; syncName: string }): Promise<number>;
-  /** Erases every record of one connection (the connection was deleted). */
+  /**
+   * Erases every record a sync wrote, for all connections (a deploy removed the sync), or for one
+   * connection when `connectionId` is given (`sync_mode: full_refresh_and_clear_cache`). Also forgets
+   * the sync's current run (see `beginRun`). Returns the number of records erased.
+   */
+  eraseSync(options: EraseSyncOptions): Promise<number>;
+  /** Erases every record of one connection (the connection was deleted). Returns the number erased. */
   eraseConnection(options: RecordScope): Promise<number>;
+  /**
+   * Makes `runId` the run that owns the sync's records for this connection (a fencing token). From
+   * then on, `saveRecords`, `deleteRecords` and `markUnseenDeleted` of any other run of the same sync
+   * and connection fail with `run_superseded`; a batch of the old run already in flight finishes
+   * before this returns. Idempotent for the same run. Syncs that never call it are not fenced.
+   */
+  beginRun(options: SyncScope & { runId: string }): Promise<void>;
+}
+
+export interface EraseSyncOptions {
+  environmentId: string;
+  integrationId: string;
+  syncName: string;
+  /** Only this connection's records of the sync; all connections when omitted. */
+  connectionId?: string | undefined;
 }

@@ -1,0 +1,466 @@
+/**
+ * The records cache on Postgres (ARCHITECTURE.md "Records cache"; design and measurements in
+ * docs/records.md). Tables: record_scopes (one row per environment, integration, connection and
+ * model: the unit that is locked and read), records, record_sync_runs (run fencing).
+ */
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { from as copyFrom } from 'pg-copy-streams';
+import { ServiceError } from '../errors.js';
+import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
+import {
+  METADATA_KEY,
+  canonicalRecordJson,
+  contentHash,
+  copyText,
+  decodeCursor,
+  encodeCursor,
+  recordKey,
+} from './encoding.js';
+import type {
+  EraseSyncOptions,
+  LastAction,
+  ListRecordsOptions,
+  RecordPage,
+  RecordScope,
+  RecordStore,
+  SaveRecordsOptions,
+  StoredRecord,
+  SyncScope,
+  WriteSummary,
+} from './types.js';
+
+export const DEFAULT_PAGE_LIMIT = 100;
+export const MAX_PAGE_LIMIT = 1000;
+/** Most ids one read may ask for. */
+export const MAX_IDS_PER_READ = 10_000;
+const LAST_ACTIONS: readonly LastAction[] = ['ADDED', 'UPDATED', 'DELETED'];
+
+export interface PostgresRecordStoreOptions {
+  db: Pool;
+  /**
+   * Records per statement. A larger batch is still written in one transaction (all or nothing), in
+   * several statements, so no single statement carries tens of megabytes.
+   * @default 2000
+   */
+  chunkSize?: number;
+}
+
+interface PreparedRecord {
+  key: string;
+  json: string;
+  hash: string;
+}
+
+const zeroSummary = (): WriteSummary => ({ added: 0, updated: 0, deleted: 0, unchanged: 0 });
+
+export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresRecordStoreOptions): RecordStore {
+  return {
+    async saveRecords(options) {
+      // Everything is validated before the database is touched: a bad record stores nothing.
+      const prepared = prepareRecords(options);
+      if (prepared.length === 0) return zeroSummary();
+      return inTransaction(db, async (client) => {
+        await assertRunOwnsSync(client, options, options.runId);
+        const scopeId = await lockScope(client, options, true);
+        if (scopeId === null) throw new Error('record scope vanished while being created');
+        const summary = zeroSummary();
+        let at: Date | undefined;
+        for (let start = 0; start < prepared.length; start += chunkSize) {
+          const chunk = prepared.slice(start, start + chunkSize);
+          at = await saveChunk(client, { scopeId, chunk, at, sync: options.syncName, runId: options.runId, summary });
+        }
+        return summary;
+      });
+    },
+
+    async deleteRecords(options) {
+      const keys = new Set<string>();
+      options.records.forEach((record, index) => {
+        const where = { index, model: options.model };
+        if (record === null || typeof record !== 'object') {
+          throw new ServiceError(
+            'invalid_record',
+            `record at index ${index} of model "${options.model}" is not an object with an id`,
+            { status: 400, details: where },
+          );
+        }
+        keys.add(recordKey(record.id, where));
+      });
+      if (keys.size === 0) return zeroSummary();
+      return inTransaction(db, async (client) => {
+        await assertRunOwnsSync(client, options, options.runId);
+        const summary = zeroSummary();
+        const scopeId = await lockScope(client, options, false);
+        if (scopeId === null) return { ...summary, unchanged: keys.size };
+        const all = [...keys];
+        for (let start = 0; start < all.length; start += chunkSize) {
+          const result = await client.query(
+            `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
+               last_action = 'DELETED', position = nextval('record_positions')
+             WHERE scope_id = $1 AND id = ANY($2::text[]) AND deleted_at IS NULL`,
+            [scopeId, all.slice(start, start + chunkSize)],
+          );
+          summary.deleted += result.rowCount ?? 0;
+        }
+        // Ids never stored, or already deleted: nothing changes for them.
+        summary.unchanged = keys.size - summary.deleted;
+        return summary;
+      });
+    },
+
+    async markUnseenDeleted(options) {
+      return inTransaction(db, async (client) => {
+        await assertRunOwnsSync(client, options, options.runId);
+        const scopeId = await lockScope(client, options, false);
+        if (scopeId === null) return zeroSummary();
+        const result = await client.query(
+          `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
+             last_action = 'DELETED', position = nextval('record_positions')
+           WHERE scope_id = $1 AND sync_name = $2 AND deleted_at IS NULL AND last_run_id <> $3`,
+          [scopeId, options.syncName, options.runId],
+        );
+        return { ...zeroSummary(), deleted: result.rowCount ?? 0 };
+      });
+    },
+
+    async listRecords(options) {
+      const query = buildListQuery(options);
+      const result = await db.query<ListRow>(query);
+      return toPage(result.rows, query.limit);
+    },
+
+    async countRecords(options) {
+      const result = await db.query<{ count: string }>(
+        `SELECT count(*) AS count FROM records
+         WHERE scope_id = (${SCOPE_ID_SQL}) ${options.includeDeleted ? '' : 'AND deleted_at IS NULL'}`,
+        scopeParams(options),
+      );
+      return Number(result.rows[0]?.count ?? 0);
+    },
+
+    async eraseSync(options: EraseSyncOptions) {
+      const connection = options.connectionId;
+      return inTransaction(db, async (client) => {
+        // Lock order everywhere: the sync's run row, then scope rows (ascending), then records.
+        await client.query(
+          `DELETE FROM record_sync_runs WHERE environment_id = $1 AND integration_id = $2 AND sync_name = $3
+             ${connection === undefined ? '' : 'AND connection_id = $4'}`,
+          [
+            options.environmentId,
+            options.integrationId,
+            options.syncName,
+            ...(connection === undefined ? [] : [connection]),
+          ],
+        );
+        const scopes = await client.query<{ scope_id: string }>(
+          `SELECT scope_id FROM record_scopes WHERE environment_id = $1 AND integration_id = $2
+             ${connection === undefined ? '' : 'AND connection_id = $3'}
+           ORDER BY scope_id FOR UPDATE`,
+          [options.environmentId, options.integrationId, ...(connection === undefined ? [] : [connection])],
+        );
+        if (scopes.rows.length === 0) return 0;
+        const erased = await client.query('DELETE FROM records WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2', [
+          scopes.rows.map((row) => row.scope_id),
+          options.syncName,
+        ]);
+        return erased.rowCount ?? 0;
+      });
+    },
+
+    async eraseConnection(options: RecordScope) {
+      return inTransaction(db, async (client) => {
+        await client.query(
+          'DELETE FROM record_sync_runs WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3',
+          [options.environmentId, options.integrationId, options.connectionId],
+        );
+        const scopes = await client.query<{ scope_id: string }>(
+          `SELECT scope_id FROM record_scopes WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3
+           ORDER BY scope_id FOR UPDATE`,
+          [options.environmentId, options.integrationId, options.connectionId],
+        );
+        if (scopes.rows.length === 0) return 0;
+        const ids = scopes.rows.map((row) => row.scope_id);
+        const erased = await client.query('DELETE FROM records WHERE scope_id = ANY($1::bigint[])', [ids]);
+        await client.query('DELETE FROM record_scopes WHERE scope_id = ANY($1::bigint[])', [ids]);
+        return erased.rowCount ?? 0;
+      });
+    },
+
+    async beginRun(options) {
+      await db.query(
+        `INSERT INTO record_sync_runs (environment_id, integration_id, connection_id, sync_name, run_id)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (environment_id, integration_id, connection_id, sync_name)
+         DO UPDATE SET run_id = excluded.run_id, started_at = now() WHERE record_sync_runs.run_id <> excluded.run_id`,
+        [options.environmentId, options.integrationId, options.connectionId, options.syncName, options.runId],
+      );
+    },
+  };
+}
+
+/** Validates and encodes a batch; the last occurrence of an id wins (Map keeps the first position, the last value). */
+function prepareRecords(options: SaveRecordsOptions): PreparedRecord[] {
+  const byKey = new Map<string, PreparedRecord>();
+  options.records.forEach((record, index) => {
+    const where = { index, model: options.model };
+    const json = canonicalRecordJson(record, where);
+    const key = recordKey(record['id'], where);
+    byKey.set(key, { key, json, hash: contentHash(json) });
+  });
+  return [...byKey.values()];
+}
+
+/**
+ * Writes one chunk under the scope lock: looks up what is stored, then inserts the new records with
+ * COPY, rewrites the changed ones and only stamps the run on the unchanged ones. No other writer can
+ * touch the scope meanwhile, so the lookup stays true until commit. Returns the batch's timestamp,
+ * taken once (after the lock) so every record of the batch carries the same one.
+ */
+async function saveChunk(
+  client: PoolClient,
+  input: {
+    scopeId: string;
+    chunk: PreparedRecord[];
+    at: Date | undefined;
+    sync: string;
+    runId: string;
+    summary: WriteSummary;
+  },
+): Promise<Date> {
+  const { scopeId, chunk, sync, runId, summary } = input;
+  const lookup = await client.query<{ at: Date; id: string | null; data_hash: string; deleted: boolean }>(
+    `SELECT n.at, r.id, r.data_hash, r.deleted_at IS NOT NULL AS deleted
+     FROM (SELECT clock_timestamp() AS at) n
+     LEFT JOIN records r ON r.scope_id = $1 AND r.id = ANY($2::text[])`,
+    [scopeId, chunk.map((record) => record.key)],
+  );
+  const at = input.at ?? lookup.rows[0]?.at ?? new Date();
+  const stored = new Map<string, { hash: string; deleted: boolean }>();
+  for (const row of lookup.rows) if (row.id !== null) stored.set(row.id, { hash: row.data_hash, deleted: row.deleted });
+
+  const fresh: PreparedRecord[] = [];
+  const changed: PreparedRecord[] = [];
+  const unchanged: string[] = [];
+  for (const record of chunk) {
+    const existing = stored.get(record.key);
+    if (existing === undefined) {
+      fresh.push(record);
+      summary.added++;
+    } else if (existing.deleted) {
+      // A deleted record saved again comes back as added.
+      changed.push(record);
+      summary.added++;
+    } else if (existing.hash !== record.hash) {
+      changed.push(record);
+      summary.updated++;
+    } else {
+      unchanged.push(record.key);
+      summary.unchanged++;
+    }
+  }
+
+  if (fresh.length > 0) {
+    const stamp = at.toISOString();
+    const prefix = `${scopeId}\t`;
+    const suffix = `\t${copyText(sync)}\t${stamp}\t${stamp}\tADDED\t${copyText(runId)}\n`;
+    const lines = fresh.map(
+      (record) => `${prefix}${copyText(record.key)}\t${copyText(record.json)}\t${record.hash}${suffix}`,
+    );
+    const stream = client.query(
+      copyFrom(
+        'COPY records (scope_id, id, data, data_hash, sync_name, first_seen_at, last_modified_at, last_action, last_run_id) FROM STDIN',
+      ),
+    );
+    await pipeline(Readable.from(batchLines(lines)), stream);
+  }
+  if (changed.length > 0) {
+    const rows = changed.map((record) => `{"i":${JSON.stringify(record.key)},"h":"${record.hash}","d":${record.json}}`);
+    await client.query(
+      `UPDATE records r SET data = u.d, data_hash = u.h, sync_name = $3, last_modified_at = $4,
+         last_action = CASE WHEN r.deleted_at IS NULL THEN 'UPDATED' ELSE 'ADDED' END,
+         deleted_at = NULL, last_run_id = $5, position = nextval('record_positions')
+       FROM jsonb_to_recordset($2::jsonb) AS u(i text, h uuid, d jsonb)
+       WHERE r.scope_id = $1 AND r.id = u.i`,
+      [scopeId, `[${rows.join(',')}]`, sync, at, runId],
+    );
+  }
+  if (unchanged.length > 0) {
+    // Only the run stamp (for track_deletes) and the writing sync; neither is indexed, so the
+    // update stays on the same page (HOT) and the record's position and last_modified_at keep still.
+    await client.query(
+      `UPDATE records SET last_run_id = $3, sync_name = $4
+       WHERE scope_id = $1 AND id = ANY($2::text[]) AND (last_run_id <> $3 OR sync_name <> $4)`,
+      [scopeId, unchanged, runId, sync],
+    );
+  }
+  return at;
+}
+
+/** COPY data in pieces of about 256 KB: fewer, larger socket writes than one per record. */
+function* batchLines(lines: string[]): Generator<string> {
+  let buffer = '';
+  for (const line of lines) {
+    buffer += line;
+    if (buffer.length >= 262_144) {
+      yield buffer;
+      buffer = '';
+    }
+  }
+  if (buffer.length > 0) yield buffer;
+}
+
+const SCOPE_ID_SQL =
+  'SELECT scope_id FROM record_scopes WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4';
+
+function scopeParams(scope: RecordScope & { model: string }): string[] {
+  return [scope.environmentId, scope.integrationId, scope.connectionId, scope.model];
+}
+
+/**
+ * Locks the scope's row for the rest of the transaction, creating the scope when asked. Every change
+ * to a scope's records happens under this lock, which makes writes of one (connection, model)
+ * serial: positions are then handed out in commit order, and two runs cannot interleave inside one
+ * batch. Returns null when the scope does not exist and `create` is false.
+ */
+async function lockScope(
+  client: PoolClient,
+  scope: RecordScope & { model: string },
+  create: boolean,
+): Promise<string | null> {
+  const params = scopeParams(scope);
+  // A concurrent eraseConnection may delete the row between our insert attempt and our lock: retry.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const locked = await client.query<{ scope_id: string }>(`${SCOPE_ID_SQL} FOR UPDATE`, params);
+    if (locked.rows[0]) return locked.rows[0].scope_id;
+    if (!create) return null;
+    const inserted = await client.query<{ scope_id: string }>(
+      `INSERT INTO record_scopes (environment_id, integration_id, connection_id, model) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING scope_id`,
+      params,
+    );
+    // A row this transaction inserted is invisible to others until commit: it is as good as locked.
+    if (inserted.rows[0]) return inserted.rows[0].scope_id;
+  }
+  throw new ServiceError('record_scope_contended', 'could not lock the records of this connection and model', {
+    status: 503,
+    retryable: true,
+  });
+}
+
+/** Refuses the write when another run has begun for this sync and connection (see RecordStore.beginRun). */
+async function assertRunOwnsSync(client: PoolClient, scope: SyncScope, runId: string): Promise<void> {
+  // FOR SHARE: concurrent batches of the owning run proceed together, and beginRun (an update of
+  // this row) waits until they commit, so no batch of a superseded run lands after it returns.
+  const owner = await client.query<{ run_id: string }>(
+    `SELECT run_id FROM record_sync_runs
+     WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND sync_name = $4 FOR SHARE`,
+    [scope.environmentId, scope.integrationId, scope.connectionId, scope.syncName],
+  );
+  const current = owner.rows[0]?.run_id;
+  if (current !== undefined && current !== runId) {
+    throw new ServiceError(
+      'run_superseded',
+      `run ${runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": run ${current} has begun since`,
+      { status: 409, details: { runId, currentRunId: current } },
+    );
+  }
+}
+
+interface ListRow {
+  id: string;
+  data: Record<string, unknown>;
+  first_seen_at: Date;
+  last_modified_at: Date;
+  last_action: LastAction;
+  deleted_at: Date | null;
+  position: string;
+}
+
+/** The SQL of one page, exported so the benchmark runs exactly the store's query through raw pg. */
+export interface ListQuery {
+  text: string;
+  values: unknown[];
+  limit: number;
+}
+
+export function buildListQuery(options: ListRecordsOptions): ListQuery {
+  const limit = options.limit ?? DEFAULT_PAGE_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
+    throw new ServiceError(
+      'invalid_limit',
+      `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}, got ${String(limit)}`,
+      {
+        status: 400,
+      },
+    );
+  }
+  const values: unknown[] = scopeParams(options);
+  const conditions = [`scope_id = (${SCOPE_ID_SQL})`];
+  if (options.cursor !== undefined) {
+    values.push(decodeCursor(options.cursor));
+    conditions.push(`position > $${values.length}::bigint`);
+  }
+  if (options.modifiedAfter !== undefined) {
+    if (!(options.modifiedAfter instanceof Date) || Number.isNaN(options.modifiedAfter.getTime())) {
+      throw new ServiceError('invalid_modified_after', 'modified_after must be a valid date-time', { status: 400 });
+    }
+    values.push(options.modifiedAfter);
+    conditions.push(`last_modified_at >= $${values.length}`);
+  }
+  if (options.filter !== undefined) {
+    const unknown = options.filter.filter((action) => !LAST_ACTIONS.includes(action));
+    if (unknown.length > 0 || options.filter.length === 0) {
+      throw new ServiceError(
+        'invalid_filter',
+        `filter takes one or more of added, updated, deleted; got ${options.filter.length === 0 ? 'nothing' : unknown.join(', ')}`,
+        { status: 400 },
+      );
+    }
+    values.push([...new Set(options.filter)]);
+    conditions.push(`last_action = ANY($${values.length}::text[])`);
+  }
+  if (options.ids !== undefined) {
+    if (options.ids.length > MAX_IDS_PER_READ) {
+      throw new ServiceError('invalid_ids', `at most ${MAX_IDS_PER_READ} ids per read, got ${options.ids.length}`, {
+        status: 400,
+      });
+    }
+    values.push(
+      options.ids.map((id: unknown, index) => {
+        if ((typeof id !== 'string' || id.length === 0) && !(typeof id === 'number' && Number.isFinite(id))) {
+          throw new ServiceError('invalid_ids', `ids[${index}] is not a record id (a non-empty string or a number)`, {
+            status: 400,
+          });
+        }
+        return String(id);
+      }),
+    );
+    conditions.push(`id = ANY($${values.length}::text[])`);
+  }
+  values.push(limit + 1);
+  return {
+    text: `SELECT id, data, first_seen_at, last_modified_at, last_action, deleted_at, position FROM records
+           WHERE ${conditions.join(' AND ')} ORDER BY position LIMIT $${values.length}`,
+    values,
+    limit,
+  };
+}
+
+function toPage(rows: ListRow[], limit: number): RecordPage {
+  const page = rows.length > limit ? rows.slice(0, limit) : rows;
+  const records = page.map((row) => {
+    // The stored object is the script's record with id; the metadata is added on the way out.
+    const record = row.data;
+    record[METADATA_KEY] = {
+      first_seen_at: row.first_seen_at.toISOString(),
+      last_modified_at: row.last_modified_at.toISOString(),
+      last_action: row.last_action,
+      deleted_at: row.deleted_at === null ? null : row.deleted_at.toISOString(),
+      cursor: encodeCursor(row.position),
+    };
+    return record as StoredRecord;
+  });
+  const last = page[page.length - 1];
+  return { records, next_cursor: rows.length > limit && last ? encodeCursor(last.position) : null };
+}

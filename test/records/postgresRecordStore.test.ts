@@ -1,0 +1,644 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ServiceError } from '../../src/errors.js';
+import type { Pool } from '../../src/db/pool.js';
+import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
+import type { RecordStore, StoredRecord, SyncScope } from '../../src/records/types.js';
+import { uniqueName, useDatabase } from '../helpers/stack.js';
+
+let pool: Pool;
+let store: RecordStore;
+
+beforeAll(async () => {
+  ({ pool } = await useDatabase());
+  store = createPostgresRecordStore({ db: pool, chunkSize: 7 });
+});
+
+/** A fresh connection of its own for each test, so tests cannot see each other's records. */
+function scope(overrides: Partial<SyncScope> = {}): SyncScope {
+  return {
+    environmentId: 'dev',
+    integrationId: 'github',
+    connectionId: uniqueName('conn'),
+    syncName: 'issues',
+    ...overrides,
+  };
+}
+
+async function readAll(
+  where: SyncScope,
+  model: string,
+  extra: { filter?: ('ADDED' | 'UPDATED' | 'DELETED')[]; modifiedAfter?: Date; ids?: string[]; limit?: number } = {},
+): Promise<StoredRecord[]> {
+  const all: StoredRecord[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await store.listRecords({ ...where, model, cursor, ...extra });
+    all.push(...page.records);
+    if (page.next_cursor === null) return all;
+    cursor = page.next_cursor;
+  }
+}
+
+const byId = (records: StoredRecord[]) => new Map(records.map((record) => [String(record.id), record]));
+
+async function rejection(promise: Promise<unknown>): Promise<ServiceError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  if (!(error instanceof ServiceError)) throw new Error(`expected a ServiceError, got ${String(error)}`);
+  return error;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('saving', () => {
+  it('stores records with their metadata and counts them as added', async () => {
+    const where = scope();
+    const before = Date.now();
+    const summary = await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [
+        { id: 1, title: 'one' },
+        { id: 'b', title: 'bee', nested: { list: [1, 2] } },
+      ],
+    });
+    expect(summary).toEqual({ added: 2, updated: 0, deleted: 0, unchanged: 0 });
+    const records = await readAll(where, 'Issue');
+    expect(records.map(({ _service_metadata: _, ...rest }) => rest)).toEqual([
+      { id: 1, title: 'one' },
+      { id: 'b', title: 'bee', nested: { list: [1, 2] } },
+    ]);
+    for (const record of records) {
+      const meta = record._service_metadata;
+      expect(meta.last_action).toBe('ADDED');
+      expect(meta.deleted_at).toBeNull();
+      expect(meta.first_seen_at).toBe(meta.last_modified_at);
+      expect(Date.parse(meta.first_seen_at)).toBeGreaterThanOrEqual(before - 1000);
+      expect(typeof meta.cursor).toBe('string');
+    }
+    expect(await store.countRecords({ ...where, model: 'Issue' })).toBe(2);
+  });
+
+  it('keeps the last occurrence of an id in a batch, and treats the number 1 and the string "1" as one record', async () => {
+    const where = scope();
+    const summary = await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [
+        { id: 1, v: 'first' },
+        { id: 'x', v: 'x' },
+        { id: '1', v: 'second' },
+        { id: 1, v: 'third' },
+      ],
+    });
+    expect(summary).toEqual({ added: 2, updated: 0, deleted: 0, unchanged: 0 });
+    const records = byId(await readAll(where, 'Issue'));
+    expect(records.size).toBe(2);
+    expect(records.get('1')).toMatchObject({ id: 1, v: 'third' });
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r2', records: [{ id: '1', v: 'fourth' }] });
+    expect(byId(await readAll(where, 'Issue')).get('1')).toMatchObject({ id: '1', v: 'fourth' });
+  });
+
+  it('rejects an id that is not a string or a number, naming position and model, and stores nothing of the batch', async () => {
+    const where = scope();
+    for (const bad of [null, { nested: 1 }, true, undefined]) {
+      const error = await rejection(
+        store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'ok' }, { id: 2 }, { id: bad }] }),
+      );
+      expect(error.code).toBe('invalid_record_id');
+      expect(error.status).toBe(400);
+      expect(error.message).toContain('record at index 2 of model "Issue"');
+      expect(error.details).toEqual({ index: 2, model: 'Issue' });
+    }
+    const notObject = await rejection(
+      store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'ok' }, 'x' as never] }),
+    );
+    expect(notObject.code).toBe('invalid_record');
+    expect(notObject.message).toContain('record at index 1 of model "Issue"');
+    expect(await store.countRecords({ ...where, model: 'Issue', includeDeleted: true })).toBe(0);
+  });
+
+  it('changes nothing when an identical record is saved again, even with its keys in another order', async () => {
+    const where = scope();
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a', x: 1, y: { p: 1, q: 2 } }] });
+    const [before] = await readAll(where, 'Issue');
+    await sleep(20);
+    const summary = await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r2',
+      records: [{ y: { q: 2, p: 1 }, x: 1, id: 'a', _service_metadata: before?._service_metadata }],
+    });
+    expect(summary).toEqual({ added: 0, updated: 0, deleted: 0, unchanged: 1 });
+    const [after] = await readAll(where, 'Issue');
+    expect(after?._service_metadata).toEqual(before?._service_metadata);
+    // Nothing new for a reader who already had it.
+    const since = await store.listRecords({ ...where, model: 'Issue', cursor: before?._service_metadata.cursor });
+    expect(since.records).toEqual([]);
+  });
+
+  it('marks a changed record UPDATED with a later last_modified_at and the same first_seen_at', async () => {
+    const where = scope();
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a', x: 1 }, { id: 'b' }] });
+    const [before] = await readAll(where, 'Issue');
+    await sleep(20);
+    const summary = await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r2',
+      records: [{ id: 'a', x: 2 }, { id: 'b' }, { id: 'c' }],
+    });
+    expect(summary).toEqual({ added: 1, updated: 1, deleted: 0, unchanged: 1 });
+    const a = byId(await readAll(where, 'Issue')).get('a');
+    expect(a).toMatchObject({ id: 'a', x: 2 });
+    expect(a?._service_metadata.last_action).toBe('UPDATED');
+    expect(a?._service_metadata.first_seen_at).toBe(before?._service_metadata.first_seen_at);
+    expect(Date.parse(a?._service_metadata.last_modified_at ?? '')).toBeGreaterThan(
+      Date.parse(before?._service_metadata.last_modified_at ?? ''),
+    );
+  });
+
+  it('writes a batch larger than one statement in one transaction', async () => {
+    const where = scope();
+    const records = Array.from({ length: 30 }, (_, i) => ({ id: i, v: i }));
+    const summary = await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records });
+    expect(summary.added).toBe(30);
+    const bad = await rejection(
+      store.saveRecords({
+        ...where,
+        model: 'Issue',
+        runId: 'r2',
+        records: [...records.map((r) => ({ ...r, v: -1 })), { id: 'nul', s: 'a\u0000' }],
+      }),
+    );
+    expect(bad.code).toBe('invalid_record');
+    expect(bad.message).toContain('index 30');
+    expect((await readAll(where, 'Issue')).every((record) => record['v'] !== -1)).toBe(true);
+  });
+});
+
+describe('deleting', () => {
+  it('soft-deletes: the record is still returned, marked, with its content; other fields passed are ignored', async () => {
+    const where = scope();
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [
+        { id: 'a', x: 1 },
+        { id: 'b', x: 2 },
+      ],
+    });
+    const summary = await store.deleteRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [{ id: 'a', x: 99 } as { id: unknown }, { id: 'missing' }],
+    });
+    expect(summary).toEqual({ added: 0, updated: 0, deleted: 1, unchanged: 1 });
+    const a = byId(await readAll(where, 'Issue')).get('a');
+    expect(a).toMatchObject({ id: 'a', x: 1 });
+    expect(a?._service_metadata.last_action).toBe('DELETED');
+    expect(a?._service_metadata.deleted_at).not.toBeNull();
+    expect(await store.countRecords({ ...where, model: 'Issue' })).toBe(1);
+    expect(await store.countRecords({ ...where, model: 'Issue', includeDeleted: true })).toBe(2);
+    // Deleting again changes nothing.
+    expect(await store.deleteRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a' }] })).toEqual({
+      added: 0,
+      updated: 0,
+      deleted: 0,
+      unchanged: 1,
+    });
+  });
+
+  it('brings a deleted record back as ADDED when it is saved again, even unchanged', async () => {
+    const where = scope();
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a', x: 1 }] });
+    await store.deleteRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a' }] });
+    const summary = await store.saveRecords({ ...where, model: 'Issue', runId: 'r2', records: [{ id: 'a', x: 1 }] });
+    expect(summary).toEqual({ added: 1, updated: 0, deleted: 0, unchanged: 0 });
+    const a = byId(await readAll(where, 'Issue')).get('a');
+    expect(a?._service_metadata).toMatchObject({ last_action: 'ADDED', deleted_at: null });
+  });
+
+  it('rejects a bad id in a delete with its position and model, deleting nothing', async () => {
+    const where = scope();
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a' }] });
+    const error = await rejection(
+      store.deleteRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'a' }, { id: [1] }] }),
+    );
+    expect(error.code).toBe('invalid_record_id');
+    expect(error.message).toContain('record at index 1 of model "Issue"');
+    expect(await store.countRecords({ ...where, model: 'Issue' })).toBe(1);
+  });
+
+  it('track_deletes: marks what the run did not save, for its sync and model only', async () => {
+    const where = scope();
+    const other = { ...where, syncName: 'other-sync' };
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [{ id: 'a' }, { id: 'b' }, { id: 'c' }],
+    });
+    await store.saveRecords({ ...where, model: 'Label', runId: 'r1', records: [{ id: 'l1' }] });
+    await store.saveRecords({ ...other, model: 'Issue', runId: 'o1', records: [{ id: 'from-other' }] });
+    // Run r2 sees a (unchanged) and b (changed); c has gone from the external API.
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r2', records: [{ id: 'a' }, { id: 'b', v: 2 }] });
+    const summary = await store.markUnseenDeleted({ ...where, model: 'Issue', runId: 'r2' });
+    expect(summary).toEqual({ added: 0, updated: 0, deleted: 1, unchanged: 0 });
+    const issues = byId(await readAll(where, 'Issue'));
+    expect(issues.get('c')?._service_metadata.last_action).toBe('DELETED');
+    expect(issues.get('a')?._service_metadata.last_action).toBe('ADDED');
+    expect(issues.get('b')?._service_metadata.last_action).toBe('UPDATED');
+    expect(issues.get('from-other')?._service_metadata.last_action).toBe('ADDED');
+    expect((await readAll(where, 'Label'))[0]?._service_metadata.last_action).toBe('ADDED');
+    // Idempotent; and a scope never written has nothing to mark.
+    expect((await store.markUnseenDeleted({ ...where, model: 'Issue', runId: 'r2' })).deleted).toBe(0);
+    expect((await store.markUnseenDeleted({ ...where, model: 'Nothing', runId: 'r2' })).deleted).toBe(0);
+  });
+});
+
+describe('models and isolation', () => {
+  it('stores and reads several models of one sync on their own', async () => {
+    const where = scope();
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 1, kind: 'issue' }] });
+    await store.saveRecords({ ...where, model: 'Comment', runId: 'r1', records: [{ id: 1, kind: 'comment' }] });
+    expect((await readAll(where, 'Issue')).map((r) => r['kind'])).toEqual(['issue']);
+    expect((await readAll(where, 'Comment')).map((r) => r['kind'])).toEqual(['comment']);
+    await store.deleteRecords({ ...where, model: 'Comment', runId: 'r1', records: [{ id: 1 }] });
+    expect((await readAll(where, 'Issue'))[0]?._service_metadata.last_action).toBe('ADDED');
+  });
+
+  it("never shows one connection's records to another, nor another integration's or environment's", async () => {
+    const a = scope();
+    const neighbours = [
+      { ...a, connectionId: uniqueName('conn') },
+      { ...a, integrationId: 'gitlab' },
+      { ...a, environmentId: 'prod' },
+    ];
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: [{ id: 'same', owner: 'a' }] });
+    for (const [i, other] of neighbours.entries()) {
+      expect(await readAll(other, 'Issue')).toEqual([]);
+      expect(await store.countRecords({ ...other, model: 'Issue' })).toBe(0);
+      await store.saveRecords({ ...other, model: 'Issue', runId: 'r1', records: [{ id: 'same', owner: `n${i}` }] });
+      // The same id in another scope is another record; deleting it there leaves a's alone.
+      await store.deleteRecords({ ...other, model: 'Issue', runId: 'r1', records: [{ id: 'same' }] });
+      await store.markUnseenDeleted({ ...other, model: 'Issue', runId: 'none' });
+    }
+    const mine = await readAll(a, 'Issue');
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ id: 'same', owner: 'a' });
+    expect(mine[0]?._service_metadata.last_action).toBe('ADDED');
+    // A cursor from another connection gives nothing of this one it should not.
+    const otherPage = await store.listRecords({ ...neighbours[0]!, model: 'Issue' });
+    const viaOtherCursor = await store.listRecords({
+      ...a,
+      model: 'Issue',
+      cursor: otherPage.records[0]?._service_metadata.cursor,
+    });
+    expect(viaOtherCursor.records.every((r) => r['owner'] === 'a')).toBe(true);
+  });
+});
+
+describe('reading', () => {
+  it('pages with an opaque cursor: default 100, at most 1000, every record exactly once', async () => {
+    const where = scope();
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: Array.from({ length: 250 }, (_, i) => ({ id: `i${i}`, n: i })),
+    });
+    const first = await store.listRecords({ ...where, model: 'Issue' });
+    expect(first.records).toHaveLength(100);
+    expect(first.next_cursor).not.toBeNull();
+    const all = await readAll(where, 'Issue', { limit: 60 });
+    expect(all.map((r) => r['n'])).toEqual(Array.from({ length: 250 }, (_, i) => i));
+    const whole = await store.listRecords({ ...where, model: 'Issue', limit: 1000 });
+    expect(whole.records).toHaveLength(250);
+    expect(whole.next_cursor).toBeNull();
+    // A record's own cursor continues right after it.
+    const after = await store.listRecords({
+      ...where,
+      model: 'Issue',
+      limit: 1,
+      cursor: all[9]?._service_metadata.cursor,
+    });
+    expect(after.records[0]?.['n']).toBe(10);
+
+    for (const limit of [0, 1001, 2.5, -1]) {
+      const error = await rejection(store.listRecords({ ...where, model: 'Issue', limit }));
+      expect(error.code).toBe('invalid_limit');
+      expect(error.message).toContain('1 to 1000');
+    }
+    expect((await rejection(store.listRecords({ ...where, model: 'Issue', cursor: 'nonsense' }))).code).toBe(
+      'invalid_cursor',
+    );
+  });
+
+  it('filters by modified_after, by last action (alone and combined) and by ids', async () => {
+    const where = scope();
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [{ id: 'a' }, { id: 'b' }, { id: 'c' }],
+    });
+    await sleep(20);
+    const between = new Date();
+    await sleep(20);
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r2', records: [{ id: 'b', v: 2 }, { id: 'd' }] });
+    await store.deleteRecords({ ...where, model: 'Issue', runId: 'r2', records: [{ id: 'c' }] });
+
+    const ids = async (extra: Parameters<typeof readAll>[2]) =>
+      (await readAll(where, 'Issue', extra)).map((r) => r.id).sort();
+    expect(await ids({ modifiedAfter: between })).toEqual(['b', 'c', 'd']);
+    expect(await ids({ filter: ['ADDED'] })).toEqual(['a', 'd']);
+    expect(await ids({ filter: ['UPDATED'] })).toEqual(['b']);
+    expect(await ids({ filter: ['DELETED'] })).toEqual(['c']);
+    expect(await ids({ filter: ['ADDED', 'DELETED'] })).toEqual(['a', 'c', 'd']);
+    expect(await ids({ filter: ['UPDATED', 'DELETED'], modifiedAfter: between })).toEqual(['b', 'c']);
+    expect(await ids({ ids: ['a', 'c', 'zzz'] })).toEqual(['a', 'c']);
+    expect(await ids({ ids: ['a', 'b'], filter: ['UPDATED'] })).toEqual(['b']);
+
+    expect((await rejection(store.listRecords({ ...where, model: 'Issue', filter: ['GONE' as never] }))).code).toBe(
+      'invalid_filter',
+    );
+    expect((await rejection(store.listRecords({ ...where, model: 'Issue', filter: [] }))).code).toBe('invalid_filter');
+    expect(
+      (await rejection(store.listRecords({ ...where, model: 'Issue', modifiedAfter: new Date('nope') }))).code,
+    ).toBe('invalid_modified_after');
+    expect((await rejection(store.listRecords({ ...where, model: 'Issue', ids: [''] }))).code).toBe('invalid_ids');
+  });
+
+  it('shows a record that changes while a client pages through again later, never skipping it', async () => {
+    const where = scope();
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: Array.from({ length: 10 }, (_, i) => ({ id: i, v: 0 })),
+    });
+    const first = await store.listRecords({ ...where, model: 'Issue', limit: 5 });
+    // Record 2 (already read) and 7 (not yet read) change between pages.
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r2',
+      records: [
+        { id: 2, v: 1 },
+        { id: 7, v: 1 },
+      ],
+    });
+    const rest = await store.listRecords({
+      ...where,
+      model: 'Issue',
+      limit: 100,
+      cursor: first.next_cursor ?? undefined,
+    });
+    expect(rest.records.map((r) => [r.id, r['v']])).toEqual([
+      [5, 0],
+      [6, 0],
+      [8, 0],
+      [9, 0],
+      [2, 1],
+      [7, 1],
+    ]);
+  });
+});
+
+describe('concurrency', () => {
+  it('never skips a record committed later with an earlier position (a writer held mid-transaction)', async () => {
+    const where = scope();
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'x', v: 1 }] });
+    const seen = await store.listRecords({ ...where, model: 'Issue' });
+    let cursor = seen.records[0]?._service_metadata.cursor;
+
+    // Hold record x so that writer one stops inside its transaction after it has inserted new1.
+    const blocker = await pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(
+        `SELECT 1 FROM records r JOIN record_scopes s USING (scope_id) WHERE s.connection_id = $1 AND r.id = 'x' FOR UPDATE OF r`,
+        [where.connectionId],
+      );
+      const one = store.saveRecords({
+        ...where,
+        model: 'Issue',
+        runId: 'r2',
+        records: [{ id: 'new1' }, { id: 'x', v: 2 }],
+      });
+      await waitForLockWaiters(1);
+      const two = store.saveRecords({ ...where, model: 'Issue', runId: 'r2', records: [{ id: 'new2' }] });
+      await waitForLockWaiters(2);
+      // Neither has committed, so a reader sees neither, and its cursor stays put.
+      const during = await store.listRecords({ ...where, model: 'Issue', cursor });
+      expect(during.records).toEqual([]);
+      await blocker.query('COMMIT');
+      await Promise.all([one, two]);
+    } finally {
+      blocker.release();
+    }
+    const after: StoredRecord[] = [];
+    for (;;) {
+      const page = await store.listRecords({ ...where, model: 'Issue', cursor, limit: 1 });
+      after.push(...page.records);
+      if (page.records.length === 0) break;
+      cursor = page.records[page.records.length - 1]?._service_metadata.cursor;
+    }
+    expect(after.map((r) => r.id).sort()).toEqual(['new1', 'new2', 'x']);
+  });
+
+  it('loses nothing when a reader pages while several writers add and change records at once', async () => {
+    const where = scope();
+    const writers = 4;
+    const rounds = 15;
+    let done = false;
+    const expected = new Map<string, number>();
+    const write = async (w: number) => {
+      for (let round = 0; round < rounds; round++) {
+        const records = Array.from({ length: 5 }, (_, i) => ({ id: `w${w}-${(round * 5 + i) % 40}`, round }));
+        await store.saveRecords({ ...where, model: 'Issue', runId: `w${w}`, records });
+        for (const record of records) expected.set(record.id, record.round);
+      }
+    };
+    const latest = new Map<string, number>();
+    const read = async () => {
+      let cursor: string | undefined;
+      // Keep paging until the writers are done and a page comes back empty after that.
+      for (let finished = false; ;) {
+        const page = await store.listRecords({ ...where, model: 'Issue', cursor, limit: 7 });
+        for (const record of page.records) latest.set(String(record.id), record['round'] as number);
+        cursor = page.records.at(-1)?._service_metadata.cursor ?? cursor;
+        if (page.records.length === 0) {
+          if (finished) return;
+          finished = done;
+          await sleep(5);
+        }
+      }
+    };
+    const reader = read();
+    await Promise.all(Array.from({ length: writers }, (_, w) => write(w)));
+    done = true;
+    await reader;
+    // The reader ends with the latest version of every record, as one that never skipped must.
+    expect(latest).toEqual(expected);
+  });
+
+  it('serialises concurrent writes of the same records into one consistent state', async () => {
+    const where = scope();
+    const ids = Array.from({ length: 20 }, (_, i) => i);
+    const runs = 6;
+    // The scope exists already, so only the scope lock stands between the runs.
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'first', records: [{ id: 'other' }] });
+    const summaries = await Promise.all(
+      Array.from({ length: runs }, (_, run) =>
+        store.saveRecords({
+          ...where,
+          model: 'Issue',
+          runId: `run${run}`,
+          records: ids.map((id) => ({ id, same: true })),
+        }),
+      ),
+    );
+    // Each record is added exactly once across the runs; the others see it unchanged. Without the
+    // scope lock two runs would both find an id missing and collide on the primary key.
+    const total = summaries.reduce(
+      (sum, s) => ({
+        added: sum.added + s.added,
+        updated: sum.updated + s.updated,
+        unchanged: sum.unchanged + s.unchanged,
+      }),
+      { added: 0, updated: 0, unchanged: 0 },
+    );
+    expect(total).toEqual({ added: ids.length, updated: 0, unchanged: ids.length * (runs - 1) });
+    expect(await store.countRecords({ ...where, model: 'Issue' })).toBe(ids.length + 1);
+  });
+
+  it('fences runs: after beginRun of a newer run, the older run can no longer write', async () => {
+    const where = scope();
+    await store.beginRun({ ...where, runId: 'old' });
+    await store.beginRun({ ...where, runId: 'old' });
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'old', records: [{ id: 'a' }, { id: 'b' }] });
+    await store.beginRun({ ...where, runId: 'new' });
+    for (const write of [
+      () => store.saveRecords({ ...where, model: 'Issue', runId: 'old', records: [{ id: 'c' }] }),
+      () => store.deleteRecords({ ...where, model: 'Issue', runId: 'old', records: [{ id: 'a' }] }),
+      () => store.markUnseenDeleted({ ...where, model: 'Issue', runId: 'old' }),
+    ]) {
+      const error = await rejection(write());
+      expect(error.code).toBe('run_superseded');
+      expect(error.status).toBe(409);
+    }
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'new', records: [{ id: 'a' }] });
+    // Another sync of the same connection is not fenced by this one.
+    await store.saveRecords({ ...where, syncName: 'labels', model: 'Label', runId: 'x', records: [{ id: 'l' }] });
+    expect((await store.markUnseenDeleted({ ...where, model: 'Issue', runId: 'new' })).deleted).toBe(1);
+    expect((await readAll(where, 'Issue')).map((r) => [r.id, r._service_metadata.last_action])).toEqual([
+      ['a', 'ADDED'],
+      ['b', 'DELETED'],
+    ]);
+  });
+
+  it('beginRun waits for a batch of the old run that is in flight', async () => {
+    const where = scope();
+    await store.beginRun({ ...where, runId: 'old' });
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'old', records: [{ id: 'x', v: 1 }] });
+    const blocker = await pool.connect();
+    let began = false;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(
+        `SELECT 1 FROM records r JOIN record_scopes s USING (scope_id) WHERE s.connection_id = $1 FOR UPDATE OF r`,
+        [where.connectionId],
+      );
+      // The old run's batch is inside its transaction (past the run check), held at its update of x.
+      const batch = store.saveRecords({ ...where, model: 'Issue', runId: 'old', records: [{ id: 'x', v: 2 }] });
+      await waitForLockWaiters(1);
+      const begin = store.beginRun({ ...where, runId: 'new' }).then(() => {
+        began = true;
+      });
+      await waitForLockWaiters(2);
+      await sleep(150);
+      expect(began).toBe(false);
+      await blocker.query('COMMIT');
+      // The batch that was in flight lands; it is not refused half-way.
+      expect(await batch).toEqual({ added: 0, updated: 1, deleted: 0, unchanged: 0 });
+      await begin;
+    } finally {
+      blocker.release();
+    }
+    const error = await rejection(
+      store.saveRecords({ ...where, model: 'Issue', runId: 'old', records: [{ id: 'x', v: 3 }] }),
+    );
+    expect(error.code).toBe('run_superseded');
+    expect(byId(await readAll(where, 'Issue')).get('x')?.['v']).toBe(2);
+  });
+});
+
+describe('erasing', () => {
+  it('erases a sync for all connections, or for one, leaving other syncs, integrations and environments', async () => {
+    const a = scope();
+    const b = scope();
+    const otherSync = { ...a, syncName: 'labels' };
+    const otherIntegration = { ...a, integrationId: 'gitlab' };
+    const otherEnvironment = { ...a, environmentId: 'prod' };
+    for (const where of [a, b, otherSync, otherIntegration, otherEnvironment]) {
+      await store.saveRecords({
+        ...where,
+        model: where === otherSync ? 'Label' : 'Issue',
+        runId: 'r',
+        records: [{ id: 1 }, { id: 2 }],
+      });
+    }
+    await store.saveRecords({ ...a, model: 'Comment', runId: 'r', records: [{ id: 1 }] });
+
+    expect(await store.eraseSync({ ...a, syncName: 'issues', connectionId: b.connectionId })).toBe(2);
+    expect(await readAll(b, 'Issue')).toEqual([]);
+    expect(await readAll(a, 'Issue')).toHaveLength(2);
+
+    const erased = await store.eraseSync({ environmentId: 'dev', integrationId: 'github', syncName: 'issues' });
+    expect(erased).toBeGreaterThanOrEqual(3);
+    expect(await readAll(a, 'Issue')).toEqual([]);
+    expect(await readAll(a, 'Comment')).toEqual([]);
+    expect(await readAll(otherSync, 'Label')).toHaveLength(2);
+    expect(await readAll(otherIntegration, 'Issue')).toHaveLength(2);
+    expect(await readAll(otherEnvironment, 'Issue')).toHaveLength(2);
+    // Saving after an erase starts afresh.
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r2', records: [{ id: 1 }] });
+    expect((await readAll(a, 'Issue'))[0]?._service_metadata.last_action).toBe('ADDED');
+  });
+
+  it('erases one connection (every model, its run fence too) and no other', async () => {
+    const a = scope();
+    const b = { ...a, connectionId: uniqueName('conn') };
+    await store.beginRun({ ...a, runId: 'run-a' });
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'run-a', records: [{ id: 1 }, { id: 2 }] });
+    await store.saveRecords({ ...a, model: 'Comment', runId: 'run-a', records: [{ id: 1 }] });
+    await store.saveRecords({ ...b, model: 'Issue', runId: 'run-b', records: [{ id: 1 }] });
+    expect(await store.eraseConnection(a)).toBe(3);
+    expect(await store.countRecords({ ...a, model: 'Issue', includeDeleted: true })).toBe(0);
+    expect(await store.countRecords({ ...a, model: 'Comment', includeDeleted: true })).toBe(0);
+    expect(await store.countRecords({ ...b, model: 'Issue' })).toBe(1);
+    expect(await store.eraseConnection(a)).toBe(0);
+    // A recreated connection is not fenced by the erased one's run.
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'another', records: [{ id: 1 }] });
+  });
+});
+
+/** Waits until `count` sessions of this database wait for a lock (a write held up by the test). */
+async function waitForLockWaiters(count: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const result = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (Number(result.rows[0]?.n) >= count) return;
+    await sleep(25);
+  }
+  throw new Error(`fewer than ${count} writers ever waited for a lock`);
+}
