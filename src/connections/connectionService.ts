@@ -372,12 +372,11 @@ export class PostgresConnectionService implements ConnectionService {
     scope: ConnectionScope,
     forceRefresh: boolean,
   ): Promise<{ row: ConnectionRow; credentials: StoredCredentials }> {
-    const startedAt = this.now();
     const row = await this.row(this.db, scope);
     const credentials = this.decrypt(row);
     if (credentials.type !== 'OAUTH2' || !(forceRefresh || this.expiresSoon(credentials))) return { row, credentials };
     if (row.refresh_error_permanent && !forceRefresh) throw this.refreshFailed(scope, row);
-    return this.refresh(scope, row.id, forceRefresh, startedAt);
+    return this.refresh(scope, row, forceRefresh);
   }
 
   private expiresSoon(credentials: OAuth2Credentials): boolean {
@@ -387,20 +386,22 @@ export class PostgresConnectionService implements ConnectionService {
 
   private async refresh(
     scope: ConnectionScope,
-    id: number,
+    seen: ConnectionRow,
     forceRefresh: boolean,
-    startedAt: Date,
   ): Promise<{ row: ConnectionRow; credentials: StoredCredentials }> {
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
     const outcome = await inTransaction(this.db, async (client): Promise<Refreshed | FailedRefresh> => {
-      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [REFRESH_LOCK_NAMESPACE, id]);
+      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [REFRESH_LOCK_NAMESPACE, seen.id]);
       // Re-read under the lock: another caller may have refreshed (or failed to) while this one waited.
       const row = await this.row(client, scope);
       const credentials = this.decrypt(row);
       if (credentials.type !== 'OAUTH2') return { row, credentials };
-      const refreshedMeanwhile = row.credentials_refreshed_at !== null && row.credentials_refreshed_at >= startedAt;
-      if (forceRefresh ? refreshedMeanwhile : !this.expiresSoon(credentials)) return { row, credentials };
-      const failedMeanwhile = row.refresh_error_at !== null && row.refresh_error_at >= startedAt;
+      // "Meanwhile" = the row changed since this caller read it; comparing stored values, not clocks,
+      // keeps this right when the processes' clocks disagree.
+      const refreshedMeanwhile = !sameTime(row.credentials_refreshed_at, seen.credentials_refreshed_at);
+      // Also when not forced: a provider issuing tokens shorter than the window must not make every waiter refresh.
+      if (refreshedMeanwhile || (!forceRefresh && !this.expiresSoon(credentials))) return { row, credentials };
+      const failedMeanwhile = !sameTime(row.refresh_error_at, seen.refresh_error_at);
       if (row.refresh_error_permanent && (failedMeanwhile || !forceRefresh)) {
         return { row, credentials, error: this.refreshFailed(scope, row) };
       }
@@ -492,7 +493,7 @@ export class PostgresConnectionService implements ConnectionService {
 
   private refreshFailed(scope: ConnectionScope, row: ConnectionRow): ServiceError {
     const when = row.refresh_error_at?.toISOString() ?? 'an unknown time';
-    const what = `${row.refresh_error_code ?? 'unknown'}: ${row.refresh_error_message ?? 'no detail'}`;
+    const what = row.refresh_error_message ?? row.refresh_error_code ?? 'no detail';
     if (row.refresh_error_permanent) {
       return new ServiceError(
         'connection_refresh_failed',
@@ -625,6 +626,10 @@ function publicCredentials(credentials: StoredCredentials, includeRefreshToken: 
     case 'BASIC':
       return credentials;
   }
+}
+
+function sameTime(a: Date | null, b: Date | null): boolean {
+  return (a?.getTime() ?? null) === (b?.getTime() ?? null);
 }
 
 function modeMismatch(scope: ConnectionScope, providerMode: string, credentialsType: string): ServiceError {

@@ -1,0 +1,329 @@
+/**
+ * The OAuth 2 life of a connection, end to end against a fake provider on 127.0.0.1: connect through
+ * the routes, callback, token exchange with PKCE, use, expiry and refresh, concurrent refresh from two
+ * "processes" (two pools, two service instances), and a revoked grant. Every log line is scanned for
+ * secrets at the end.
+ */
+import { describe, expect, it, beforeAll } from 'vitest';
+import { isServiceError, type ServiceError } from '../../src/errors.js';
+import type { ConnectionScope } from '../../src/connections/types.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { useDatabase } from '../helpers/stack.js';
+import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
+import { fakeOAuth2Provider, startHarness, type Harness } from './helpers/harness.js';
+import { useLogScan } from './helpers/logScan.js';
+
+const logScan = useLogScan();
+const MINUTE = 60_000;
+
+/** A clock the test moves forward, shared by every service instance of the file. */
+let clockOffsetMs = 0;
+const now = (): Date => new Date(Date.now() + clockOffsetMs);
+
+async function caught(promise: Promise<unknown>): Promise<ServiceError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isServiceError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a ServiceError, got success');
+}
+
+describe('OAuth 2 connections end to end', () => {
+  let fake: FakeProvider;
+  let h: Harness;
+  let environmentId: string;
+  let publicKey: string;
+  let dbUrl: string;
+  let db: Pool;
+  const clientSecret = 'client-secret-0f9a8b7c6d5e';
+
+  const scope = (connectionId: string): ConnectionScope => ({ environmentId, integrationId: 'fake-app', connectionId });
+  const connectUrl = (connectionId: string, extra = ''): string =>
+    `${h.appUrl}/oauth/connect/fake-app?public_key=${publicKey}&connection_id=${connectionId}${extra}`;
+
+  /** Moves the clock to `minutesLeft` before the connection's token expires. */
+  async function travelToExpiry(connectionId: string, minutesLeft: number): Promise<void> {
+    const record = await h.service.getConnection(scope(connectionId));
+    if (record.credentials.type !== 'OAUTH2') throw new Error('expected OAUTH2');
+    clockOffsetMs = Date.parse(record.credentials.expires_at!) - Date.now() - minutesLeft * MINUTE;
+  }
+
+  beforeAll(async () => {
+    const { pool, url } = await useDatabase();
+    dbUrl = url;
+    db = pool;
+    fake = await startFakeProvider({ clientId: 'client-1', clientSecret, clientAuth: 'basic' });
+    h = await startHarness({
+      db: pool,
+      now,
+      extraProviders: {
+        'fake-oauth2': fakeOAuth2Provider(fake.url, {
+          token_request_auth_method: 'client_secret_basic',
+          default_scopes: ['read'],
+          connection_config: { team: { pattern: '^[a-z]+$', optional: true } },
+        }),
+      },
+    });
+    const created = await h.environments.create({ name: 'dev' });
+    environmentId = created.environment.id;
+    publicKey = created.environment.publicKey;
+    logScan.secret(created.secretKey, clientSecret);
+    await h.integrations.upsert(environmentId, {
+      id: 'fake-app',
+      provider: 'fake-oauth2',
+      oauth_client_id: 'client-1',
+      oauth_client_secret: clientSecret,
+      oauth_scopes: ['write'],
+    });
+  });
+
+  it('connects through the routes: PKCE, state, token exchange, stored token response and expires_at', async () => {
+    const page = await h.browse(connectUrl('alice', '&connection_config[team]=blue'));
+    expect(page.status, page.body).toBe(200);
+    expect(page.body).toContain('Connection established');
+    expect(page.hops[0]).toMatch(new RegExp(`^${fake.url}/oauth2/authorize\\?`));
+
+    const authorize = fake.state.lastAuthorize!;
+    expect(authorize.get('response_type')).toBe('code');
+    expect(authorize.get('redirect_uri')).toBe(`${h.appUrl}/oauth/callback`);
+    expect(authorize.get('scope')).toBe('read write');
+    expect(authorize.get('code_challenge_method')).toBe('S256');
+    expect(authorize.get('state')!.length).toBeGreaterThanOrEqual(43);
+
+    const exchange = fake.state.tokenRequests.at(-1)!;
+    expect(exchange.grantType).toBe('authorization_code');
+    expect(exchange.clientAuth).toBe('basic');
+    expect(exchange.body['code_verifier']).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const record = await h.service.getConnection(scope('alice'), { refreshToken: true });
+    expect(record.provider_config_key).toBe('fake-app');
+    expect(record.connection_id).toBe('alice');
+    expect(record.connection_config).toEqual({ team: 'blue' });
+    expect(typeof record.id).toBe('number');
+    expect(record.account_id).toBe(0);
+    expect(record.metadata).toEqual({});
+    const credentials = record.credentials;
+    if (credentials.type !== 'OAUTH2') throw new Error(`expected OAUTH2, got ${credentials.type}`);
+    expect(fake.state.accessTokens.has(credentials.access_token)).toBe(true);
+    expect(fake.state.refreshTokens.has(credentials.refresh_token!)).toBe(true);
+    expect(credentials.raw['token_type']).toBe('Bearer');
+    expect(Date.parse(credentials.expires_at!) - now().getTime()).toBeGreaterThan(59 * MINUTE);
+
+    // Stored encrypted: the token appears nowhere in the table in clear.
+    const stored = await db.query<{ row: string }>('SELECT row_to_json(c)::text AS row FROM connections c');
+    expect(stored.rows.map((r) => r.row).join()).not.toContain(credentials.access_token);
+  });
+
+  it('omits the refresh token unless asked, in raw too', async () => {
+    const record = await h.service.getConnection(scope('alice'));
+    if (record.credentials.type !== 'OAUTH2') throw new Error('expected OAUTH2');
+    expect(record.credentials.refresh_token).toBeUndefined();
+    expect(record.credentials.raw['refresh_token']).toBeUndefined();
+    expect(record.credentials.raw['access_token']).toBe(record.credentials.access_token);
+  });
+
+  it('authorizes requests: the fake API sees the Bearer token and the provider headers', async () => {
+    const request = await h.service.authorizeRequest(scope('alice'), {
+      method: 'get',
+      endpoint: '/me',
+      headers: { authorization: 'spoofed', 'X-Trace': 't1' },
+      params: { page: 2 },
+    });
+    expect(request.url).toBe(`${fake.url}/api/me?page=2`);
+    expect(request.headers['X-Fake-Version']).toBe('1');
+    expect(request.headers['X-Trace']).toBe('t1');
+    expect(request.headers['authorization']).toBeUndefined();
+    const response = await fetch(request.url, { method: request.method, headers: request.headers });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ id: 'user-1', query: { page: '2' } });
+  });
+
+  it('refreshes when the token expires within 15 minutes, not before', async () => {
+    const before = await h.service.getConnection(scope('alice'));
+    if (before.credentials.type !== 'OAUTH2') throw new Error('expected OAUTH2');
+    const refreshesBefore = fake.refreshRequests().length;
+
+    await travelToExpiry('alice', 16);
+    const still = await h.service.getConnection(scope('alice'));
+    expect(fake.refreshRequests().length).toBe(refreshesBefore);
+    expect(still.credentials).toEqual(before.credentials);
+
+    await travelToExpiry('alice', 14);
+    const after = await h.service.getConnection(scope('alice'));
+    if (after.credentials.type !== 'OAUTH2') throw new Error('expected OAUTH2');
+    expect(fake.refreshRequests().length).toBe(refreshesBefore + 1);
+    expect(after.credentials.access_token).not.toBe(before.credentials.access_token);
+    expect(Date.parse(after.credentials.expires_at!) - now().getTime()).toBeGreaterThan(59 * MINUTE);
+    expect(fake.refreshRequests().at(-1)!.clientAuth).toBe('basic');
+
+    // The request made after the refresh carries the new token, which the API accepts.
+    const request = await h.service.authorizeRequest(scope('alice'), {
+      method: 'GET',
+      endpoint: 'me',
+      headers: {},
+      params: {},
+    });
+    expect(request.headers['Authorization']).toBe(`Bearer ${after.credentials.access_token}`);
+    expect((await fetch(request.url, { headers: request.headers })).status).toBe(200);
+    clockOffsetMs = 0;
+  });
+
+  it('forceRefresh refreshes on every call', async () => {
+    const before = fake.refreshRequests().length;
+    const first = await h.service.getConnection(scope('alice'), { forceRefresh: true });
+    const second = await h.service.getConnection(scope('alice'), { forceRefresh: true });
+    expect(fake.refreshRequests().length).toBe(before + 2);
+    if (first.credentials.type !== 'OAUTH2' || second.credentials.type !== 'OAUTH2') throw new Error('expected OAUTH2');
+    expect(second.credentials.access_token).not.toBe(first.credentials.access_token);
+  });
+
+  it('two processes needing a refresh at once cause exactly one token request', async () => {
+    // A second "process": its own pool (its own Postgres sessions) and its own service instance.
+    const otherPool = createPool({ url: dbUrl, max: 5 });
+    try {
+      const other = await startHarness({
+        db: otherPool,
+        encryptor: h.encryptor,
+        now,
+        extraProviders: {
+          'fake-oauth2': fakeOAuth2Provider(fake.url, { token_request_auth_method: 'client_secret_basic' }),
+        },
+      });
+      await travelToExpiry('alice', 5);
+      fake.state.refreshDelayMs = 300;
+      const before = fake.refreshRequests().length;
+      const results = await Promise.all([
+        h.service.getConnection(scope('alice')),
+        other.service.getConnection(scope('alice')),
+        h.service.getConnection(scope('alice')),
+        other.service.getConnection(scope('alice')),
+      ]);
+      expect(fake.refreshRequests().length).toBe(before + 1);
+      const tokens = new Set(results.map((r) => (r.credentials.type === 'OAUTH2' ? r.credentials.access_token : '')));
+      expect(tokens.size).toBe(1);
+      expect(fake.state.accessTokens.has([...tokens][0]!)).toBe(true);
+      const status = await h.service.getConnectionStatus(scope('alice'));
+      expect(status.refresh_error).toBeNull();
+    } finally {
+      fake.state.refreshDelayMs = 0;
+      clockOffsetMs = 0;
+      await otherPool.end();
+    }
+  });
+
+  it('a revoked grant marks the connection, fails getConnection with a clear error, and a reconnect clears it', async () => {
+    await h.browse(connectUrl('bob'));
+    await h.service.getConnection(scope('bob'));
+    fake.revokeAllRefreshTokens();
+    await travelToExpiry('bob', 10);
+    try {
+      const failure = await caught(h.service.getConnection(scope('bob')));
+      expect(failure.code).toBe('connection_refresh_failed');
+      expect(failure.message).toContain('invalid_grant');
+      expect(failure.message).toContain('reconnect');
+      expect(failure.retryable).toBe(false);
+
+      const status = await h.service.getConnectionStatus(scope('bob'));
+      expect(status.refresh_error).toMatchObject({ code: 'invalid_grant', permanent: true });
+      expect(status.refresh_error!.message).toContain('Token has been expired or revoked');
+      expect(Date.parse(status.refresh_error!.at)).toBeGreaterThan(Date.now() - MINUTE);
+      const listed = await h.service.listConnections(environmentId, { integrationId: 'fake-app' });
+      expect(listed.find((c) => c.connection_id === 'bob')?.refresh_error?.code).toBe('invalid_grant');
+
+      // Known to be revoked: the next call fails at once, without asking the provider again.
+      const requests = fake.refreshRequests().length;
+      const again = await caught(h.service.getConnection(scope('bob')));
+      expect(again.code).toBe('connection_refresh_failed');
+      expect(fake.refreshRequests().length).toBe(requests);
+      const authorize = await caught(
+        h.service.authorizeRequest(scope('bob'), { method: 'GET', endpoint: '/me', headers: {}, params: {} }),
+      );
+      expect(authorize.code).toBe('connection_refresh_failed');
+
+      // Other connections are unaffected.
+      expect((await h.service.getConnectionStatus(scope('alice'))).refresh_error).toBeNull();
+    } finally {
+      clockOffsetMs = 0;
+    }
+    // The user reconnects: the error is gone and the connection works, metadata kept.
+    await h.service.updateMetadata(scope('bob'), { plan: 'pro' });
+    const page = await h.browse(connectUrl('bob'));
+    expect(page.body).toContain('Connection established');
+    expect((await h.service.getConnectionStatus(scope('bob'))).refresh_error).toBeNull();
+    const record = await h.service.getConnection(scope('bob'));
+    expect(record.metadata).toEqual({ plan: 'pro' });
+  });
+
+  it('refuses a replayed, an unknown, an expired or a denied callback with a failure page', async () => {
+    // Replay: intercept the provider's redirect to the callback and use it twice.
+    const start = await fetch(connectUrl('carol'), { redirect: 'manual' });
+    const toProvider = start.headers.get('location')!;
+    const approve = await fetch(toProvider, { redirect: 'manual' });
+    const callback = approve.headers.get('location')!;
+    const first = await fetch(callback);
+    expect(first.status).toBe(200);
+    const replay = await fetch(callback);
+    expect(replay.status).toBe(400);
+    expect(await replay.text()).toContain('unknown or was already completed');
+    expect(replay.headers.get('content-security-policy')).toContain("default-src 'none'");
+
+    const unknown = await fetch(`${h.appUrl}/oauth/callback?state=made-up&code=x`);
+    expect(unknown.status).toBe(400);
+
+    const late = await fetch(connectUrl('dave'), { redirect: 'manual' });
+    const lateCallback = (await fetch(late.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!;
+    clockOffsetMs = 11 * MINUTE;
+    try {
+      const expired = await fetch(lateCallback);
+      expect(expired.status).toBe(400);
+      expect(await expired.text()).toContain('expired');
+    } finally {
+      clockOffsetMs = 0;
+    }
+    await expect(h.service.getConnection(scope('dave'))).rejects.toMatchObject({ code: 'unknown_connection' });
+
+    // The user says no at the provider.
+    await h.integrations.upsert(environmentId, {
+      id: 'fake-app',
+      provider: 'fake-oauth2',
+      oauth_client_id: 'client-1',
+      oauth_scopes: ['deny'],
+    });
+    const denied = await h.browse(connectUrl('erin'));
+    expect(denied.status).toBe(400);
+    expect(denied.body).toContain('access_denied');
+    expect(denied.body).toContain('The user said no');
+    await h.integrations.upsert(environmentId, {
+      id: 'fake-app',
+      provider: 'fake-oauth2',
+      oauth_client_id: 'client-1',
+      oauth_scopes: ['write'],
+    });
+    // The secret was not given again, so the stored one was kept: connecting still works.
+    expect((await h.browse(connectUrl('erin'))).status).toBe(200);
+  });
+
+  it('refuses a connect link with a bad public key, connection id or connection setting', async () => {
+    const noKey = await h.browse(`${h.appUrl}/oauth/connect/fake-app?connection_id=x`);
+    expect(noKey.status).toBe(401);
+    const badId = await h.browse(connectUrl('has%20space'));
+    expect(badId.status).toBe(400);
+    expect(badId.body).toContain('connectionId');
+    const badSetting = await h.browse(connectUrl('frank', '&connection_config[team]=evil.example.com%2F'));
+    expect(badSetting.status).toBe(400);
+    expect(badSetting.body).toContain('team');
+    const unknown = await h.browse(`${h.appUrl}/oauth/connect/nope?public_key=${publicKey}&connection_id=x`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toContain('nope');
+  });
+
+  it('never wrote a token or secret to a log line (and the scan does see the service lines)', () => {
+    logScan.secret(...fake.state.issued);
+    expect(logScan.secretCount()).toBeGreaterThan(10);
+    const lines = logScan.lines();
+    expect(lines.some((line) => line.includes('refreshed the access token'))).toBe(true);
+    expect(lines.some((line) => line.includes('refresh of connection') && line.includes('invalid_grant'))).toBe(true);
+  });
+});
