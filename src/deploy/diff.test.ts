@@ -71,8 +71,8 @@ describe('diffDeployments: what a deploy changes (SPEC.md "Effects of deploying 
 
   it('a removed sync and a removed action are destructive and say what they do', () => {
     const next = base
-      .replace(/      users:[\s\S]*?track_deletes: true\n/, '')
-      .replace(/    actions:[\s\S]*?endpoint: POST \/issues\n/, '');
+      .replace(/ {6}users:[\s\S]*?track_deletes: true\n/, '')
+      .replace(/ {4}actions:[\s\S]*?endpoint: POST \/issues\n/, '');
     const changes = diffDeployments(state(base), state(next));
     expect(changes).toEqual([
       { kind: 'sync_removed', integration: 'tracker', sync: 'users' },
