@@ -26,6 +26,7 @@ export function recordKey(id: unknown, where: { index: number; model: string }):
         where,
       );
     }
+    if (id.includes('\u0000')) throw invalidId(`${place} has an id containing the character U+0000`, where);
     return id;
   }
   if (typeof id === 'number') {
@@ -45,15 +46,12 @@ function invalidRecord(message: string, where: { index: number; model: string })
   return new ServiceError('invalid_record', message, { status: 400, details: where });
 }
 
-// jsonb cannot hold U+0000; the escape is matched only when its backslash is not itself escaped.
-const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
-
 /**
  * JSON of a record with object keys sorted at every depth, so that equal content always gives equal
  * text (and hash) whatever order the script built it in. Follows JSON.stringify otherwise: `toJSON`
  * is honoured (dates become ISO strings), undefined and function values are dropped, non-finite
  * numbers become null. The top-level `_service_metadata` is dropped. Throws `invalid_record` for
- * what JSON or jsonb cannot hold (bigint, cycles, U+0000).
+ * what JSON cannot hold (bigint, cycles).
  */
 export function canonicalRecordJson(record: unknown, where: { index: number; model: string }): string {
   if (record === null || typeof record !== 'object' || Array.isArray(record)) {
@@ -67,12 +65,6 @@ export function canonicalRecordJson(record: unknown, where: { index: number; mod
     const reason = error instanceof Error ? error.message : String(error);
     throw invalidRecord(
       `record at index ${where.index} of model "${where.model}" cannot be stored as JSON: ${reason}`,
-      where,
-    );
-  }
-  if (json.includes('\\u0000') && NUL_ESCAPE.test(json)) {
-    throw invalidRecord(
-      `record at index ${where.index} of model "${where.model}" contains the character U+0000, which cannot be stored`,
       where,
     );
   }

@@ -280,7 +280,7 @@ async function saveChunk(
       `UPDATE records r SET data = u.d, data_hash = u.h, sync_name = $3, last_modified_at = $4,
          last_action = CASE WHEN r.deleted_at IS NULL THEN 'UPDATED' ELSE 'ADDED' END,
          deleted_at = NULL, last_run_id = $5, position = nextval('record_positions')
-       FROM jsonb_to_recordset($2::jsonb) AS u(i text, h uuid, d jsonb)
+       FROM json_to_recordset($2::json) AS u(i text, h uuid, d json)
        WHERE r.scope_id = $1 AND r.id = u.i`,
       [scopeId, `[${rows.join(',')}]`, sync, at, runId],
     );

@@ -172,12 +172,27 @@ describe('saving', () => {
         ...where,
         model: 'Issue',
         runId: 'r2',
-        records: [...records.map((r) => ({ ...r, v: -1 })), { id: 'nul', s: 'a\u0000' }],
+        records: [...records.map((r) => ({ ...r, v: -1 })), { id: { not: 'an id' } }],
       }),
     );
-    expect(bad.code).toBe('invalid_record');
+    expect(bad.code).toBe('invalid_record_id');
     expect(bad.message).toContain('index 30');
     expect((await readAll(where, 'Issue')).every((record) => record['v'] !== -1)).toBe(true);
+  });
+  it('stores ids and content with characters that COPY and JSON treat specially, unchanged', async () => {
+    const where = scope();
+    const awkward = 'tab\there\nnew line\\back\\slash "quoted" \r é 日本 😀';
+    const records = [
+      { id: awkward, text: `${awkward} \u0000 nul`, nested: { [awkward]: [awkward] } },
+      { id: '\\N', text: '\\N' },
+    ];
+    await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records });
+    const stored = byId(await readAll(where, 'Issue'));
+    expect(stored.get(awkward)).toMatchObject(records[0]!);
+    expect(stored.get('\\N')).toMatchObject(records[1]!);
+    const again = await store.saveRecords({ ...where, model: 'Issue', runId: 'r2', records });
+    expect(again.unchanged).toBe(2);
+    expect((await readAll(where, 'Issue', { ids: [awkward] })).map((r) => r.id)).toEqual([awkward]);
   });
 });
 

@@ -26,7 +26,9 @@ CREATE TABLE records (
   id text NOT NULL,
   -- The sync that last wrote the record; a sync's records are erased by it.
   sync_name text NOT NULL,
-  data jsonb NOT NULL,
+  -- json, not jsonb: the store never queries inside a record, and json is stored and returned as
+  -- the text it was given (the canonical JSON), which is cheaper both ways and allows U+0000.
+  data json NOT NULL,
   -- md5 of the record's canonical JSON (keys sorted): an identical save changes nothing.
   data_hash uuid NOT NULL,
   first_seen_at timestamptz NOT NULL,
