@@ -159,6 +159,10 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
   const input = valueAt(root, fullPath);
   const field = path[path.length - 1];
   const generic = issue.message.startsWith('Invalid');
+  if (input === undefined && issue.code !== 'unrecognized_keys' && issue.code !== 'custom') {
+    out.error('missing_field', `missing required field '${String(field)}'`, path);
+    return;
+  }
   switch (issue.code) {
     case 'unrecognized_keys': {
       const allowed = allowedKeys(path);
@@ -176,10 +180,6 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
       return;
     }
     case 'invalid_union': {
-      if (input === undefined) {
-        out.error('missing_field', `missing required field '${String(field)}'`, path);
-        return;
-      }
       // When the value has the right outer shape (a list, say) but something inside is wrong, the
       // inner problem is the useful one: report that branch's issues.
       const deeper = issue.errors.filter(
@@ -197,10 +197,6 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
       return;
     }
     case 'invalid_type': {
-      if (input === undefined) {
-        out.error('missing_field', `missing required field '${String(field)}'`, path);
-        return;
-      }
       const expected = generic ? `expected ${issue.expected}` : issue.message;
       out.error('invalid_type', `${expected}, got ${describeValue(input)}`, path);
       return;

@@ -1,0 +1,621 @@
+import { describe, expect, it } from 'vitest';
+import { formatProblems, type ConfigProblem } from './problems.js';
+import type { ServiceConfig, SyncConfig } from './types.js';
+import { compileConfig } from './validate.js';
+
+/** Strips the indentation of the first line from every line, so YAML can be written inline. */
+function yaml(text: string): string {
+  const lines = text.replace(/^\n/, '').split('\n');
+  const indent = /^ */.exec(lines[0] ?? '')?.[0].length ?? 0;
+  return lines.map((line) => line.slice(indent)).join('\n');
+}
+
+function compile(text: string): { config: ServiceConfig | null; problems: ConfigProblem[] } {
+  return compileConfig(yaml(text));
+}
+
+function valid(text: string): ServiceConfig {
+  const result = compile(text);
+  const errors = result.problems.filter((p) => p.severity === 'error');
+  expect(errors, formatProblems('service.yaml', errors)).toEqual([]);
+  if (result.config === null) throw new Error('no config');
+  return result.config;
+}
+
+function codes(text: string): string[] {
+  return compile(text).problems.map((p) => p.code);
+}
+
+function only(text: string): ConfigProblem {
+  const { problems, config } = compile(text);
+  expect(problems, formatProblems('service.yaml', problems)).toHaveLength(1);
+  const [problem] = problems;
+  if (problem === undefined) throw new Error('unreachable');
+  if (problem.severity === 'error') expect(config).toBeNull();
+  return problem;
+}
+
+const MODELS = `
+models:
+  Issue:
+    id: string
+    title: string
+`;
+
+/** A config with one sync whose body is `body` (indented under the sync), plus the Issue model. */
+function withSync(body: string, models = MODELS): string {
+  const indented = yaml(body)
+    .split('\n')
+    .map((line) => `        ${line}`)
+    .join('\n');
+  return `
+integrations:
+  github:
+    syncs:
+      issues:
+${indented}
+${yaml(models)}`;
+}
+
+function sync(body: string, models = MODELS): SyncConfig {
+  const config = valid(withSync(body, models));
+  const found = config.integrations[0]?.syncs[0];
+  if (found === undefined) throw new Error('no sync');
+  return found;
+}
+
+const BASE_SYNC = `
+description: d
+output: Issue
+endpoint: GET /issues
+sync_type: incremental
+`;
+
+describe('layout and required fields', () => {
+  it('normalizes a minimal sync with the SPEC defaults: runs 24h, auto_start true, track_deletes false', () => {
+    expect(sync(BASE_SYNC)).toEqual({
+      name: 'issues',
+      integration: 'github',
+      description: 'd',
+      syncType: 'incremental',
+      runs: '24h',
+      runsMs: 86_400_000,
+      autoStart: true,
+      trackDeletes: false,
+      outputs: [{ model: 'Issue', endpoint: { method: 'GET', path: '/issues' } }],
+      input: null,
+      scopes: [],
+      webhookSubscriptions: [],
+    });
+  });
+
+  it('reads every sync field', () => {
+    const result = sync(
+      `
+      description: d
+      output: Issue
+      endpoint: GET /issues
+      sync_type: full
+      runs: 30m
+      input: Repo
+      scopes: [repo, user]
+      auto_start: false
+      track_deletes: true
+      webhook_subscriptions: issue.created
+    `,
+      `${MODELS}  Repo:\n    name: string\n`,
+    );
+    expect(result).toMatchObject({
+      syncType: 'full',
+      runsMs: 1_800_000,
+      input: 'Repo',
+      scopes: ['repo', 'user'],
+      autoStart: false,
+      trackDeletes: true,
+      webhookSubscriptions: ['issue.created'],
+    });
+  });
+
+  it('reads an action with its defaults', () => {
+    const config = valid(`
+      integrations:
+        github:
+          actions:
+            create-issue:
+              description: create
+              output: Issue
+              endpoint: POST /issues
+      ${MODELS.replace(/\n/g, '\n      ')}
+    `);
+    expect(config.integrations[0]?.actions).toEqual([
+      {
+        name: 'create-issue',
+        integration: 'github',
+        description: 'create',
+        output: 'Issue',
+        endpoint: { method: 'POST', path: '/issues' },
+        input: null,
+        scopes: [],
+      },
+    ]);
+  });
+
+  it('reports each missing required field of a sync at the sync', () => {
+    const { problems } = compile(withSync('scopes: []'));
+    expect(problems.map((p) => [p.code, p.path.join('.')]).sort()).toEqual([
+      ['missing_field', 'integrations.github.syncs.issues.description'],
+      ['missing_field', 'integrations.github.syncs.issues.endpoint'],
+      ['missing_field', 'integrations.github.syncs.issues.output'],
+      ['missing_field', 'integrations.github.syncs.issues.sync_type'],
+    ]);
+    expect(problems.map((p) => `${p.line}:${p.column}`)).toEqual(['4:7', '4:7', '4:7', '4:7']);
+  });
+
+  it('reports missing action fields and a missing integrations key', () => {
+    expect(codes('integrations:\n  x:\n    actions:\n      a:\n        description: d\n')).toEqual([
+      'missing_field',
+      'missing_field',
+    ]);
+    expect(only('models: {}').code).toBe('missing_field');
+  });
+
+  it('reads empty maps (`syncs:` with nothing after it) as empty, and an empty file as an error', () => {
+    expect(valid('integrations:\n  github:\n    syncs:\n    actions:\nmodels:\n').integrations).toEqual([
+      { id: 'github', syncs: [], actions: [] },
+    ]);
+    expect(only('').code).toBe('empty_config');
+    expect(only('# only a comment\n').code).toBe('empty_config');
+  });
+
+  it('reports a wrong value type with what was expected and what was found', () => {
+    const problem = only(withSync(`${BASE_SYNC}\nauto_start: yes please`));
+    expect(problem).toMatchObject({ code: 'invalid_type', line: 10, column: 21 });
+    expect(problem.message).toContain('expected boolean, got the string "yes please"');
+    expect(only(withSync(BASE_SYNC.replace('description: d', 'description: 3'))).message).toContain('got number 3');
+  });
+
+  it('rejects a sync_type outside the enum, suggesting the nearest', () => {
+    const problem = only(withSync(BASE_SYNC.replace('incremental', 'ful')));
+    expect(problem.code).toBe('invalid_value');
+    expect(problem.message).toContain("did you mean 'full'?");
+  });
+});
+
+describe('unknown keys', () => {
+  it('are errors with a did-you-mean suggestion, at the key', () => {
+    const problem = only(withSync(`${BASE_SYNC}\nauto_strat: false`));
+    expect(problem).toMatchObject({ code: 'unknown_key', line: 10, column: 9 });
+    expect(problem.message).toBe("unknown key 'auto_strat' in sync 'issues'; did you mean 'auto_start'?");
+  });
+
+  it('list the allowed keys when nothing is close', () => {
+    const problem = only(`integrations: {}\nmodels: {}\nzzz: 1\n`);
+    expect(problem.message).toContain('expected one of: integrations, models');
+  });
+
+  it('apply to integrations, actions and reserved model keys', () => {
+    expect(codes('integrations:\n  x:\n    sincs: {}\n')).toEqual(['unknown_key']);
+    const model = only(`integrations: {}\nmodels:\n  A:\n    __extend: B\n  B:\n    x: string\n`);
+    expect(model.message).toContain("did you mean '__extends'?");
+  });
+});
+
+describe('auto_starts alias', () => {
+  it('is read as auto_start with a warning naming the right spelling', () => {
+    const { config, problems } = compile(withSync(`${BASE_SYNC}\nauto_starts: false`));
+    expect(problems).toMatchObject([{ severity: 'warning', code: 'deprecated_key', line: 10 }]);
+    expect(problems[0]?.message).toContain("write 'auto_start'");
+    expect(config?.integrations[0]?.syncs[0]?.autoStart).toBe(false);
+  });
+
+  it('together with auto_start is an error', () => {
+    expect(only(withSync(`${BASE_SYNC}\nauto_start: true\nauto_starts: false`)).code).toBe('conflicting_keys');
+  });
+});
+
+describe('output and endpoint', () => {
+  const twoModels = `${MODELS}  Comment:\n    id: number\n`;
+
+  it('pairs the n-th endpoint with the n-th output model', () => {
+    const result = sync(
+      `description: d\noutput: [Issue, Comment]\nendpoint: [GET /issues, POST /comments/:id]\nsync_type: full`,
+      twoModels,
+    );
+    expect(result.outputs).toEqual([
+      { model: 'Issue', endpoint: { method: 'GET', path: '/issues' } },
+      { model: 'Comment', endpoint: { method: 'POST', path: '/comments/:id' } },
+    ]);
+  });
+
+  it('requires a list of endpoints of the same length when output is a list', () => {
+    const single = only(
+      withSync(`description: d\noutput: [Issue, Comment]\nendpoint: GET /issues\nsync_type: full`, twoModels),
+    );
+    expect(single.code).toBe('output_endpoint_mismatch');
+    expect(single.message).toContain('endpoint must be a list of 2');
+    const short = only(
+      withSync(`description: d\noutput: [Issue, Comment]\nendpoint: [GET /issues]\nsync_type: full`, twoModels),
+    );
+    expect(short.code).toBe('output_endpoint_mismatch');
+    expect(only(withSync(`description: d\noutput: Issue\nendpoint: [GET /a, GET /b]\nsync_type: full`)).code).toBe(
+      'output_endpoint_mismatch',
+    );
+  });
+
+  it('rejects one model twice in an output list', () => {
+    expect(
+      codes(withSync(`description: d\noutput: [Issue, Issue]\nendpoint: [GET /a, GET /b]\nsync_type: full`)),
+    ).toEqual(['duplicate_output']);
+  });
+
+  it.each([
+    ['get /issues', "write the method in capitals: 'GET'"],
+    ['FETCH /issues', "'FETCH' is not one of GET, POST, PUT, PATCH, DELETE"],
+    ['/issues', 'the method is missing'],
+    ['GET issues', "the path must start with '/'"],
+    ['GET /issues?state=open', 'the path must not carry a query string'],
+    ['GET /my issues', 'the path must not contain spaces'],
+  ])('rejects the endpoint %j with the expected form and a hint', (endpoint, hint) => {
+    const problem = only(withSync(BASE_SYNC.replace('GET /issues', endpoint)));
+    expect(problem.code).toBe('invalid_endpoint');
+    expect(problem.message).toContain(hint);
+    expect(problem.message).toContain('"<METHOD> <URL-PATH>"');
+  });
+
+  it('checks each endpoint of a list, at its index', () => {
+    const problem = only(
+      withSync(`description: d\noutput: [Issue, Comment]\nendpoint: [GET /a, get /b]\nsync_type: full`, twoModels),
+    );
+    expect(problem).toMatchObject({
+      code: 'invalid_endpoint',
+      path: ['integrations', 'github', 'syncs', 'issues', 'endpoint', 1],
+    });
+  });
+
+  it('checks action endpoints the same way', () => {
+    const text = `integrations:\n  g:\n    actions:\n      a:\n        description: d\n        output: Issue\n        endpoint: PUSH /x\n${MODELS}`;
+    expect(codes(text)).toEqual(['invalid_endpoint']);
+  });
+});
+
+describe('runs', () => {
+  it.each([
+    ['30m', 1_800_000],
+    ['1h', 3_600_000],
+    ['2 hours', 7_200_000],
+    ['1d', 86_400_000],
+    ['"90000"', 90_000],
+    ['every 30 minutes', 1_800_000],
+    ['every hour', 3_600_000],
+    ['every day', 86_400_000],
+    ['every 2 hours', 7_200_000],
+    ['Every  Week', 604_800_000],
+    ['every minute', 60_000],
+  ])('accepts %j as %d ms', (runs, ms) => {
+    expect(sync(`${BASE_SYNC}\nruns: ${runs}`).runsMs).toBe(ms);
+  });
+
+  it.each(['every other day', 'hourly', '1 fortnight', 'every', 'soon'])(
+    'rejects %j listing the accepted forms',
+    (runs) => {
+      const problem = only(withSync(`${BASE_SYNC}\nruns: ${runs}`));
+      expect(problem.code).toBe('invalid_runs');
+      expect(problem.message).toContain('"every 30 minutes"');
+    },
+  );
+
+  it.each(['30s', 'every 59 seconds', '"500"', '-1h'])('rejects %j as below the one-minute minimum', (runs) => {
+    const problem = only(withSync(`${BASE_SYNC}\nruns: ${runs}`));
+    expect(problem.code).toBe('runs_below_minimum');
+    expect(problem.message).toContain('once a minute');
+  });
+
+  it('rejects a number (it must be a string) with the accepted forms', () => {
+    const problem = only(withSync(`${BASE_SYNC}\nruns: 5`));
+    expect(problem.code).toBe('invalid_type');
+    expect(problem.message).toContain('every <duration>');
+  });
+});
+
+describe('model references', () => {
+  it('requires output, input and __extends models to exist, with suggestions', () => {
+    const text = withSync(`description: d\noutput: Isue\nendpoint: GET /x\nsync_type: full\ninput: Nope`);
+    const { problems } = compile(text);
+    expect(problems.map((p) => p.code)).toEqual(['unknown_model', 'unknown_model']);
+    expect(problems[0]?.message).toContain("did you mean 'Issue'?");
+    expect(problems[1]?.message).toContain('declared: Issue');
+    expect(codes(`integrations: {}\nmodels:\n  A:\n    __extends: [B, Missing]\n  B:\n    x: string\n`)).toEqual([
+      'unknown_model',
+    ]);
+    const action = `integrations:\n  g:\n    actions:\n      a:\n        description: d\n        output: Out\n        input: In\n        endpoint: GET /x\n${MODELS}`;
+    expect(codes(action)).toEqual(['unknown_model', 'unknown_model']);
+  });
+});
+
+describe('the id rule', () => {
+  it('requires an id field on every sync output model', () => {
+    const problem = only(withSync(BASE_SYNC, `models:\n  Issue:\n    title: string\n`));
+    expect(problem.code).toBe('missing_id');
+    expect(problem.path).toEqual(['integrations', 'github', 'syncs', 'issues', 'output']);
+  });
+
+  it('requires id to be required and a string or number', () => {
+    expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id?: string\n`)).code).toBe('invalid_id');
+    expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id: boolean\n`)).code).toBe('invalid_id');
+    expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id: string[]\n`)).code).toBe('invalid_id');
+    sync(BASE_SYNC, `models:\n  Issue:\n    id: string | number\n`);
+    sync(BASE_SYNC, `models:\n  Issue:\n    id: integer\n`);
+  });
+
+  it('accepts an inherited id', () => {
+    const result = valid(
+      withSync(BASE_SYNC, `models:\n  Base:\n    id: string\n  Issue:\n    __extends: Base\n    title: string\n`),
+    );
+    expect(result.models.find((m) => m.name === 'Issue')?.fields.map((f) => f.name)).toEqual(['id', 'title']);
+  });
+
+  it('does not apply to action outputs', () => {
+    valid(
+      `integrations:\n  g:\n    actions:\n      a:\n        description: d\n        output: Ok\n        endpoint: GET /x\nmodels:\n  Ok:\n    ok: boolean\n`,
+    );
+  });
+});
+
+describe('models', () => {
+  const fieldsOf = (models: string) => {
+    const config = valid(`integrations: {}\n${yaml(models)}`);
+    return config.models;
+  };
+
+  it('follows the type table and keeps unions, literals and references', () => {
+    const [model] = fieldsOf(`
+      models:
+        A:
+          a: bool
+          b: char
+          c: int
+          d: date
+          e: open | closed | string
+          f: B[]
+          g: B | null | undefined
+        B:
+          x: integer
+    `);
+    expect(model?.fields.map((f) => [f.name, f.type])).toEqual([
+      ['a', { kind: 'primitive', name: 'boolean' }],
+      ['b', { kind: 'primitive', name: 'string' }],
+      ['c', { kind: 'primitive', name: 'number' }],
+      ['d', { kind: 'primitive', name: 'Date' }],
+      [
+        'e',
+        {
+          kind: 'union',
+          members: [
+            { kind: 'literal', value: 'open' },
+            { kind: 'literal', value: 'closed' },
+            { kind: 'primitive', name: 'string' },
+          ],
+        },
+      ],
+      ['f', { kind: 'array', element: { kind: 'model', name: 'B' } }],
+      [
+        'g',
+        {
+          kind: 'union',
+          members: [
+            { kind: 'model', name: 'B' },
+            { kind: 'primitive', name: 'null' },
+            { kind: 'primitive', name: 'undefined' },
+          ],
+        },
+      ],
+    ]);
+  });
+
+  it('reads optional fields, number/boolean literals, null, inline objects and YAML lists', () => {
+    const [model] = fieldsOf(`
+      models:
+        A:
+          name?: string
+          count: 3
+          on: true
+          level: 1 | 2.5 | -3
+          gone: null
+          nested:
+            deep?:
+              x: number
+            __string: string
+          tags: [string]
+          mixed: [string, number]
+    `);
+    const byName = Object.fromEntries(model?.fields.map((f) => [f.name, f]) ?? []);
+    expect(byName['name']).toEqual({ name: 'name', optional: true, type: { kind: 'primitive', name: 'string' } });
+    expect(byName['count']?.type).toEqual({ kind: 'literal', value: 3 });
+    expect(byName['on']?.type).toEqual({ kind: 'literal', value: true });
+    expect(byName['level']?.type).toEqual({
+      kind: 'union',
+      members: [
+        { kind: 'literal', value: 1 },
+        { kind: 'literal', value: 2.5 },
+        { kind: 'literal', value: -3 },
+      ],
+    });
+    expect(byName['gone']?.type).toEqual({ kind: 'primitive', name: 'null' });
+    expect(byName['nested']?.type).toEqual({
+      kind: 'object',
+      fields: [
+        {
+          name: 'deep',
+          optional: true,
+          type: {
+            kind: 'object',
+            fields: [{ name: 'x', optional: false, type: { kind: 'primitive', name: 'number' } }],
+            stringIndex: null,
+          },
+        },
+      ],
+      stringIndex: { kind: 'primitive', name: 'string' },
+    });
+    expect(byName['tags']?.type).toEqual({ kind: 'array', element: { kind: 'primitive', name: 'string' } });
+    expect(byName['mixed']?.type).toEqual({
+      kind: 'array',
+      element: {
+        kind: 'union',
+        members: [
+          { kind: 'primitive', name: 'string' },
+          { kind: 'primitive', name: 'number' },
+        ],
+      },
+    });
+  });
+
+  it('flattens __extends with several parents, own fields overriding, __string inherited', () => {
+    const models = fieldsOf(`
+      models:
+        A:
+          a: string
+          shared: number
+          __string: number
+        B:
+          b: boolean
+        C:
+          __extends: [A, B]
+          shared: string
+          c: date
+    `);
+    const c = models.find((m) => m.name === 'C');
+    expect(c?.extends).toEqual(['A', 'B']);
+    expect(c?.fields.map((f) => `${f.name}:${f.type.kind === 'primitive' ? f.type.name : f.type.kind}`)).toEqual([
+      'a:string',
+      'b:boolean',
+      'shared:string',
+      'c:Date',
+    ]);
+    expect(c?.stringIndex).toEqual({ kind: 'primitive', name: 'number' });
+  });
+
+  it('reports two parents giving one field different types, unless the child declares it', () => {
+    const conflict = `integrations: {}\nmodels:\n  A:\n    x: string\n  B:\n    x: number\n  C:\n    __extends: [A, B]\n`;
+    expect(only(conflict).code).toBe('conflicting_inherited_field');
+    valid(`${conflict}    x: boolean\n`);
+  });
+
+  it('reports __extends cycles once, and a model extending itself', () => {
+    const { problems } = compile(
+      `integrations: {}\nmodels:\n  A:\n    __extends: B\n  B:\n    __extends: C\n  C:\n    __extends: A\n`,
+    );
+    expect(problems.map((p) => p.code)).toEqual(['circular_extends']);
+    expect(problems[0]?.message).toContain('A → B → C → A');
+    expect(only(`integrations: {}\nmodels:\n  A:\n    __extends: A\n`).code).toBe('circular_extends');
+  });
+
+  it('rejects unreadable type expressions, empty types and bad names', () => {
+    expect(
+      codes(
+        `integrations: {}\nmodels:\n  A:\n    a: Record<string, number>\n    b: string |\n    c: (string\n    d: []\n    e:\n`,
+      ),
+    ).toEqual([
+      'invalid_type_expression',
+      'invalid_type_expression',
+      'invalid_type_expression',
+      'invalid_type_expression',
+      'missing_type',
+    ]);
+    expect(codes(`integrations: {}\nmodels:\n  my-model:\n    a: string\n  string:\n    a: string\n`)).toEqual([
+      'invalid_name',
+      'invalid_name',
+    ]);
+    expect(codes(`integrations: {}\nmodels:\n  A:\n    a: string\n    a?: number\n`)).toEqual(['duplicate_key']);
+  });
+
+  it('warns when a literal is one typo away from a type or model name, and quoting silences it', () => {
+    const problem = only(`integrations: {}\nmodels:\n  A:\n    a: strnig\n    b: "'strnig'"\n`);
+    expect(problem).toMatchObject({ severity: 'warning', code: 'literal_looks_like_type' });
+    const model = compile(`integrations: {}\nmodels:\n  A:\n    c: Usr\n  User:\n    x: string\n`).problems[0];
+    expect(model?.message).toContain("did you mean the model 'User'?");
+  });
+});
+
+describe('names', () => {
+  it('restricts integration ids and sync/action names to file- and URL-safe names', () => {
+    const text = `integrations:\n  "git hub":\n    actions:\n      "a/b":\n        description: d\n        output: Issue\n        endpoint: GET /x\n${MODELS}`;
+    expect(codes(text)).toEqual(['invalid_name', 'invalid_name']);
+  });
+});
+
+describe('warnings', () => {
+  it('warns that track_deletes is ignored on an incremental sync, and still compiles', () => {
+    const { config, problems } = compile(withSync(`${BASE_SYNC}\ntrack_deletes: true`));
+    expect(problems.map((p) => [p.severity, p.code])).toEqual([['warning', 'ignored_field']]);
+    expect(config).not.toBeNull();
+  });
+});
+
+describe('YAML problems', () => {
+  it('reports syntax errors and duplicate keys with positions', () => {
+    const syntax = only('integrations:\n  a: [1, 2\n');
+    expect(syntax.code).toBe('yaml_syntax');
+    expect(syntax.line).toBeGreaterThan(0);
+    const duplicate = only('integrations: {}\nmodels: {}\nmodels: {}\n');
+    expect(duplicate).toMatchObject({ code: 'duplicate_key', line: 3, column: 1 });
+  });
+
+  it('refuses alias bombs', () => {
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 0; i < 8; i++)
+      bomb.push(
+        `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10)
+          .fill(`*${String.fromCharCode(97 + i)}`)
+          .join(', ')}]`,
+      );
+    expect(codes(`${bomb.join('\n')}\n`)[0]).toBe('yaml_syntax');
+  });
+});
+
+describe('a file with several mistakes', () => {
+  it('reports every one, in document order, each with line and column', () => {
+    const text = yaml(`
+      integrations:
+        github:
+          syncs:
+            issues:
+              description: Issues
+              output: Isue
+              endpoint: get /issues
+              sync_type: full
+              runs: every 10 seconds
+              auto_strat: true
+          actions:
+            create:
+              output: Issue
+              endpoint: POST /issues
+      models:
+        Issue:
+          title: string
+          labels: Label<string>
+    `);
+    const { config, problems } = compileConfig(text);
+    expect(config).toBeNull();
+    expect(problems.map((p) => `${p.line}:${p.column} ${p.code}`)).toEqual([
+      '6:17 unknown_model',
+      '7:19 invalid_endpoint',
+      '9:15 runs_below_minimum',
+      '10:9 unknown_key',
+      '12:7 missing_field',
+      '18:13 invalid_type_expression',
+    ]);
+    const printed = formatProblems('service.yaml', problems, text);
+    expect(printed.split('\n')[0]).toBe(
+      "service.yaml:6:17 error unknown_model output 'Isue' is not a model declared under `models`; did you mean 'Issue'? (at integrations.github.syncs.issues.output)",
+    );
+    expect(printed).toContain(`\n${' '.repeat(12)}output: Isue\n${' '.repeat(20)}^\n`);
+  });
+
+  it('still checks models when the sync using them is broken', () => {
+    const text = withSync(
+      'description: 1\noutput: Issue\nendpoint: GET /x\nsync_type: full',
+      `models:\n  Issue:\n    title: string\n`,
+    );
+    expect(codes(text)).toEqual(['invalid_type', 'missing_id']);
+  });
+});
