@@ -15,7 +15,12 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { from as copyFrom } from 'pg-copy-streams';
 import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
-import { buildListQuery, createPostgresRecordStore } from '../src/records/postgresRecordStore.js';
+import {
+  SCOPE_ID_SQL,
+  createPostgresRecordStore,
+  listQueryBuilder,
+  scopeParams,
+} from '../src/records/postgresRecordStore.js';
 import type { ListRecordsOptions } from '../src/records/types.js';
 import { useBenchDatabase } from './lib/database.js';
 import {
@@ -239,9 +244,17 @@ try {
     };
   };
   const storeRead = async (options: ListRecordsOptions) => (await timed(() => store.listRecords(options))).ms;
+  // The same two statements the store runs (scope, then page), straight on the pg pool.
   const rawRead = async (options: ListRecordsOptions) => {
-    const query = buildListQuery(options);
-    return (await timed(() => pool.query(query.text, query.values))).ms;
+    const build = listQueryBuilder(options);
+    const params = scopeParams(options);
+    return (
+      await timed(async () => {
+        const scope = await pool.query<{ scope_id: string }>(SCOPE_ID_SQL, params);
+        const query = build(scope.rows[0]?.scope_id ?? '0');
+        return pool.query(query.text, query.values);
+      })
+    ).ms;
   };
   for (let i = 0; i < Math.min(200, READS); i++) {
     const options = readOptions();

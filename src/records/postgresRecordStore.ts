@@ -55,6 +55,9 @@ interface PreparedRecord {
 const zeroSummary = (): WriteSummary => ({ added: 0, updated: 0, deleted: 0, unchanged: 0 });
 
 export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresRecordStoreOptions): RecordStore {
+  if (!Number.isInteger(chunkSize) || chunkSize < 1) {
+    throw new ServiceError('invalid_store_options', `chunkSize must be a positive integer, got ${String(chunkSize)}`);
+  }
   return {
     async saveRecords(options) {
       // Everything is validated before the database is touched: a bad record stores nothing.
@@ -125,7 +128,15 @@ export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresReco
     },
 
     async listRecords(options) {
-      const query = buildListQuery(options);
+      // Validate first, so a bad request fails the same whether or not the scope exists.
+      const build = listQueryBuilder(options);
+      // The scope id is resolved on its own so that the page query is planned with it as a
+      // constant: with an unknown id the planner guesses an average scope size, and for a large
+      // scope it then picks a bitmap scan that reads and sorts every record of the scope.
+      const scope = await db.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
+      const scopeId = scope.rows[0]?.scope_id;
+      if (scopeId === undefined) return { records: [], next_cursor: null };
+      const query = build(scopeId);
       const result = await db.query<ListRow>(query);
       return toPage(result.rows, query.limit);
     },
@@ -310,10 +321,11 @@ function* batchLines(lines: string[]): Generator<string> {
   if (buffer.length > 0) yield buffer;
 }
 
-const SCOPE_ID_SQL =
+/** The scope of a read, with the parameters of scopeParams(). */
+export const SCOPE_ID_SQL =
   'SELECT scope_id FROM record_scopes WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4';
 
-function scopeParams(scope: RecordScope & { model: string }): string[] {
+export function scopeParams(scope: RecordScope & { model: string }): string[] {
   return [scope.environmentId, scope.integrationId, scope.connectionId, scope.model];
 }
 
@@ -377,14 +389,15 @@ interface ListRow {
   position: string;
 }
 
-/** The SQL of one page, exported so the benchmark runs exactly the store's query through raw pg. */
+/** The SQL of one page, exported so the benchmark runs exactly the store's queries through raw pg. */
 export interface ListQuery {
   text: string;
   values: unknown[];
   limit: number;
 }
 
-export function buildListQuery(options: ListRecordsOptions): ListQuery {
+/** Validates a read and returns the builder of its page query for the scope, once resolved. */
+export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string) => ListQuery {
   const limit = options.limit ?? DEFAULT_PAGE_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
     throw new ServiceError(
@@ -395,8 +408,8 @@ export function buildListQuery(options: ListRecordsOptions): ListQuery {
       },
     );
   }
-  const values: unknown[] = scopeParams(options);
-  const conditions = [`scope_id = (${SCOPE_ID_SQL})`];
+  const values: unknown[] = [null];
+  const conditions = ['scope_id = $1'];
   if (options.cursor !== undefined) {
     values.push(decodeCursor(options.cursor));
     conditions.push(`position > $${values.length}::bigint`);
@@ -439,12 +452,9 @@ export function buildListQuery(options: ListRecordsOptions): ListQuery {
     conditions.push(`id = ANY($${values.length}::text[])`);
   }
   values.push(limit + 1);
-  return {
-    text: `SELECT id, data, first_seen_at, last_modified_at, last_action, deleted_at, position FROM records
-           WHERE ${conditions.join(' AND ')} ORDER BY position LIMIT $${values.length}`,
-    values,
-    limit,
-  };
+  const text = `SELECT id, data, first_seen_at, last_modified_at, last_action, deleted_at, position FROM records
+           WHERE ${conditions.join(' AND ')} ORDER BY position LIMIT $${values.length}`;
+  return (scopeId) => ({ text, values: [scopeId, ...values.slice(1)], limit });
 }
 
 function toPage(rows: ListRow[], limit: number): RecordPage {

@@ -78,7 +78,13 @@ export interface RecordPage {
  * `invalid_filter`, `invalid_ids`, `invalid_modified_after` (400), `run_superseded` (409).
  */
 export interface RecordStore {
-  /** Upserts by (connection, model, id); the last occurrence of an id in the batch wins. */
+  /**
+   * Upserts by (environment, integration, connection, model, id); the last occurrence of an id in
+   * the batch wins. Ids are compared as text: the number 1 and the string "1" are one record, and
+   * reads return the `id` as last saved. A record equal to the stored one (same canonical JSON)
+   * counts as unchanged and keeps its metadata; a deleted record saved again counts as added. The
+   * batch is all or nothing: a bad record (`invalid_record`, `invalid_record_id`) stores none.
+   */
   saveRecords(options: SaveRecordsOptions): Promise<WriteSummary>;
   /** Soft-deletes by id. */
   deleteRecords(options: DeleteRecordsOptions): Promise<WriteSummary>;
