@@ -1,20 +1,27 @@
 /**
  * The end user's side of connecting: `GET /oauth/connect/:integration` sends the browser to the
  * provider, `GET /oauth/callback` finishes and shows a plain success or failure page. Both are opened
- * by browsers, so they answer with HTML, not the JSON error envelope, and they take no secret key: the
- * connect URL names the environment with its public key.
+ * by browsers, so they answer with HTML, not the JSON error envelope, and they take no secret key.
+ * The connect link is either bound by a connect token the application's backend made (recommended),
+ * or names the environment by its public key (off with `requireConnectToken`):
  *
+ *   /oauth/connect/<integration>?connect_token=ct_…&connection_config[subdomain]=acme
  *   /oauth/connect/<integration>?public_key=pk_…&connection_id=<id>&connection_config[subdomain]=acme
  */
 import { Router, type Request, type Response } from 'express';
 import type { EnvironmentStore } from '../connections/environmentStore.js';
 import type { OAuthFlow } from '../connections/oauthFlow.js';
 import { PAGE_HEADERS, renderResultPage } from '../connections/pages.js';
-import { isServiceError } from '../errors.js';
+import { isServiceError, ServiceError } from '../errors.js';
 
 export interface OAuthRoutesDeps {
   flow: OAuthFlow;
   environments: EnvironmentStore;
+  /**
+   * Refuse `public_key` links: only connect tokens made by the application's backend start a flow, so
+   * nobody can attach their own account to a connection id of their choosing. @default false
+   */
+  requireConnectToken?: boolean;
   /** One line per failure, never with a secret in it. @default a line on stderr */
   log?: (message: string) => void;
 }
@@ -59,25 +66,38 @@ export function createOAuthRouter(deps: OAuthRoutesDeps): Router {
 
   router.get('/oauth/connect/:integration', async (req, res) => {
     const query = plainQuery(req);
-    const publicKey = query['public_key'];
-    const environment = publicKey ? await deps.environments.findByPublicKey(publicKey) : undefined;
-    if (!environment) {
-      sendPage(
-        res,
-        401,
-        false,
-        'Connection failed',
-        'The connect link has no valid public_key: ask the application for a new link.',
-      );
-      return;
-    }
     try {
-      const { authorizationUrl } = await deps.flow.start({
-        environmentId: environment.id,
-        integrationId: req.params.integration,
-        connectionId: query['connection_id'] ?? '',
-        connectionConfig: connectionConfigOf(req),
-      });
+      const fromLink = connectionConfigOf(req);
+      let input;
+      if (query['connect_token'] !== undefined) {
+        const bound = deps.flow.verifyConnectToken(query['connect_token']);
+        if (bound.integrationId !== req.params.integration) {
+          throw new ServiceError('invalid_connect_token', 'the connect token was made for another integration', {
+            status: 401,
+          });
+        }
+        // Settings the token fixes win; the end user may add the ones it left open (their subdomain, say).
+        input = { ...bound, connectionConfig: { ...fromLink, ...bound.connectionConfig } };
+      } else {
+        const publicKey = deps.requireConnectToken ? undefined : query['public_key'];
+        const environment = publicKey ? await deps.environments.findByPublicKey(publicKey) : undefined;
+        if (!environment) {
+          throw new ServiceError(
+            'invalid_connect_link',
+            deps.requireConnectToken
+              ? 'The connect link has no connect_token: ask the application for a new link.'
+              : 'The connect link has no valid public_key or connect_token: ask the application for a new link.',
+            { status: 401 },
+          );
+        }
+        input = {
+          environmentId: environment.id,
+          integrationId: req.params.integration,
+          connectionId: query['connection_id'] ?? '',
+          connectionConfig: fromLink,
+        };
+      }
+      const { authorizationUrl } = await deps.flow.start(input);
       res.set('Cache-Control', 'no-store').set('Referrer-Policy', 'no-referrer').redirect(302, authorizationUrl);
     } catch (error) {
       if (!isServiceError(error)) throw error;

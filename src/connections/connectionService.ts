@@ -161,6 +161,11 @@ export class PostgresConnectionService implements ConnectionService {
   private readonly now: () => Date;
   private readonly log: (message: string) => void;
   private readonly onConnectionSaved: ((event: ConnectionSavedEvent) => Promise<void>) | undefined;
+  /**
+   * Refreshes in flight in this process, by connection row id. Callers of one process join the same
+   * refresh instead of each holding a pooled Postgres connection while they wait on the advisory lock.
+   */
+  private readonly refreshing = new Map<number, Promise<Refreshed>>();
 
   constructor(deps: PostgresConnectionServiceDeps) {
     this.db = deps.db;
@@ -182,10 +187,7 @@ export class PostgresConnectionService implements ConnectionService {
     return this.toRecord(row, credentials, options.refreshToken ?? false);
   }
 
-  async authorizeRequest(
-    scope: ConnectionScope,
-    request: RequestToAuthorize & { formParams?: Record<string, string> },
-  ): Promise<AuthorizedRequest> {
+  async authorizeRequest(scope: ConnectionScope, request: RequestToAuthorize): Promise<AuthorizedRequest> {
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
     const { row, credentials } = await this.fresh(scope, false);
     const { provider } = resolved;
@@ -376,7 +378,12 @@ export class PostgresConnectionService implements ConnectionService {
     const credentials = this.decrypt(row);
     if (credentials.type !== 'OAUTH2' || !(forceRefresh || this.expiresSoon(credentials))) return { row, credentials };
     if (row.refresh_error_permanent && !forceRefresh) throw this.refreshFailed(scope, row);
-    return this.refresh(scope, row, forceRefresh);
+    if (forceRefresh) return this.refresh(scope, row, true);
+    const inFlight = this.refreshing.get(row.id);
+    if (inFlight) return inFlight;
+    const started = this.refresh(scope, row, false).finally(() => this.refreshing.delete(row.id));
+    this.refreshing.set(row.id, started);
+    return started;
   }
 
   private expiresSoon(credentials: OAuth2Credentials): boolean {
@@ -384,11 +391,7 @@ export class PostgresConnectionService implements ConnectionService {
     return Date.parse(credentials.expires_at) - this.now().getTime() < REFRESH_WINDOW_MS;
   }
 
-  private async refresh(
-    scope: ConnectionScope,
-    seen: ConnectionRow,
-    forceRefresh: boolean,
-  ): Promise<{ row: ConnectionRow; credentials: StoredCredentials }> {
+  private async refresh(scope: ConnectionScope, seen: ConnectionRow, forceRefresh: boolean): Promise<Refreshed> {
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
     const outcome = await inTransaction(this.db, async (client): Promise<Refreshed | FailedRefresh> => {
       await client.query('SELECT pg_advisory_xact_lock($1, $2)', [REFRESH_LOCK_NAMESPACE, seen.id]);

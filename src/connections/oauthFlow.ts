@@ -6,7 +6,7 @@
  * Each attempt is a row of oauth_sessions keyed by a hash of its `state` (OAuth 2) or temporary token
  * (OAuth 1): the callback deletes the row as it reads it, so a state works once, and it expires.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
@@ -61,6 +61,20 @@ interface SessionRow {
   redirect_uri: string;
   expires_at: Date;
 }
+
+/** Default lifetime of a connect token: the time an application gives its user to click "connect". */
+export const DEFAULT_CONNECT_TOKEN_TTL_MS = 30 * 60 * 1000;
+
+const connectTokenPayload = z
+  .object({
+    e: z.string(),
+    i: z.string(),
+    c: z.string(),
+    cc: z.record(z.string(), z.string()),
+    /** Expiry, milliseconds since the epoch. */
+    x: z.number(),
+  })
+  .strict();
 
 export type CallbackResult = { ok: true; scope: ConnectionScope } | { ok: false; error: ServiceError };
 
@@ -129,6 +143,81 @@ export class OAuthFlow {
     };
     for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
     return { authorizationUrl: url.toString() };
+  }
+
+  /**
+   * A connect token: what an application's backend (holding the secret key) hands its end user so the
+   * connect link is bound to one environment, integration and connection id. Without it, anyone who
+   * knows the public key could attach their own account to any connection id. Signed with a key
+   * derived from the encryption key (HKDF), so it needs no storage and survives key rotation.
+   */
+  createConnectToken(input: StartConnectInput & { ttlMs?: number }): { token: string; expiresAt: string } {
+    const { ttlMs, ...rest } = input;
+    const parsed = startInput.safeParse(rest);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+      throw new ServiceError('invalid_connect_request', `invalid connect request: ${problems.join('; ')}`, {
+        status: 400,
+      });
+    }
+    const expiresAt = this.now().getTime() + (ttlMs ?? DEFAULT_CONNECT_TOKEN_TTL_MS);
+    const payload = Buffer.from(
+      JSON.stringify({
+        e: parsed.data.environmentId,
+        i: parsed.data.integrationId,
+        c: parsed.data.connectionId,
+        cc: parsed.data.connectionConfig,
+        x: expiresAt,
+      }),
+    ).toString('base64url');
+    const mac = createHmac('sha256', this.tokenKeys()[0]!).update(payload).digest('base64url');
+    return { token: `ct_${payload}.${mac}`, expiresAt: new Date(expiresAt).toISOString() };
+  }
+
+  /** What a connect token binds, or a ServiceError when it is forged, malformed or expired. */
+  verifyConnectToken(token: string): z.infer<typeof startInput> {
+    const invalid = new ServiceError(
+      'invalid_connect_token',
+      'the connect token is not valid; ask the application for a new link',
+      {
+        status: 401,
+      },
+    );
+    const match = /^ct_([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/.exec(token);
+    if (!match) throw invalid;
+    const payload = match[1]!;
+    const mac = match[2]!;
+    const presented = Buffer.from(mac, 'base64url');
+    const valid = this.tokenKeys().some((key) => {
+      const expected = createHmac('sha256', key).update(payload).digest();
+      return expected.length === presented.length && timingSafeEqual(expected, presented);
+    });
+    if (!valid) throw invalid;
+    let decoded: unknown;
+    try {
+      decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    } catch {
+      throw invalid;
+    }
+    const parsed = connectTokenPayload.safeParse(decoded);
+    if (!parsed.success) throw invalid;
+    if (parsed.data.x < this.now().getTime()) {
+      throw new ServiceError('connect_token_expired', 'the connect token expired; ask the application for a new link', {
+        status: 401,
+      });
+    }
+    return {
+      environmentId: parsed.data.e,
+      integrationId: parsed.data.i,
+      connectionId: parsed.data.c,
+      connectionConfig: parsed.data.cc,
+    };
+  }
+
+  private tokenKeys(): Buffer[] {
+    return this.deps.encryptor.keys.map((entry) =>
+      Buffer.from(hkdfSync('sha256', entry.key, Buffer.alloc(0), 'integration-service connect token', 32)),
+    );
   }
 
   /**

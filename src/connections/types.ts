@@ -26,6 +26,11 @@ export interface RequestToAuthorize {
   baseUrlOverride?: string | undefined;
   headers: Record<string, string>;
   params: Record<string, string | number>;
+  /**
+   * The fields of an `application/x-www-form-urlencoded` body, when the request has one: OAuth 1.0a
+   * signs them (RFC 5849 section 3.4.1.3.1). Ignored by the other auth modes.
+   */
+  formParams?: Record<string, string> | undefined;
 }
 
 export interface ConnectionService {

@@ -319,6 +319,55 @@ describe('OAuth 2 connections end to end', () => {
     expect(unknown.body).toContain('nope');
   });
 
+  it('connects with a connect token made by the backend; refuses forged, misdirected and expired ones', async () => {
+    const strict = await startHarness({
+      db,
+      encryptor: h.encryptor,
+      now,
+      requireConnectToken: true,
+      callbackUrl: `${h.appUrl}/oauth/callback`,
+      extraProviders: {
+        'fake-oauth2': fakeOAuth2Provider(fake.url, { token_request_auth_method: 'client_secret_basic' }),
+      },
+    });
+    const refused = await strict.browse(
+      `${strict.appUrl}/oauth/connect/fake-app?public_key=${publicKey}&connection_id=gina`,
+    );
+    expect(refused.status).toBe(401);
+    expect(refused.body).toContain('connect_token');
+
+    const { token, expiresAt } = strict.oauthFlow.createConnectToken({
+      environmentId,
+      integrationId: 'fake-app',
+      connectionId: 'gina',
+      connectionConfig: { team: 'red' },
+    });
+    expect(Date.parse(expiresAt)).toBeGreaterThan(Date.now());
+    // The end user cannot override what the token fixes.
+    const page = await strict.browse(
+      `${strict.appUrl}/oauth/connect/fake-app?connect_token=${token}&connection_id=mallory&connection_config[team]=blue`,
+    );
+    expect(page.status, page.body).toBe(200);
+    expect(page.body).toContain('gina');
+    const record = await h.service.getConnection(scope('gina'));
+    expect(record.connection_config).toEqual({ team: 'red' });
+    await expect(h.service.getConnection(scope('mallory'))).rejects.toMatchObject({ code: 'unknown_connection' });
+
+    const forged = token.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
+    expect((await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=${forged}`)).status).toBe(401);
+    expect((await strict.browse(`${strict.appUrl}/oauth/connect/other-app?connect_token=${token}`)).body).toContain(
+      'another integration',
+    );
+    clockOffsetMs = 31 * MINUTE;
+    try {
+      const expired = await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=${token}`);
+      expect(expired.status).toBe(401);
+      expect(expired.body).toContain('expired');
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
   it('never wrote a token or secret to a log line (and the scan does see the service lines)', () => {
     logScan.secret(...fake.state.issued);
     expect(logScan.secretCount()).toBeGreaterThan(10);

@@ -25,6 +25,7 @@ export interface HarnessOptions {
   now?: () => Date;
   /** Bind the app to this callback URL instead of its own (to run a second "process" on one app's URL). */
   callbackUrl?: string;
+  requireConnectToken?: boolean;
 }
 
 export async function startHarness(options: HarnessOptions) {
@@ -41,7 +42,13 @@ export async function startHarness(options: HarnessOptions) {
   };
   const connections = createConnections(createOptions);
   const app = express();
-  app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
+  app.use(
+    createOAuthRouter({
+      flow: connections.oauthFlow,
+      environments: connections.environments,
+      requireConnectToken: options.requireConnectToken ?? false,
+    }),
+  );
   server.on('request', app);
   afterAll(async () => {
     server.closeAllConnections();
