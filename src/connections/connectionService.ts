@@ -69,7 +69,7 @@ export const importConnectionInput = z
     integrationId: z.string().min(1),
     connectionId: connectionIdSchema,
     credentials: credentialsSchema,
-    connection_config: z.record(z.string(), z.string()).optional(),
+    connection_config: z.record(z.string().max(128), z.string().max(2048)).optional(),
     metadata: jsonObject.optional(),
   })
   .strict();
@@ -335,7 +335,15 @@ export class PostgresConnectionService implements ConnectionService {
     );
     const row = rows[0]!;
     this.log(`${row.inserted ? 'created' : 'updated'} ${describe(scope)} (${credentials.type})`);
-    await this.onConnectionSaved?.({ scope, created: row.inserted });
+    // The credentials are stored whatever the hook does: a hook failure (starting syncs, say) is
+    // reported, not allowed to turn a successful connect into a failure page.
+    try {
+      await this.onConnectionSaved?.({ scope, created: row.inserted });
+    } catch (error) {
+      this.log(
+        `after saving ${describe(scope)}, onConnectionSaved failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
     return row;
   }
 

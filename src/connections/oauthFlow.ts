@@ -187,9 +187,11 @@ export class OAuthFlow {
     if (!match) throw invalid;
     const payload = match[1]!;
     const mac = match[2]!;
-    const presented = Buffer.from(mac, 'base64url');
+    // Compare the text, not decoded bytes: base64 ignores the low bits of the last character, so two
+    // spellings decode alike, and a token must have exactly one.
+    const presented = Buffer.from(mac);
     const valid = this.tokenKeys().some((key) => {
-      const expected = createHmac('sha256', key).update(payload).digest();
+      const expected = Buffer.from(createHmac('sha256', key).update(payload).digest('base64url'));
       return expected.length === presented.length && timingSafeEqual(expected, presented);
     });
     if (!valid) throw invalid;

@@ -37,6 +37,7 @@ describe('OAuth 2 connections end to end', () => {
   let publicKey: string;
   let dbUrl: string;
   let db: Pool;
+  const saved: string[] = [];
   const clientSecret = 'client-secret-0f9a8b7c6d5e';
 
   const scope = (connectionId: string): ConnectionScope => ({ environmentId, integrationId: 'fake-app', connectionId });
@@ -58,6 +59,12 @@ describe('OAuth 2 connections end to end', () => {
     h = await startHarness({
       db: pool,
       now,
+      onConnectionSaved: async (event) => {
+        saved.push(`${event.scope.connectionId}:${event.created ? 'created' : 'updated'}`);
+        // A failing hook must not undo or fail the connect.
+        if (event.scope.connectionId === 'bob' && !event.created) throw new Error('sync scheduler down');
+        await Promise.resolve();
+      },
       extraProviders: {
         'fake-oauth2': fakeOAuth2Provider(fake.url, {
           token_request_auth_method: 'client_secret_basic',
@@ -254,6 +261,8 @@ describe('OAuth 2 connections end to end', () => {
     expect((await h.service.getConnectionStatus(scope('bob'))).refresh_error).toBeNull();
     const record = await h.service.getConnection(scope('bob'));
     expect(record.metadata).toEqual({ plan: 'pro' });
+    expect(saved.filter((event) => event.startsWith('bob:'))).toEqual(['bob:created', 'bob:updated']);
+    expect(logScan.lines().some((line) => line.includes('onConnectionSaved failed: sync scheduler down'))).toBe(true);
   });
 
   it('refuses a replayed, an unknown, an expired or a denied callback with a failure page', async () => {
@@ -353,8 +362,20 @@ describe('OAuth 2 connections end to end', () => {
     expect(record.connection_config).toEqual({ team: 'red' });
     await expect(h.service.getConnection(scope('mallory'))).rejects.toMatchObject({ code: 'unknown_connection' });
 
-    const forged = token.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
-    expect((await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=${forged}`)).status).toBe(401);
+    // Every one-character change of the signature's last character (including the low bits base64 ignores) is refused.
+    for (const forged of [
+      token.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+      token.replace(/.$/, (c) => (c === 'A' ? 'Q' : 'A')),
+    ]) {
+      expect((await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=${forged}`)).status).toBe(401);
+    }
+    const [payload, mac] = token.slice(3).split('.') as [string, string];
+    const otherPayload = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), c: 'mallory' }),
+    ).toString('base64url');
+    expect(
+      (await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=ct_${otherPayload}.${mac}`)).status,
+    ).toBe(401);
     expect((await strict.browse(`${strict.appUrl}/oauth/connect/other-app?connect_token=${token}`)).body).toContain(
       'another integration',
     );

@@ -26,6 +26,7 @@ export interface HarnessOptions {
   /** Bind the app to this callback URL instead of its own (to run a second "process" on one app's URL). */
   callbackUrl?: string;
   requireConnectToken?: boolean;
+  onConnectionSaved?: CreateConnectionsOptions['onConnectionSaved'];
 }
 
 export async function startHarness(options: HarnessOptions) {
@@ -39,6 +40,7 @@ export async function startHarness(options: HarnessOptions) {
     callbackUrl: options.callbackUrl ?? `${appUrl}/oauth/callback`,
     catalog: loadProviderCatalog({ extraFile: options.providersFile, extra: options.extraProviders }),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.onConnectionSaved ? { onConnectionSaved: options.onConnectionSaved } : {}),
   };
   const connections = createConnections(createOptions);
   const app = express();
