@@ -26,9 +26,9 @@ function toSchema(schema: z.ZodType): JsonSchema {
   return json;
 }
 
-/** Express `:name` segments become OpenAPI `{name}`. */
+/** Express `:name` segments (and `*name` wildcards) become OpenAPI `{name}`. */
 export function openApiPath(path: string): string {
-  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  return path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 }
 
 function parameters(schema: z.ZodType | undefined, where: 'query' | 'path'): Record<string, unknown>[] {

@@ -27,6 +27,11 @@ export interface CreateServerOptions {
   bodyLimit?: string;
   rateLimit?: RateLimitOptions;
   logger?: Logger;
+  /**
+   * Express handlers mounted after the declared routes and before the fallback (the OAuth connect and
+   * callback router, which answers browsers with HTML rather than the JSON envelope).
+   */
+  mount?: readonly express.RequestHandler[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -57,7 +62,16 @@ export function createServer(options: CreateServerOptions): express.Express {
     });
     next();
   });
-  app.use(express.json({ limit: options.bodyLimit ?? '5mb', type: ['application/json', 'application/*+json'] }));
+  app.use(
+    express.json({
+      limit: options.bodyLimit ?? '5mb',
+      type: ['application/json', 'application/*+json'],
+      // The bytes as sent, for what must see them unchanged: webhook signatures, the proxy.
+      verify: (req, _res, buffer) => {
+        (req as Request & { rawBody?: Buffer }).rawBody = buffer;
+      },
+    }),
+  );
 
   for (const route of options.routes) {
     app[route.method](route.path, (req, res, next) => {
@@ -132,6 +146,8 @@ export function createServer(options: CreateServerOptions): express.Express {
     return environment;
   }
 
+  for (const handler of options.mount ?? []) app.use(handler);
+
   app.use((req, res, next) => {
     if (!options.fallback) {
       next();
@@ -169,6 +185,11 @@ export function createServer(options: CreateServerOptions): express.Express {
   return app;
 }
 
+/** The request body as received, when it was JSON (kept by the body parser). */
+export function rawBodyOf(req: Request): Buffer | undefined {
+  return (req as Request & { rawBody?: Buffer }).rawBody;
+}
+
 const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
 
 /** `{ error: { code, message, errors? } }`, the body of every error the API answers. */
@@ -182,14 +203,14 @@ export function errorBody(failure: ServiceError): { error: { code: string; messa
   };
 }
 
-interface ValidationProblem {
+export interface ValidationProblem {
   path: string;
   code: string;
   message: string;
 }
 
 /** Parses one part of the request, collecting its problems so that all parts are reported at once. */
-function parse<T>(
+export function parse<T>(
   schema: z.ZodType<T> | undefined,
   value: unknown,
   where: 'query' | 'body' | 'path',
@@ -204,7 +225,7 @@ function parse<T>(
   return undefined as T;
 }
 
-function invalidRequest(problems: ValidationProblem[]): ServiceError {
+export function invalidRequest(problems: ValidationProblem[]): ServiceError {
   const first = problems[0];
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
   return new ServiceError(
@@ -217,7 +238,7 @@ function invalidRequest(problems: ValidationProblem[]): ServiceError {
   );
 }
 
-function connectionHeaders(req: Request, environment: AuthenticatedEnvironment) {
+export function connectionHeaders(req: Request, environment: AuthenticatedEnvironment) {
   const connectionId = req.header('connection-id');
   const integrationId = req.header('provider-config-key');
   if (!connectionId || !integrationId) {

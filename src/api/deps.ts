@@ -1,0 +1,47 @@
+/**
+ * What the REST API is built from. Everything is passed in (STYLE.md "Dependencies are passed in"):
+ * the composition root builds the stores once and tests build the same over their own database.
+ */
+import type { PostgresConnectionService } from '../connections/connectionService.js';
+import type { Encryptor } from '../connections/encryption.js';
+import type { EnvironmentStore } from '../connections/environmentStore.js';
+import type { PostgresEnvironmentVariableStore } from '../connections/environmentVariableStore.js';
+import type { IntegrationStore } from '../connections/integrationStore.js';
+import type { OAuthFlow } from '../connections/oauthFlow.js';
+import type { Pool } from '../db/pool.js';
+import type { Deployments } from '../deploy/deployments.js';
+import type { RecordStore } from '../records/types.js';
+import type { ScriptLogStore } from '../runtime/logStore.js';
+import type { SyncControl } from '../temporal/syncControl.js';
+import type { Logger } from './logger.js';
+import type { RateLimitOptions } from './rateLimit.js';
+
+export interface ProxyOptions {
+  /** First back-off of a retried proxy request, doubled on each attempt. @default 1000 */
+  retryInitialMs?: number;
+  /** Longest back-off (and longest `Retry-After` honoured). @default 30000 */
+  retryMaximumMs?: number;
+  /** Per-attempt time limit. @default 60000 */
+  timeoutMs?: number;
+}
+
+export interface ApiDeps {
+  db: Pool;
+  environments: EnvironmentStore;
+  connections: PostgresConnectionService;
+  integrations: IntegrationStore;
+  variables: PostgresEnvironmentVariableStore;
+  records: RecordStore;
+  logs: ScriptLogStore;
+  syncs: SyncControl;
+  deployments: Deployments;
+  /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */
+  encryptor: Encryptor;
+  /** The end user's OAuth connect flow; its router is mounted when given. */
+  oauthFlow?: OAuthFlow | undefined;
+  proxy?: ProxyOptions | undefined;
+  /** @default '5mb' */
+  bodyLimit?: string | undefined;
+  rateLimit?: RateLimitOptions | undefined;
+  logger?: Logger | undefined;
+}

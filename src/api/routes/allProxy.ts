@@ -1,0 +1,156 @@
+/**
+ * ALL /proxy/*: an authenticated pass-through to the connection's external API. The path after
+ * /proxy and the query go to the API's base URL (the provider catalog's, or `Base-Url-Override`);
+ * the connection's credentials are injected by ConnectionService.authorizeRequest. `Retries: n` retries
+ * on 5xx, 429, ECONNRESET, ETIMEDOUT and ECONNABORTED and on the statuses of `Retry-On: 409,423`, with
+ * exponential back-off, honouring `Retry-After` (SPEC.md "Errors"). The answer is the API's answer:
+ * status, headers (hop-by-hop ones dropped) and body bytes as received.
+ */
+import type { Request } from 'express';
+import axios, { AxiosError } from 'axios';
+import { z } from 'zod';
+import { ServiceError } from '../../errors.js';
+import { isRetryableStatus, parseRetryAfter, RETRYABLE_NETWORK_CODES } from '../../runtime/http.js';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute, type AnyRoute, type HttpMethod } from '../route.js';
+import { readBodyBytes } from '../body.js';
+import { scopeOf } from './shared.js';
+
+const MAX_RETRIES = 10;
+
+// Hop-by-hop headers (RFC 9110 section 7.6.1) and the length, which the sender recomputes.
+const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length'];
+// What else belongs to this service and must not reach the external API.
+const NOT_FORWARDED = new Set([
+  ...HOP_BY_HOP,
+  'host',
+  'proxy-authorization',
+  'proxy-connection',
+  'authorization',
+  'connection-id',
+  'provider-config-key',
+  'retries',
+  'retry-on',
+  'base-url-override',
+  'x-request-id',
+]);
+const NOT_RETURNED = new Set(HOP_BY_HOP);
+
+const proxyParams = z.object({ path: z.array(z.string()) });
+
+function parseHeaders(req: Request): { retries: number; retryOn: number[]; baseUrlOverride: string | undefined } {
+  const problems: string[] = [];
+  const retriesText = req.header('retries');
+  const retries = retriesText === undefined ? 0 : Number(retriesText);
+  if (!Number.isInteger(retries) || retries < 0 || retries > MAX_RETRIES) {
+    problems.push(`header Retries must be an integer from 0 to ${MAX_RETRIES}, got '${retriesText ?? ''}'`);
+  }
+  const retryOnText = req.header('retry-on');
+  const retryOn = (retryOnText ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map(Number);
+  if (retryOn.some((status) => !Number.isInteger(status) || status < 100 || status > 599)) {
+    problems.push(`header Retry-On must be comma-separated HTTP statuses, got '${retryOnText ?? ''}'`);
+  }
+  const baseUrlOverride = req.header('base-url-override');
+  if (baseUrlOverride !== undefined && !/^https?:\/\/[^\s]+$/i.test(baseUrlOverride)) {
+    problems.push('header Base-Url-Override must be an http(s) URL');
+  }
+  if (problems.length > 0) {
+    throw new ServiceError('invalid_request', `Invalid request: ${problems.join('; ')}`, {
+      status: 400,
+      details: problems,
+    });
+  }
+  return { retries, retryOn, baseUrlOverride };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
+  const initialMs = deps.proxy?.retryInitialMs ?? 1000;
+  const maximumMs = deps.proxy?.retryMaximumMs ?? 30_000;
+  const timeoutMs = deps.proxy?.timeoutMs ?? 60_000;
+  const methods: HttpMethod[] = ['get', 'post', 'put', 'patch', 'delete'];
+  return methods.map((method) =>
+    defineRoute({
+      method,
+      path: '/proxy/*path',
+      summary: `${method.toUpperCase()} the external API of a connection, credentials injected`,
+      description:
+        'Headers: `Retries` (0–10), `Retry-On` (extra statuses to retry, comma-separated), `Base-Url-Override`. The answer is the external API’s own status, headers and body.',
+      tags: ['proxy'],
+      auth: 'secret-key',
+      connectionScoped: true,
+      params: proxyParams,
+      responses: { 200: { description: 'The external API’s answer, passed through' } },
+      handler: async ({ req, res, params, connection }) => {
+        const scope = scopeOf(connection);
+        const { retries, retryOn, baseUrlOverride } = parseHeaders(req);
+        const search = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
+        const endpoint = `/${params.path.map(encodeURIComponent).join('/')}${search}`;
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(req.headers)) {
+          if (value === undefined || NOT_FORWARDED.has(name)) continue;
+          headers[name] = Array.isArray(value) ? value.join(', ') : value;
+        }
+        if (headers['accept-encoding'] === undefined) headers['accept-encoding'] = 'identity';
+        const bytes = req.method === 'GET' ? undefined : await readBodyBytes(req, 5 * 1024 * 1024);
+        const body = bytes && bytes.length > 0 ? bytes : undefined;
+        const authorized = await deps.connections.authorizeRequest(scope, {
+          method: req.method,
+          endpoint,
+          baseUrlOverride,
+          headers,
+          params: {},
+        });
+        for (let attempt = 0; ; attempt++) {
+          let delay = Math.min(maximumMs, initialMs * 2 ** attempt);
+          try {
+            const response = await axios.request<Buffer>({
+              method: authorized.method,
+              url: authorized.url,
+              headers: authorized.headers,
+              data: body,
+              responseType: 'arraybuffer',
+              decompress: false,
+              maxRedirects: 0,
+              timeout: timeoutMs,
+              validateStatus: () => true,
+              transitional: { clarifyTimeoutError: false },
+            });
+            if (attempt < retries && isRetryableStatus(response.status, retryOn)) {
+              const retryAfter = parseRetryAfter(String(response.headers['retry-after'] ?? ''));
+              if (retryAfter === undefined || retryAfter <= maximumMs) {
+                delay = retryAfter ?? delay;
+                await sleep(delay);
+                continue;
+              }
+            }
+            res.status(response.status);
+            for (const [name, value] of Object.entries(response.headers)) {
+              if (value === undefined || value === null || NOT_RETURNED.has(name.toLowerCase())) continue;
+              res.setHeader(name, Array.isArray(value) ? value.map(String) : String(value));
+            }
+            res.end(Buffer.from(response.data));
+            return undefined;
+          } catch (error) {
+            if (!(error instanceof AxiosError)) throw error;
+            const code = error.code ?? 'ERR_NETWORK';
+            if (attempt < retries && RETRYABLE_NETWORK_CODES.has(code)) {
+              await sleep(delay);
+              continue;
+            }
+            throw new ServiceError(
+              'proxy_upstream_unreachable',
+              `${authorized.method} to the external API failed after ${attempt + 1} attempt(s): ${code}`,
+              { status: 502, retryable: true },
+            );
+          }
+        }
+      },
+    }),
+  );
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import type { ConnectionScope } from '../../connections/types.js';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute, type RouteContext } from '../route.js';
+import { assertConnection, scopeOf } from './shared.js';
+
+/** HTTP status of an action whose script threw ActionError: the request was understood, the action refused it. */
+export const ACTION_FAILURE_STATUS = 422;
+
+export const actionTriggerBody = z
+  .object({
+    action_name: z.string().min(1),
+    input: z.unknown().optional().describe('The input of the action (its input model).'),
+  })
+  .strict();
+
+export const actionFailureSchema = z.object({
+  error_type: z.literal('action_script_failure'),
+  payload: z.unknown(),
+});
+
+/**
+ * Runs a deployed action and answers its output (200) or the ActionError body (422). Shared by
+ * POST /action/trigger and the generated action endpoints.
+ */
+export async function triggerAction(
+  deps: ApiDeps,
+  res: RouteContext<unknown, unknown, unknown>['res'],
+  scope: ConnectionScope,
+  actionName: string,
+  input: unknown,
+): Promise<undefined> {
+  await assertConnection(deps, scope);
+  const definition = await deps.deployments.actionDefinition(scope.environmentId, scope.integrationId, actionName);
+  const outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input });
+  if (outcome.ok) res.status(200).json(outcome.output ?? null);
+  else res.status(ACTION_FAILURE_STATUS).json(outcome.body);
+  return undefined;
+}
+
+export const postActionTriggerRoute = (deps: ApiDeps) =>
+  defineRoute({
+    method: 'post',
+    path: '/action/trigger',
+    summary: 'Run an action for one connection and return its output',
+    description: `Waits for the action to finish. When the script throws ActionError the answer is ${ACTION_FAILURE_STATUS} with \`{ error_type: "action_script_failure", payload }\`; other failures are errors in the envelope (404 action_not_found for an action that is not deployed or was removed).`,
+    tags: ['actions'],
+    auth: 'secret-key',
+    connectionScoped: true,
+    body: actionTriggerBody,
+    responses: {
+      200: { description: 'The output of the action' },
+      [ACTION_FAILURE_STATUS]: { description: 'The script threw ActionError', schema: actionFailureSchema },
+    },
+    handler: async ({ body, res, connection }) =>
+      triggerAction(deps, res, scopeOf(connection), body.action_name, body.input),
+  });

@@ -1,0 +1,200 @@
+/**
+ * Schemas and helpers the route files share: the records query (also used by generated sync
+ * endpoints), the sync selection of /sync/*, and the checks that keep one connection's data away from
+ * another's.
+ */
+import { z } from 'zod';
+import type { ConnectionScope } from '../../connections/types.js';
+import { isServiceError, ServiceError } from '../../errors.js';
+import type { LastAction, RecordScope } from '../../records/types.js';
+import type { SyncDefinition } from '../../runtime/definitions.js';
+import type { SyncRef } from '../../temporal/syncControl.js';
+import type { ApiDeps } from '../deps.js';
+import { createWebhookSettingsStore, type WebhookSettingsStore } from '../webhooks/settings.js';
+
+const LAST_ACTIONS: Record<string, LastAction> = { added: 'ADDED', updated: 'UPDATED', deleted: 'DELETED' };
+
+/** `a,b` or `?x=a&x=b`: a list of non-empty strings. */
+export const commaList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((value) => (Array.isArray(value) ? value : value.split(',')).map((item) => item.trim()))
+  .pipe(z.array(z.string().min(1, 'empty item in the list')).min(1));
+
+/** The query of GET /records without `model`: what every generated sync endpoint takes too. */
+export const recordsPageQuery = z
+  .object({
+    cursor: z.string().min(1).optional().describe('`next_cursor` of the previous page, or a record’s cursor.'),
+    limit: z.coerce.number().int().min(1).max(1000).optional().describe('Page size, 1 to 1000; default 100.'),
+    modified_after: z.iso
+      .datetime({ offset: true })
+      .transform((value) => new Date(value))
+      .optional()
+      .describe('Only records modified at or after this ISO 8601 instant.'),
+    filter: z
+      .string()
+      .regex(
+        /^(added|updated|deleted)(,(added|updated|deleted))*$/i,
+        'one or more of added, updated, deleted, comma-separated',
+      )
+      .transform((value) => [...new Set(value.toLowerCase().split(','))].flatMap((name) => LAST_ACTIONS[name] ?? []))
+      .optional()
+      .describe('Only records whose last action is one of these: added, updated, deleted (comma-separated).'),
+    ids: commaList.optional().describe('Only these record ids (comma-separated, or repeated).'),
+  })
+  .strict();
+export type RecordsPageQuery = z.output<typeof recordsPageQuery>;
+
+export const recordsPageSchema = z.object({
+  records: z.array(z.record(z.string(), z.unknown())).describe('Records, each with `_service_metadata`.'),
+  next_cursor: z.string().nullable(),
+});
+
+/** The scope of the Connection-Id and Provider-Config-Key headers; set on every connection-scoped route. */
+export function scopeOf(connection: ConnectionScope | undefined): ConnectionScope {
+  if (!connection)
+    throw new ServiceError('missing_connection_headers', 'Send Connection-Id and Provider-Config-Key.', {
+      status: 400,
+    });
+  return connection;
+}
+
+/**
+ * Fails with 404 `unknown_connection` unless the connection exists in the caller's environment: a
+ * key of one environment never reaches another environment's connection, and a typo is told apart
+ * from an empty result.
+ */
+export async function assertConnection(deps: ApiDeps, scope: ConnectionScope): Promise<void> {
+  await deps.connections.getMetadata(scope);
+}
+
+/** Reads one page of records; `model` must be an output of a deployed sync of the integration. */
+export async function readRecords(
+  deps: ApiDeps,
+  scope: RecordScope,
+  model: string,
+  query: RecordsPageQuery,
+): Promise<z.infer<typeof recordsPageSchema>> {
+  await assertConnection(deps, scope);
+  return deps.records.listRecords({
+    ...scope,
+    model,
+    cursor: query.cursor,
+    limit: query.limit,
+    modifiedAfter: query.modified_after,
+    filter: query.filter,
+    ids: query.ids,
+  });
+}
+
+/** The body of /sync/trigger, /sync/pause and /sync/start. */
+export const syncSelectionBody = z
+  .object({
+    provider_config_key: z.string().min(1),
+    connection_id: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('One connection; every connection of the integration when omitted.'),
+    syncs: commaList.describe('Sync names (a list or comma-separated); `*` for every sync of the integration.'),
+  })
+  .strict();
+
+export const syncActionResult = z.object({
+  /** One entry per (connection, sync) touched. */
+  syncs: z.array(z.object({ connection_id: z.string(), name: z.string() })),
+});
+
+/** The deployed syncs named (or all with `*`) and the connections meant; every name must exist. */
+export async function selectSyncs(
+  deps: ApiDeps,
+  environmentId: string,
+  selection: { provider_config_key: string; connection_id?: string | undefined; syncs: string[] },
+): Promise<{ definitions: SyncDefinition[]; connectionIds: string[] }> {
+  const integrationId = selection.provider_config_key;
+  await deps.integrations.get(environmentId, integrationId);
+  const deployed = await deps.deployments.syncDefinitions(environmentId, integrationId);
+  let definitions = deployed;
+  if (!selection.syncs.includes('*')) {
+    const unknown = selection.syncs.filter((name) => !deployed.some((definition) => definition.syncName === name));
+    if (unknown.length > 0) {
+      throw new ServiceError(
+        'unknown_sync',
+        `integration '${integrationId}' has no deployed sync ${unknown.map((name) => `'${name}'`).join(', ')}; deployed: ${deployed.map((d) => d.syncName).join(', ') || 'none'}`,
+        { status: 404 },
+      );
+    }
+    definitions = deployed.filter((definition) => selection.syncs.includes(definition.syncName));
+  }
+  let connectionIds: string[];
+  if (selection.connection_id !== undefined) {
+    await assertConnection(deps, { environmentId, integrationId, connectionId: selection.connection_id });
+    connectionIds = [selection.connection_id];
+  } else {
+    connectionIds = (await deps.connections.listConnections(environmentId, { integrationId })).map(
+      (c) => c.connection_id,
+    );
+  }
+  return { definitions, connectionIds };
+}
+
+/** Starts (or hands the current definition to) every deployed sync of a connection: idempotent. */
+export async function ensureConnectionSyncs(
+  deps: Pick<ApiDeps, 'deployments' | 'syncs'>,
+  scope: ConnectionScope,
+): Promise<string[]> {
+  const definitions = await deps.deployments.syncDefinitions(scope.environmentId, scope.integrationId);
+  for (const definition of definitions) await deps.syncs.ensureSync(definition, scope.connectionId);
+  return definitions.map((definition) => definition.syncName);
+}
+
+/** The connection record query flags: `true`/`false` (or 1/0) strings. */
+export const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+/**
+ * Applies a sync control operation to every selected (connection, sync); `missing` handles a sync whose
+ * entity workflow does not exist for that connection yet.
+ */
+export async function forEachSelectedSync(
+  deps: ApiDeps,
+  environmentId: string,
+  selection: { provider_config_key: string; connection_id?: string | undefined; syncs: string[] },
+  operation: {
+    existing: (ref: SyncRef) => Promise<void>;
+    missing: (definition: SyncDefinition, connectionId: string) => Promise<void>;
+  },
+): Promise<z.infer<typeof syncActionResult>> {
+  const { definitions, connectionIds } = await selectSyncs(deps, environmentId, selection);
+  const touched: { connection_id: string; name: string }[] = [];
+  for (const connectionId of connectionIds) {
+    for (const definition of definitions) {
+      try {
+        await operation.existing({ ...definition, connectionId });
+      } catch (error) {
+        if (!isServiceError(error) || error.code !== 'sync_not_found') throw error;
+        await operation.missing(definition, connectionId);
+      }
+      touched.push({ connection_id: connectionId, name: definition.syncName });
+    }
+  }
+  return { syncs: touched };
+}
+
+/** The body of POST (replace) and PATCH (merge) /connections/metadata. */
+export const metadataBody = z
+  .object({
+    connection_id: z.string().min(1),
+    provider_config_key: z.string().min(1),
+    metadata: z.record(z.string(), z.unknown()),
+  })
+  .strict();
+
+const settingsStores = new WeakMap<ApiDeps, WebhookSettingsStore>();
+/** The webhook settings store over the API's database and encryptor. */
+export function webhookSettingsOf(deps: ApiDeps): WebhookSettingsStore {
+  let store = settingsStores.get(deps);
+  if (!store) {
+    store = createWebhookSettingsStore({ db: deps.db, encryptor: deps.encryptor });
+    settingsStores.set(deps, store);
+  }
+  return store;
+}

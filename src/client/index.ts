@@ -1,0 +1,296 @@
+/**
+ * A typed Node client for the REST API (fetch-based, no dependencies). Request and response types
+ * come from the routes' own zod schemas (type-only imports: nothing of the server is loaded).
+ *
+ * @example
+ * const api = createClient({ baseUrl: 'http://127.0.0.1:3003', secretKey: process.env.SERVICE_SECRET_KEY! });
+ * const connection = { connectionId: 'user-42', providerConfigKey: 'github' };
+ * const page = await api.records.list({ ...connection, model: 'Issue', limit: 100 });
+ */
+import type { z } from 'zod';
+import type { recordsQuery } from '../api/routes/getRecords.js';
+import type { actionTriggerBody } from '../api/routes/postActionTrigger.js';
+import type { syncTriggerBody } from '../api/routes/postSyncTrigger.js';
+import type { metadataBody, recordsPageSchema, syncActionResult, syncSelectionBody } from '../api/routes/shared.js';
+import type { syncStatusQuery, syncStatusSchema } from '../api/routes/getSyncStatus.js';
+import type { connectionSummarySchema } from '../api/routes/getConnections.js';
+import type { connectionRecordSchema } from '../api/routes/getConnection.js';
+import type { importConnectionBody } from '../api/routes/postConnections.js';
+import type { integrationSchema } from '../api/routes/integrationView.js';
+import type { createIntegrationBody } from '../api/routes/postIntegrations.js';
+import type { patchIntegrationBody } from '../api/routes/patchIntegration.js';
+import type { environmentVariableSchema } from '../api/routes/getEnvironmentVariables.js';
+import type { setVariablesBody } from '../api/routes/postEnvironmentVariables.js';
+import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
+import type { putWebhookSettingsBody } from '../api/routes/putWebhookSettings.js';
+import type { webhookSettingsSchema } from '../api/routes/getWebhookSettings.js';
+import type { webhookDeliveriesQuery } from '../api/routes/getWebhookDeliveries.js';
+import type { WebhookDelivery } from '../api/webhooks/deliveries.js';
+import type { DeployPlan, DeployRequest } from '../deploy/deployments.js';
+
+/** Connection-scoped calls act for one connection of one integration. */
+export interface ConnectionRef {
+  connectionId: string;
+  providerConfigKey: string;
+}
+
+export type RecordsPage = z.output<typeof recordsPageSchema>;
+export type RecordsQuery = Omit<z.input<typeof recordsQuery>, 'modified_after' | 'ids' | 'limit'> & {
+  modified_after?: string | Date;
+  ids?: string[];
+  limit?: number;
+};
+export type SyncStatus = z.output<typeof syncStatusSchema>['syncs'][number];
+export type ConnectionSummary = z.output<typeof connectionSummarySchema>;
+export type ConnectionRecord = z.output<typeof connectionRecordSchema>;
+export type Integration = z.output<typeof integrationSchema>;
+export type EnvironmentVariable = z.output<typeof environmentVariableSchema>;
+export type LogLine = z.output<typeof logLineSchema>;
+export type { WebhookDelivery };
+
+/** `{ error_type: 'action_script_failure', payload }`: what an action answers when its script throws ActionError. */
+export interface ActionFailure {
+  error_type: 'action_script_failure';
+  payload: unknown;
+}
+export type ActionResult<T> = { ok: true; output: T } | { ok: false; failure: ActionFailure };
+
+/** An error answer of the API: its status, stable code, message and details. */
+export class ServiceApiError extends Error {
+  override readonly name = 'ServiceApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly errors: unknown,
+    readonly requestId: string | null,
+  ) {
+    super(`${status} ${code}: ${message}`);
+  }
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  secretKey?: string | undefined;
+  fetch?: typeof fetch;
+}
+
+type Query = Record<string, string | number | boolean | string[] | Date | undefined>;
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  /** The body parsed as JSON (undefined when it is not JSON). */
+  json: unknown;
+}
+
+export function createClient(options: ClientOptions) {
+  const doFetch = options.fetch ?? fetch;
+  const base = options.baseUrl.replace(/\/+$/, '');
+
+  function url(path: string, query: Query = {}): string {
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) {
+      if (value === undefined) continue;
+      if (Array.isArray(value)) search.set(name, value.join(','));
+      else search.set(name, value instanceof Date ? value.toISOString() : String(value));
+    }
+    const text = search.toString();
+    return `${base}${path}${text ? `?${text}` : ''}`;
+  }
+
+  async function raw(
+    method: string,
+    path: string,
+    init: { query?: Query; body?: unknown; connection?: ConnectionRef; headers?: Record<string, string> } = {},
+  ): Promise<RawResponse> {
+    const headers: Record<string, string> = { ...init.headers };
+    if (options.secretKey !== undefined) headers['authorization'] = `Bearer ${options.secretKey}`;
+    if (init.connection) {
+      headers['connection-id'] = init.connection.connectionId;
+      headers['provider-config-key'] = init.connection.providerConfigKey;
+    }
+    let body: string | Buffer | undefined;
+    if (Buffer.isBuffer(init.body) || typeof init.body === 'string') body = init.body;
+    else if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await doFetch(url(path, init.query), { method, headers, ...(body === undefined ? {} : { body }) });
+    const bytes = Buffer.from(await response.arrayBuffer());
+    let json: unknown;
+    if ((response.headers.get('content-type') ?? '').includes('json') && bytes.length > 0) {
+      try {
+        json = JSON.parse(bytes.toString('utf8'));
+      } catch {
+        json = undefined;
+      }
+    }
+    return { status: response.status, headers: response.headers, body: bytes, json };
+  }
+
+  function fail(response: RawResponse): never {
+    const error = (response.json as { error?: { code?: string; message?: string; errors?: unknown } } | undefined)
+      ?.error;
+    throw new ServiceApiError(
+      response.status,
+      error?.code ?? 'http_error',
+      error?.message ?? response.body.toString('utf8').slice(0, 300),
+      error?.errors,
+      response.headers.get('x-request-id'),
+    );
+  }
+
+  async function call<T>(method: string, path: string, init: Parameters<typeof raw>[2] = {}): Promise<T> {
+    const response = await raw(method, path, init);
+    if (response.status < 200 || response.status >= 300) fail(response);
+    return response.json as T;
+  }
+
+  async function action<T>(response: RawResponse): Promise<ActionResult<T>> {
+    if (response.status === 200) return { ok: true, output: response.json as T };
+    const body = response.json as Partial<ActionFailure> | undefined;
+    if (body?.error_type === 'action_script_failure')
+      return { ok: false, failure: { error_type: body.error_type, payload: body.payload } };
+    return fail(response);
+  }
+
+  const encode = encodeURIComponent;
+
+  return {
+    /** The low-level call: any method and path, the answer as received (for generated endpoints and tests). */
+    raw,
+    health: () => call<{ status: 'ok'; database: 'ok' }>('GET', '/health'),
+    openapi: () => call<Record<string, unknown>>('GET', '/openapi.json'),
+
+    records: {
+      list: ({ connectionId, providerConfigKey, ...query }: RecordsQuery & ConnectionRef) =>
+        call<RecordsPage>('GET', '/records', { query, connection: { connectionId, providerConfigKey } }),
+    },
+
+    actions: {
+      /** Runs an action; an ActionError of the script comes back as `{ ok: false, failure }`. */
+      trigger: async <T = unknown>(connection: ConnectionRef, body: z.input<typeof actionTriggerBody>) =>
+        action<T>(await raw('POST', '/action/trigger', { body, connection })),
+    },
+
+    syncs: {
+      trigger: (body: z.input<typeof syncTriggerBody>) =>
+        call<z.output<typeof syncActionResult>>('POST', '/sync/trigger', { body }),
+      pause: (body: z.input<typeof syncSelectionBody>) =>
+        call<z.output<typeof syncActionResult>>('POST', '/sync/pause', { body }),
+      start: (body: z.input<typeof syncSelectionBody>) =>
+        call<z.output<typeof syncActionResult>>('POST', '/sync/start', { body }),
+      status: (query: Omit<z.input<typeof syncStatusQuery>, 'syncs'> & { syncs: string[] | '*' }) =>
+        call<{ syncs: SyncStatus[] }>('GET', '/sync/status', {
+          query: { ...query, syncs: query.syncs === '*' ? '*' : query.syncs },
+        }),
+    },
+
+    connections: {
+      list: (query: { provider_config_key?: string } = {}) =>
+        call<{ connections: ConnectionSummary[] }>('GET', '/connections', { query }),
+      get: (connection: ConnectionRef, flags: { force_refresh?: boolean; refresh_token?: boolean } = {}) =>
+        call<ConnectionRecord>('GET', `/connections/${encode(connection.connectionId)}`, {
+          query: { provider_config_key: connection.providerConfigKey, ...flags },
+        }),
+      import: (body: z.input<typeof importConnectionBody>) => call<ConnectionRecord>('POST', '/connections', { body }),
+      delete: (connection: ConnectionRef) =>
+        call<{ deleted: true; syncs_stopped: number; records_erased: number }>(
+          'DELETE',
+          `/connections/${encode(connection.connectionId)}`,
+          {
+            query: { provider_config_key: connection.providerConfigKey },
+          },
+        ),
+      setMetadata: (body: z.input<typeof metadataBody>) =>
+        call<{ metadata: Record<string, unknown> }>('POST', '/connections/metadata', { body }),
+      updateMetadata: (body: z.input<typeof metadataBody>) =>
+        call<{ metadata: Record<string, unknown> }>('PATCH', '/connections/metadata', { body }),
+    },
+
+    /** ALL /proxy/*: the external API's answer as received. */
+    proxy: (
+      connection: ConnectionRef,
+      request: {
+        method: string;
+        path: string;
+        query?: Query;
+        body?: unknown;
+        headers?: Record<string, string>;
+        retries?: number;
+        retryOn?: number[];
+        baseUrlOverride?: string;
+      },
+    ) =>
+      raw(request.method, `/proxy/${request.path.replace(/^\/+/, '')}`, {
+        connection,
+        ...(request.query ? { query: request.query } : {}),
+        body: request.body,
+        headers: {
+          ...request.headers,
+          ...(request.retries === undefined ? {} : { retries: String(request.retries) }),
+          ...(request.retryOn === undefined ? {} : { 'retry-on': request.retryOn.join(',') }),
+          ...(request.baseUrlOverride === undefined ? {} : { 'base-url-override': request.baseUrlOverride }),
+        },
+      }),
+
+    integrations: {
+      list: () => call<{ integrations: Integration[] }>('GET', '/integrations'),
+      get: (id: string) => call<Integration>('GET', `/integrations/${encode(id)}`),
+      create: (body: z.input<typeof createIntegrationBody>) => call<Integration>('POST', '/integrations', { body }),
+      update: (id: string, body: z.input<typeof patchIntegrationBody>) =>
+        call<Integration>('PATCH', `/integrations/${encode(id)}`, { body }),
+      delete: (id: string, options: { delete_connections?: boolean } = {}) =>
+        call<{ deleted: true }>('DELETE', `/integrations/${encode(id)}`, { query: options }),
+    },
+
+    environmentVariables: {
+      list: () => call<{ variables: EnvironmentVariable[] }>('GET', '/environment-variables'),
+      set: (body: z.input<typeof setVariablesBody>) =>
+        call<{ variables: EnvironmentVariable[] }>('POST', '/environment-variables', { body }),
+      delete: (name: string) => call<{ deleted: true }>('DELETE', `/environment-variables/${encode(name)}`),
+    },
+
+    logs: {
+      search: (query: Partial<z.input<typeof logsQuery>> = {}) =>
+        call<{ logs: LogLine[]; next_before: string | null }>('GET', '/logs', { query: query as Query }),
+    },
+
+    webhooks: {
+      getSettings: () => call<z.output<typeof webhookSettingsSchema>>('GET', '/webhook-settings'),
+      setSettings: (body: z.input<typeof putWebhookSettingsBody>) =>
+        call<{ url: string | null; generated_secret?: string }>('PUT', '/webhook-settings', { body }),
+      deliveries: (query: Partial<z.input<typeof webhookDeliveriesQuery>> = {}) =>
+        call<{ deliveries: WebhookDelivery[]; next_before: string | null }>('GET', '/webhook-deliveries', {
+          query: query as Query,
+        }),
+    },
+
+    deploy: {
+      preview: (body: DeployRequest) => call<DeployPlan>('POST', '/deploy/preview', { body }),
+      apply: (body: DeployRequest, options: { allow_destructive?: boolean } = {}) =>
+        call<{ version: number; changes: unknown[] }>('POST', '/deploy', { body, query: options }),
+    },
+
+    /** A generated endpoint of the deployment: records of a sync endpoint, or an action's result. */
+    generated: {
+      records: (connection: ConnectionRef, method: string, path: string, query: Omit<RecordsQuery, 'model'> = {}) =>
+        call<RecordsPage>(method, path, { connection, query: query }),
+      action: async <T = unknown>(
+        connection: ConnectionRef,
+        method: string,
+        path: string,
+        input?: Record<string, unknown>,
+      ) => {
+        const inBody = ['POST', 'PUT', 'PATCH'].includes(method.toUpperCase());
+        return action<T>(
+          await raw(method, path, { connection, ...(inBody ? { body: input } : { query: (input ?? {}) as Query }) }),
+        );
+      },
+    },
+  };
+}
+
+export type ServiceClient = ReturnType<typeof createClient>;
