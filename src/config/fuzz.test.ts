@@ -7,24 +7,13 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { prng } from '../../bench/lib/stats.js';
 import { EXAMPLE_SERVICE_YAML } from '../cli/templates.js';
 import { generateModels } from './generateModels.js';
 import { PROBLEM_CODES } from './problems.js';
 import { compileConfig } from './validate.js';
 
 const ITERATIONS = 2000;
-
-/** mulberry32: a small deterministic PRNG. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SEEDS = [
   readFileSync(fileURLToPath(new URL('../../config/service.example.yaml', import.meta.url)), 'utf8'),
@@ -152,7 +141,7 @@ function mutateText(text: string, rand: () => number): string {
 
 describe('compiler fuzz', () => {
   it(`never throws on ${ITERATIONS} mutated configs and always answers well-formed`, () => {
-    const rand = random(20261121);
+    const rand = prng(20261121);
     const codes = new Set<string>(PROBLEM_CODES);
     const seen = new Set<string>();
     let valid = 0;
