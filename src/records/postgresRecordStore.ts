@@ -44,6 +44,13 @@ export interface PostgresRecordStoreOptions {
    * @default 2000
    */
   chunkSize?: number;
+  /**
+   * What the erase methods do after detaching (docs/records.md "Erase"): `inline` deletes the
+   * detached records before returning and returns their number; `deferred` returns at once (the
+   * records are already unreachable) and leaves the deleting to `purgeErasedRecords()`.
+   * @default 'inline'
+   */
+  purge?: 'inline' | 'deferred';
 }
 
 interface PreparedRecord {
@@ -54,7 +61,11 @@ interface PreparedRecord {
 
 const zeroSummary = (): WriteSummary => ({ added: 0, updated: 0, deleted: 0, unchanged: 0 });
 
-export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresRecordStoreOptions): RecordStore {
+export function createPostgresRecordStore({
+  db,
+  chunkSize = 2000,
+  purge = 'inline',
+}: PostgresRecordStoreOptions): RecordStore {
   if (!Number.isInteger(chunkSize) || chunkSize < 1) {
     throw new ServiceError('invalid_store_options', `chunkSize must be a positive integer, got ${String(chunkSize)}`);
   }
@@ -67,6 +78,10 @@ export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresReco
         await assertRunOwnsSync(client, options, options.runId);
         const scopeId = await lockScope(client, options, true);
         if (scopeId === null) throw new Error('record scope vanished while being created');
+        await client.query(
+          'INSERT INTO record_scope_syncs (scope_id, sync_name) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+          [scopeId, options.syncName],
+        );
         const summary = zeroSummary();
         let at: Date | undefined;
         for (let start = 0; start < prepared.length; start += chunkSize) {
@@ -152,7 +167,7 @@ export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresReco
 
     async eraseSync(options: EraseSyncOptions) {
       const connection = options.connectionId;
-      return inTransaction(db, async (client) => {
+      const { detached, deleted } = await inTransaction(db, async (client) => {
         // Lock order everywhere: the sync's run row, then scope rows (ascending), then records.
         await client.query(
           `DELETE FROM record_sync_runs WHERE environment_id = $1 AND integration_id = $2 AND sync_name = $3
@@ -164,23 +179,43 @@ export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresReco
             ...(connection === undefined ? [] : [connection]),
           ],
         );
-        const scopes = await client.query<{ scope_id: string }>(
-          `SELECT scope_id FROM record_scopes WHERE environment_id = $1 AND integration_id = $2
-             ${connection === undefined ? '' : 'AND connection_id = $3'}
-           ORDER BY scope_id FOR UPDATE`,
-          [options.environmentId, options.integrationId, ...(connection === undefined ? [] : [connection])],
+        // Only the scopes this sync wrote into; a scope no other sync wrote into is detached whole.
+        const scopes = await client.query<{ scope_id: string; shared: boolean }>(
+          `SELECT s.scope_id,
+                  EXISTS (SELECT 1 FROM record_scope_syncs o WHERE o.scope_id = s.scope_id AND o.sync_name <> $3) AS shared
+           FROM record_scopes s JOIN record_scope_syncs l ON l.scope_id = s.scope_id AND l.sync_name = $3
+           WHERE s.environment_id = $1 AND s.integration_id = $2 ${connection === undefined ? '' : 'AND s.connection_id = $4'}
+           ORDER BY s.scope_id FOR UPDATE OF s`,
+          [
+            options.environmentId,
+            options.integrationId,
+            options.syncName,
+            ...(connection === undefined ? [] : [connection]),
+          ],
         );
-        if (scopes.rows.length === 0) return 0;
-        const erased = await client.query('DELETE FROM records WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2', [
-          scopes.rows.map((row) => row.scope_id),
-          options.syncName,
-        ]);
-        return erased.rowCount ?? 0;
+        const shared = scopes.rows.filter((row) => row.shared).map((row) => row.scope_id);
+        const whole = scopes.rows.filter((row) => !row.shared).map((row) => row.scope_id);
+        let deleted = 0;
+        if (shared.length > 0) {
+          // Other syncs' records live in these scopes too: only this sync's go, here and now.
+          const result = await client.query(
+            'DELETE FROM records WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2',
+            [shared, options.syncName],
+          );
+          deleted = result.rowCount ?? 0;
+          await client.query('DELETE FROM record_scope_syncs WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2', [
+            shared,
+            options.syncName,
+          ]);
+        }
+        await detachScopes(client, whole);
+        return { detached: whole, deleted };
       });
+      return deleted + (purge === 'inline' ? await purgeScopes(db, detached) : 0);
     },
 
     async eraseConnection(options: RecordScope) {
-      return inTransaction(db, async (client) => {
+      const detached = await inTransaction(db, async (client) => {
         await client.query(
           'DELETE FROM record_sync_runs WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3',
           [options.environmentId, options.integrationId, options.connectionId],
@@ -190,12 +225,15 @@ export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresReco
            ORDER BY scope_id FOR UPDATE`,
           [options.environmentId, options.integrationId, options.connectionId],
         );
-        if (scopes.rows.length === 0) return 0;
         const ids = scopes.rows.map((row) => row.scope_id);
-        const erased = await client.query('DELETE FROM records WHERE scope_id = ANY($1::bigint[])', [ids]);
-        await client.query('DELETE FROM record_scopes WHERE scope_id = ANY($1::bigint[])', [ids]);
-        return erased.rowCount ?? 0;
+        await detachScopes(client, ids);
+        return ids;
       });
+      return purge === 'inline' ? purgeScopes(db, detached) : 0;
+    },
+
+    async purgeErasedRecords() {
+      return purgeScopes(db, undefined);
     },
 
     async beginRun(options) {
@@ -208,6 +246,54 @@ export function createPostgresRecordStore({ db, chunkSize = 2000 }: PostgresReco
       );
     },
   };
+}
+
+/** Records deleted per statement by a purge: small enough to keep each transaction short. */
+const PURGE_CHUNK = 20_000;
+
+/**
+ * Makes the scopes' records unreachable in the caller's transaction: every read and write finds a
+ * scope by its key in record_scopes, so once the row is gone its records are invisible, and a new
+ * write of the same key creates a new scope id. The scope ids are queued for purging.
+ */
+async function detachScopes(client: PoolClient, scopeIds: string[]): Promise<void> {
+  if (scopeIds.length === 0) return;
+  await client.query('DELETE FROM record_scopes WHERE scope_id = ANY($1::bigint[])', [scopeIds]);
+  await client.query('DELETE FROM record_scope_syncs WHERE scope_id = ANY($1::bigint[])', [scopeIds]);
+  await client.query(
+    'INSERT INTO record_scopes_detached (scope_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING',
+    [scopeIds],
+  );
+}
+
+/**
+ * Deletes the records of detached scopes (the given ones, or every queued one), a chunk per
+ * transaction. SKIP LOCKED lets several purgers share the queue. Returns the number deleted.
+ */
+async function purgeScopes(db: Pool, only: string[] | undefined): Promise<number> {
+  if (only !== undefined && only.length === 0) return 0;
+  let purged = 0;
+  for (;;) {
+    const step = await inTransaction(db, async (client) => {
+      const next = await client.query<{ scope_id: string }>(
+        `SELECT scope_id FROM record_scopes_detached ${only === undefined ? '' : 'WHERE scope_id = ANY($1::bigint[])'}
+         ORDER BY detached_at, scope_id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+        only === undefined ? [] : [only],
+      );
+      const scopeId = next.rows[0]?.scope_id;
+      if (scopeId === undefined) return null;
+      const deleted = await client.query(
+        // By physical row address (a TID scan), not by key: no second index probe per row.
+        `DELETE FROM records WHERE ctid = ANY(ARRAY(SELECT ctid FROM records WHERE scope_id = $1 LIMIT $2))`,
+        [scopeId, PURGE_CHUNK],
+      );
+      const count = deleted.rowCount ?? 0;
+      if (count < PURGE_CHUNK) await client.query('DELETE FROM record_scopes_detached WHERE scope_id = $1', [scopeId]);
+      return count;
+    });
+    if (step === null) return purged;
+    purged += step;
+  }
 }
 
 /** Validates and encodes a batch; the last occurrence of an id wins (Map keeps the first position, the last value). */

@@ -98,11 +98,18 @@ export interface RecordStore {
   /**
    * Erases every record a sync wrote, for all connections (a deploy removed the sync), or for one
    * connection when `connectionId` is given (`sync_mode: full_refresh_and_clear_cache`). Also forgets
-   * the sync's current run (see `beginRun`). Returns the number of records erased.
+   * the sync's current run (see `beginRun`). Returns the number of records erased. Records of a
+   * model that another sync also wrote are erased only where this sync wrote them last.
    */
   eraseSync(options: EraseSyncOptions): Promise<number>;
   /** Erases every record of one connection (the connection was deleted). Returns the number erased. */
   eraseConnection(options: RecordScope): Promise<number>;
+  /**
+   * Both erases first make the records unreachable in one short transaction, then delete them in
+   * chunks. This deletes what is left of erases whose deleting was deferred or interrupted (a
+   * crashed process, say); call it from a periodic job. Returns the number of records deleted.
+   */
+  purgeErasedRecords(): Promise<number>;
   /**
    * Makes `runId` the run that owns the sync's records for this connection (a fencing token). From
    * then on, `saveRecords`, `deleteRecords` and `markUnseenDeleted` of any other run of the same sync

@@ -646,6 +646,57 @@ describe('erasing', () => {
   });
 });
 
+describe('erasing by detaching', () => {
+  it('erases only its own records from a model another sync writes too', async () => {
+    const a = scope();
+    const b = { ...a, syncName: 'other' };
+    await store.saveRecords({ ...a, model: 'Shared', runId: 'ra', records: [{ id: 1 }, { id: 2 }, { id: 3 }] });
+    await store.saveRecords({ ...b, model: 'Shared', runId: 'rb', records: [{ id: 3, by: 'b' }, { id: 4 }] });
+    expect(await store.eraseSync({ ...a, syncName: 'issues', connectionId: a.connectionId })).toBe(2);
+    expect((await readAll(a, 'Shared')).map((r) => r.id).sort()).toEqual([3, 4]);
+    expect(await store.eraseSync({ ...b, connectionId: b.connectionId })).toBe(2);
+    expect(await readAll(a, 'Shared')).toEqual([]);
+  });
+
+  it('makes records unreachable at once and leaves the deleting to purgeErasedRecords when deferred', async () => {
+    const deferred = createPostgresRecordStore({ db: pool, purge: 'deferred' });
+    const a = scope();
+    const b = scope();
+    const records = Array.from({ length: 45 }, (_, i) => ({ id: i }));
+    await deferred.saveRecords({ ...a, model: 'Issue', runId: 'r', records });
+    await deferred.saveRecords({ ...b, model: 'Issue', runId: 'r', records });
+    const scopeIds = await pool.query<{ scope_id: string }>(
+      'SELECT scope_id FROM record_scopes WHERE connection_id = ANY($1)',
+      [[a.connectionId, b.connectionId]],
+    );
+    const rowsLeft = async () =>
+      Number(
+        (
+          await pool.query<{ n: string }>('SELECT count(*) AS n FROM records WHERE scope_id = ANY($1::bigint[])', [
+            scopeIds.rows.map((row) => row.scope_id),
+          ])
+        ).rows[0]?.n,
+      );
+
+    expect(await deferred.eraseConnection(a)).toBe(0);
+    expect(await deferred.eraseSync({ ...b, connectionId: b.connectionId })).toBe(0);
+    for (const where of [a, b]) {
+      expect(await readAll(where, 'Issue')).toEqual([]);
+      expect(await deferred.countRecords({ ...where, model: 'Issue', includeDeleted: true })).toBe(0);
+      expect((await deferred.markUnseenDeleted({ ...where, model: 'Issue', runId: 'x' })).deleted).toBe(0);
+    }
+    expect(await rowsLeft()).toBe(90);
+    // Writing the same connection again starts a new, empty scope; the detached rows stay apart.
+    await deferred.saveRecords({ ...a, model: 'Issue', runId: 'r2', records: [{ id: 1, again: true }] });
+    expect((await readAll(a, 'Issue')).map((r) => [r.id, r._service_metadata.last_action])).toEqual([[1, 'ADDED']]);
+
+    expect(await store.purgeErasedRecords()).toBe(90);
+    expect(await rowsLeft()).toBe(0);
+    expect(await store.purgeErasedRecords()).toBe(0);
+    expect(await readAll(a, 'Issue')).toHaveLength(1);
+  });
+});
+
 /** Waits until `count` sessions of this database wait for a lock (a write held up by the test). */
 async function waitForLockWaiters(count: number): Promise<void> {
   for (let i = 0; i < 200; i++) {
