@@ -1,0 +1,220 @@
+/**
+ * The whole API over the real stack for one test file: its own database and task queue, the real
+ * connections, records, logs, deployments and sync control, a worker with the real runtime
+ * activities, the API on 127.0.0.1, a fake external API on 127.0.0.1, and two environments with
+ * their own keys.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { createActivities } from '../../../activities/index.js';
+import { createApi, type ApiDeps } from '../../../src/api/index.js';
+import { createClient, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
+import { createConnections } from '../../../src/connections/index.js';
+import { Encryptor } from '../../../src/connections/encryption.js';
+import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
+import type { Pool } from '../../../src/db/pool.js';
+import { createDeployments, type DeployRequest } from '../../../src/deploy/deployments.js';
+import { createPostgresRecordStore } from '../../../src/records/postgresRecordStore.js';
+import { createPostgresLogStore } from '../../../src/runtime/logStore.js';
+import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
+import { createPostgresScriptStore } from '../../../src/runtime/scriptStore.js';
+import { createSyncControl } from '../../../src/temporal/syncControl.js';
+import { createWorker } from '../../../src/temporal/worker.js';
+import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
+import { INTEGRATION, PROVIDER } from '../fixtures.js';
+
+export type FakeHandler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
+
+/** An HTTP server on 127.0.0.1 whose handler a test can swap; every request is recorded. */
+export async function startFakeServer(initial: FakeHandler = (_req, res) => json(res, 404, { error: 'no handler' })) {
+  let handler = initial;
+  const requests: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] = [];
+  const server: Server = createHttpServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body });
+      Promise.resolve(handler(request, response, body)).catch((error: unknown) => {
+        response.statusCode = 500;
+        response.end(String(error));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    setHandler: (next: FakeHandler) => {
+      handler = next;
+    },
+  };
+}
+
+export function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(body));
+}
+
+export { bundle, INTEGRATION, PROVIDER } from '../fixtures.js';
+
+export interface ApiHarness {
+  pool: Pool;
+  baseUrl: string;
+  fake: Awaited<ReturnType<typeof startFakeServer>>;
+  deps: ApiDeps;
+  /** Environment A's client, environment B's client, and one without a key. */
+  api: ServiceClient;
+  apiB: ServiceClient;
+  anonymous: ServiceClient;
+  envA: { id: string; name: string; secretKey: string };
+  envB: { id: string; name: string; secretKey: string };
+  deploy(environmentId: string, request: DeployRequest, allowDestructive?: boolean): Promise<void>;
+  logs: string[];
+}
+
+export async function startApiHarness(
+  options: { rateLimit?: ApiDeps['rateLimit']; bodyLimit?: string; proxy?: ApiDeps['proxy'] } = {},
+): Promise<ApiHarness> {
+  const { pool } = await useDatabase();
+  const fake = await startFakeServer();
+  const encryptor = new Encryptor([randomBytes(32)]);
+  const connections = createConnections({
+    db: pool,
+    encryptor,
+    callbackUrl: 'http://127.0.0.1:1/oauth/callback',
+    catalog: loadProviderCatalog({
+      extra: {
+        [PROVIDER]: {
+          display_name: 'Fake API',
+          auth_mode: 'API_KEY',
+          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+          base_url: `${fake.url}/api`,
+        },
+      },
+    }),
+    log: () => undefined,
+  });
+  const records = createPostgresRecordStore({ db: pool });
+  const logStore = createPostgresLogStore({ db: pool });
+  const scripts = createPostgresScriptStore({ db: pool });
+
+  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
+  const taskQueue = uniqueName('tq');
+  const dataConverter = createDataConverter({ db: pool });
+  const clientConnection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
+  const temporal = new Client({ connection: clientConnection, namespace: temporalNamespace, dataConverter });
+  const syncs = createSyncControl({ client: temporal, taskQueue });
+  const connectionIds = async (environmentId: string, integrationId: string) =>
+    (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
+  const deployments = createDeployments({ db: pool, scripts, records, syncs, connectionIds });
+
+  const workerConnection = await NativeConnection.connect({ address: temporalAddress });
+  const worker = await createWorker({
+    connection: workerConnection,
+    namespace: temporalNamespace,
+    taskQueue,
+    activities: createActivities({
+      db: pool,
+      runtime: {
+        records,
+        connections: connections.service,
+        environmentVariables: connections.variables,
+        scripts,
+        logs: logStore,
+        temporal,
+        resolveAction: ({ environmentId, integrationId, actionName }) =>
+          deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
+      },
+    }),
+    workflowBundle: { codePath: workflowBundlePath },
+    dataConverter,
+  });
+  const running = worker.run();
+
+  const logs: string[] = [];
+  const deps: ApiDeps = {
+    db: pool,
+    environments: connections.environments,
+    connections: connections.service,
+    integrations: connections.integrations,
+    variables: connections.variables,
+    records,
+    logs: logStore,
+    syncs,
+    deployments,
+    encryptor,
+    oauthFlow: connections.oauthFlow,
+    proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+    logger: {
+      info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+      error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+    },
+  };
+  const app = createApi(deps);
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await workerConnection.close();
+    await clientConnection.close();
+  });
+
+  const a = await connections.environments.create({ name: 'env-a' });
+  const b = await connections.environments.create({ name: 'env-b' });
+  const envA = { id: a.environment.id, name: a.environment.name, secretKey: a.secretKey };
+  const envB = { id: b.environment.id, name: b.environment.name, secretKey: b.secretKey };
+  return {
+    pool,
+    baseUrl,
+    fake,
+    deps,
+    api: createClient({ baseUrl, secretKey: envA.secretKey }),
+    apiB: createClient({ baseUrl, secretKey: envB.secretKey }),
+    anonymous: createClient({ baseUrl }),
+    envA,
+    envB,
+    async deploy(environmentId, request, allowDestructive = false) {
+      await deployments.apply(environmentId, request, { allowDestructive });
+    },
+    logs,
+  };
+}
+
+/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<T> {
+  const started = Date.now();
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export const connectionOf = (connectionId: string): ConnectionRef => ({ connectionId, providerConfigKey: INTEGRATION });
