@@ -4,8 +4,9 @@
  * write build/manifest.json. The bundle format is a contract with the runtime (see BUNDLE_OPTIONS).
  */
 import { createHash } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
-import { relative } from 'node:path';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildFailure, type BuildOptions, type Location } from 'esbuild';
 import ts from 'typescript';
@@ -109,6 +110,7 @@ export async function compileProject(options: {
     ])
     .map((script) => ({ ...script, file: scriptPath(paths, script.integration, script.kind, script.name) }));
 
+  problems.push(...(await orphanScripts(paths, config, scripts)));
   for (const script of scripts) {
     const source = await readFile(script.file, 'utf8');
     problems.push(
@@ -150,6 +152,35 @@ export async function compileProject(options: {
   if (problems.some((p) => p.severity === 'error')) return fail();
   await writeIfChanged(paths.manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
   return { ok: true, problems, configReport: generated.report, manifest, stubsCreated: generated.stubsCreated };
+}
+
+/** Scripts in an integration's folders that service.yaml does not declare: not built, so say so (a rename, usually). */
+async function orphanScripts(
+  paths: ProjectPaths,
+  config: ServiceConfig,
+  scripts: readonly Script[],
+): Promise<ProjectProblem[]> {
+  const declared = new Set(scripts.map((s) => s.file));
+  const problems: ProjectProblem[] = [];
+  for (const integration of config.integrations) {
+    for (const kind of ['sync', 'action'] as const) {
+      const folder = join(paths.folder, integration.id, kind === 'sync' ? 'syncs' : 'actions');
+      const names = existsSync(folder) ? await readdir(folder) : [];
+      for (const name of names.filter((n) => n.endsWith('.ts')).sort()) {
+        const file = join(folder, name);
+        if (declared.has(file)) continue;
+        problems.push({
+          severity: 'warning',
+          code: 'orphan_script',
+          message: `service.yaml declares no ${kind} '${name.slice(0, -3)}' in integration '${integration.id}', so this script is not built`,
+          file: relative(paths.root, file),
+          line: 1,
+          column: 1,
+        });
+      }
+    }
+  }
+  return problems;
 }
 
 function typeCheck(paths: ProjectPaths, scripts: readonly Script[]): ProjectProblem[] {

@@ -541,6 +541,12 @@ describe('names', () => {
     const text = `integrations:\n  "git hub":\n    actions:\n      "a/b":\n        description: d\n        output: Issue\n        endpoint: GET /x\n${MODELS}`;
     expect(codes(text)).toEqual(['invalid_name', 'invalid_name']);
   });
+
+  it('reserves the integration id "build": compile writes and empties service-integrations/build/', () => {
+    const problem = only('integrations:\n  build: {}\n');
+    expect(problem).toMatchObject({ code: 'invalid_name', line: 2, column: 3 });
+    expect(problem.message).toContain('reserved');
+  });
 });
 
 describe('warnings', () => {

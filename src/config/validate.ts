@@ -43,6 +43,8 @@ const entries = (value: unknown): [string, unknown][] => (isRecord(value) ? Obje
 
 /** Integration ids, sync and action names become file paths, URLs and workflow ids. */
 const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+/** Folders of service-integrations/ that are not integrations (an integration's scripts live in a folder named by its id). */
+const RESERVED_FOLDERS = new Set(['build', 'node_modules']);
 /** Model names become TypeScript interface names. */
 const MODEL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const RESERVED_MODEL_NAMES = new Set([
@@ -269,6 +271,13 @@ function checkName(name: string, what: string, path: YamlPath, out: Collector): 
     out.error(
       'invalid_name',
       `${what} '${name}' must start with a letter or digit and hold only letters, digits, '-' and '_' (it becomes a file name and part of URLs)`,
+      path,
+      true,
+    );
+  } else if (what === 'integration id' && RESERVED_FOLDERS.has(name)) {
+    out.error(
+      'invalid_name',
+      `integration id '${name}' is reserved: service-integrations/${name}/ is where \`service compile\` writes its output`,
       path,
       true,
     );

@@ -262,6 +262,14 @@ describe('service init, generate, compile', () => {
     write(root, yamlPath, read(root, yamlPath).replace(/ {6}close_issue:\n(?: {8}.*\n)+/, ''));
     const rebuilt = await compileProject({ root });
     expect(rebuilt.ok).toBe(true);
+    // Its script stays, with a warning that it is not built.
+    expect(rebuilt.problems).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        code: 'orphan_script',
+        file: 'service-integrations/github/actions/close_issue.ts',
+      }),
+    ]);
     expect(existsSync(join(root, 'service-integrations/build/github/actions/close_issue.cjs'))).toBe(false);
     expect(existsSync(join(root, 'service-integrations/build/github/actions/create-issue.cjs'))).toBe(true);
   });
@@ -294,7 +302,9 @@ describe('service compile rejects scripts that break the rules, with file:line:c
       `${SYNC}:7:28`,
     ]);
     expect(lines[0]).toContain("scripts cannot import 'node:fs'");
-    expect(result.err).toContain('4 errors, 0 warnings');
+    // helper.ts sits where sync scripts go, but no sync declares it.
+    expect(result.err).toContain('service-integrations/github/syncs/helper.ts:1:1 warning orphan_script');
+    expect(result.err).toContain('4 errors, 1 warning');
     expect(existsSync(join(root, 'service-integrations/build/manifest.json'))).toBe(false);
   });
 
