@@ -1,0 +1,181 @@
+/**
+ * Outbound webhooks on the real stack: the deliverWebhook workflow and its activities sign each
+ * delivery, retry with back-off until the application answers 2xx, give up after the last attempt,
+ * and keep a log that GET /webhook-deliveries reads.
+ */
+import { createHmac } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { createWebhookActivities } from '../../activities/webhooks.js';
+import type { SyncFinishedEvent } from '../../src/api/webhooks/deliveries.js';
+import type { DeliverWebhookInput, deliverWebhook } from '../../workflows/deliverWebhook.js';
+import type { SyncRunResult } from '../../src/runtime/definitions.js';
+import { stack, uniqueName } from '../helpers/stack.js';
+import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
+import { eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+
+const WORKFLOW = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'deliverWebhook.ts');
+
+let h: ApiHarness;
+let temporal: Client;
+let taskQueue: string;
+let app: Awaited<ReturnType<typeof startFakeServer>>;
+let secret = '';
+let result: SyncRunResult;
+
+beforeAll(async () => {
+  h = await startApiHarness();
+  app = await startFakeServer();
+  h.fake.setHandler((_request, response) =>
+    json(response, 200, {
+      issues: [
+        { id: '1', title: 'one' },
+        { id: '2', title: 'two' },
+      ],
+    }),
+  );
+  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+  await h.deploy(h.envA.id, deployRequest());
+  await h.api.connections.import({
+    provider_config_key: INTEGRATION,
+    connection_id: 'c1',
+    credentials: { type: 'API_KEY', apiKey: 'k' },
+  });
+  secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
+
+  // A real run's result, as the sync entity would hand it over.
+  await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
+  const ref = { environmentId: h.envA.id, integrationId: INTEGRATION, connectionId: 'c1', syncName: 'issues' };
+  result = await eventually(
+    async () => (await h.deps.syncs.status(ref)).latestResult ?? undefined,
+    45_000,
+    'the sync run',
+  );
+
+  const { temporalAddress, temporalNamespace } = stack();
+  const connection = await Connection.connect({ address: temporalAddress });
+  temporal = new Client({ connection, namespace: temporalNamespace });
+  taskQueue = uniqueName('webhooks');
+  // Bundled here from workflows/deliverWebhook.ts, until workflows/index.ts exports it.
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: WORKFLOW,
+    logger: {
+      log: () => undefined,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: () => undefined,
+      error: () => undefined,
+    },
+  });
+  const workerConnection = await NativeConnection.connect({ address: temporalAddress });
+  const worker = await Worker.create({
+    connection: workerConnection,
+    namespace: temporalNamespace,
+    taskQueue,
+    workflowBundle,
+    activities: createWebhookActivities({ db: h.pool, encryptor: h.deps.encryptor }),
+  });
+  const running = worker.run();
+  afterAll(async () => {
+    worker.shutdown();
+    await running;
+    await workerConnection.close();
+    await connection.close();
+  });
+});
+
+const event = (overrides: Partial<SyncFinishedEvent> = {}): SyncFinishedEvent => ({
+  environmentId: h.envA.id,
+  integrationId: INTEGRATION,
+  connectionId: 'c1',
+  syncName: 'issues',
+  result,
+  error: null,
+  ...overrides,
+});
+
+const deliver = (input: DeliverWebhookInput) =>
+  temporal.workflow.execute<typeof deliverWebhook>('deliverWebhook', {
+    taskQueue,
+    workflowId: uniqueName('webhook'),
+    args: [input],
+  });
+
+describe('outbound webhooks', () => {
+  it('signs the delivery, retries with back-off until 2xx, and logs every attempt', async () => {
+    let calls = 0;
+    app.setHandler((_request, response) => {
+      calls++;
+      json(response, calls <= 2 ? 503 : 200, {});
+    });
+    const started = Date.now();
+    expect(await deliver({ event: event(), retry: { initialIntervalMs: 200, maximumAttempts: 5 } })).toEqual({
+      delivered: 1,
+      failed: 0,
+    });
+    // Two failures, so two back-offs of 200 ms then 400 ms at least.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    const sent = app.requests.filter((request) => request.url === '/hooks');
+    expect(sent).toHaveLength(3);
+    const last = sent[2]!;
+    expect(last.headers['x-service-hmac-sha256']).toBe(createHmac('sha256', secret).update(last.body).digest('hex'));
+    expect(JSON.parse(last.body)).toEqual({
+      type: 'sync',
+      from: 'integration-service',
+      provider_config_key: INTEGRATION,
+      connection_id: 'c1',
+      sync_name: 'issues',
+      success: true,
+      model: 'Issue',
+      sync_mode: 'incremental',
+      run_id: result.runId,
+      response_results: { added: 2, updated: 0, deleted: 0 },
+      modified_after: result.startedAt,
+      query_timestamp: result.finishedAt,
+    });
+    const { deliveries } = await h.api.webhooks.deliveries();
+    expect(deliveries[0]).toMatchObject({
+      status: 'delivered',
+      attempts: 3,
+      last_status_code: 200,
+      last_error: null,
+      model: 'Issue',
+      connection_id: 'c1',
+    });
+    expect((await h.apiB.webhooks.deliveries()).deliveries).toEqual([]);
+  });
+
+  it('gives a delivery up after the last attempt, and reports a failed run', async () => {
+    app.setHandler((_request, response) => json(response, 500, {}));
+    const failedRun = event({
+      result: null,
+      error: { code: 'script_error', message: 'script issues failed: TypeError' },
+    });
+    expect(await deliver({ event: failedRun, retry: { initialIntervalMs: 50, maximumAttempts: 2 } })).toEqual({
+      delivered: 0,
+      failed: 1,
+    });
+    const { deliveries } = await h.api.webhooks.deliveries({ status: 'failed' });
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]).toMatchObject({
+      attempts: 2,
+      last_status_code: 500,
+      model: null,
+      payload: { success: false, error: { code: 'script_error' } },
+    });
+    expect(deliveries[0]?.last_error).toContain('answered 500');
+  });
+
+  it('sends nothing when the run changed nothing or no URL is set', async () => {
+    const before = app.requests.length;
+    const unchanged = { ...result, models: { Issue: { added: 0, updated: 0, deleted: 0, unchanged: 2 } } };
+    expect(await deliver({ event: event({ result: unchanged }) })).toEqual({ delivered: 0, failed: 0 });
+    await h.api.webhooks.setSettings({ url: null });
+    expect(await deliver({ event: event() })).toEqual({ delivered: 0, failed: 0 });
+    expect(app.requests.length).toBe(before);
+  });
+});
