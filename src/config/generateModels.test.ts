@@ -122,7 +122,10 @@ models:
   });
 
   it('writes an empty model as an empty interface and keeps file order', () => {
-    const text = generateModels(configOf('integrations: {}\nmodels:\n  Zed: {}\n  Alpha:\n    a: any\n'));
+    const text = generateModels(
+      configOf('integrations: {}\nmodels:\n  Zed: {}\n  Alpha:\n    a: any\n    b: object\n'),
+    );
+    expect(text).toContain('  b: Record<string, unknown>;\n');
     expect(text.indexOf('interface Zed {}')).toBeGreaterThan(0);
     expect(text.indexOf('interface Zed')).toBeLessThan(text.indexOf('interface Alpha'));
     expect(typeCheck(text, 'export {};\n')).toEqual([]);

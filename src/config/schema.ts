@@ -108,8 +108,6 @@ export const serviceYamlSchema = z
   })
   .describe('service-integrations/service.yaml');
 
-export type RawServiceYaml = z.infer<typeof serviceYamlSchema>;
-
 /** The JSON Schema for editors, from the same zod schema the compiler validates with. */
 export function buildJsonSchema(): Record<string, unknown> {
   const schema = z.toJSONSchema(serviceYamlSchema, { io: 'input', target: 'draft-07' });

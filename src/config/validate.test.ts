@@ -412,6 +412,31 @@ describe('models', () => {
     ]);
   });
 
+  it('reads literals with spaces, Date, object, any and arrays of literals', () => {
+    const [model] = fieldsOf(`
+      models:
+        A:
+          status: in progress | done
+          at: Date
+          blob: object
+          raw: any
+          flags: on[]
+    `);
+    expect(model?.fields.map((f) => f.type)).toEqual([
+      {
+        kind: 'union',
+        members: [
+          { kind: 'literal', value: 'in progress' },
+          { kind: 'literal', value: 'done' },
+        ],
+      },
+      { kind: 'primitive', name: 'Date' },
+      { kind: 'primitive', name: 'object' },
+      { kind: 'primitive', name: 'any' },
+      { kind: 'array', element: { kind: 'literal', value: 'on' } },
+    ]);
+  });
+
   it('reads optional fields, number/boolean literals, null, inline objects and YAML lists', () => {
     const [model] = fieldsOf(`
       models:
