@@ -4,7 +4,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
 import type { Pool } from '../src/db/pool.js';
+import { stopIfRunaway, type RunawayVerdict } from '../src/temporal/runaway.js';
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../src/connections/types.js';
 import { isServiceError } from '../src/errors.js';
 import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.js';
@@ -30,7 +32,13 @@ export interface RuntimeDeps {
   scripts: ScriptStore;
   logs: ScriptLogStore;
   resolveAction: ActionResolver;
+  /** A client of the same namespace: the runaway watchdog inspects and terminates runs with it. */
+  temporal: Client;
 }
+
+// How often the watchdog looks at a running sync run: a runaway run is stopped within about
+// RUNAWAY_ATTEMPTS workflow-task attempts (~25 s) plus this.
+const WATCH_INTERVAL_MS = 5000;
 
 export interface RecordWriteInput extends SyncScope {
   model: string;
@@ -191,6 +199,25 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
 
     async updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
       return translated(() => deps.connections.updateMetadata(scope, metadata));
+    },
+
+    /**
+     * Watches a sync run until it closes; terminates it when its script is runaway (never yields, or
+     * crashes the worker) and returns why. Heartbeats, so cancelling it (the run ended) is immediate.
+     */
+    async watchRun(workflowId: string): Promise<RunawayVerdict | null> {
+      const context = Context.current();
+      for (;;) {
+        await context.sleep(WATCH_INTERVAL_MS);
+        context.heartbeat();
+        const verdict = await stopIfRunaway(deps.temporal, workflowId);
+        if (verdict) return verdict;
+        const description = await deps.temporal.workflow
+          .getHandle(workflowId)
+          .describe()
+          .catch(() => undefined);
+        if (description?.status.name !== 'RUNNING') return null;
+      }
     },
 
     /** The deployed action `svc.triggerAction` names, resolved when the call is made. */

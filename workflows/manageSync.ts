@@ -6,23 +6,30 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   ChildWorkflowFailure,
   condition,
   continueAsNew,
   defineQuery,
   defineSignal,
-  executeChild,
+  proxyActivities,
   setHandler,
+  sleep,
+  startChild,
+  TerminatedFailure,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type {
-  RunOptions,
-  RunSyncInput,
-  SyncDefinition,
-  SyncMode,
-  SyncRunResult,
-  SyncStatus,
+import type { RuntimeActivities } from '../activities/runtime.js';
+import type { RunawayVerdict } from '../src/temporal/runaway.js';
+import {
+  RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  type RunOptions,
+  type RunSyncInput,
+  type SyncDefinition,
+  type SyncMode,
+  type SyncRunResult,
+  type SyncStatus,
 } from '../src/runtime/definitions.js';
 import type { WebhookEvent } from '../src/runtime/public.js';
 import type { runSync } from './runScript.js';
@@ -33,6 +40,14 @@ export const resumeSignal = defineSignal('resume');
 export const reconfigureSignal = defineSignal<[SyncDefinition]>('reconfigure');
 export const webhookSignal = defineSignal<[WebhookEvent]>('webhook');
 export const statusQuery = defineQuery<SyncStatus>('status');
+
+// The watchdog lives as long as the run it watches; it heartbeats every 5 s, so a lost worker is
+// noticed within 30 s and the watch resumes on another.
+const { watchRun } = proxyActivities<RuntimeActivities>({
+  startToCloseTimeout: '30 days',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
 
 // Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
 // so a flood cannot grow the entity's state without bound.
@@ -156,24 +171,43 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
 
   running = true;
   state.executions++;
+  const watchdog = new CancellationScope();
+  let verdict: RunawayVerdict | null = null;
+  let watching: Promise<void> = Promise.resolve();
   try {
-    const result = await executeChild<typeof runSync>('runSync', {
+    const child = await startChild<typeof runSync>('runSync', {
       workflowId: `${workflowInfo().workflowId}:run:${uuid4()}`,
       args: [runInput],
+      workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
       staticSummary: `${definition.syncName} ${webhook ? `webhook ${webhook.type}` : mode}`,
     });
+    watching = watchdog
+      .run(() => watchRun(child.workflowId))
+      .then((found) => {
+        verdict = found;
+      })
+      .catch(() => undefined);
+    const result = await child.result();
     state.latestResult = result;
     state.latestError = null;
     // A webhook run sees one event, not everything since the last run: it does not move lastSyncDate.
     if (!webhook) state.lastSyncDate = result.startedAt;
   } catch (error) {
     const cause = error instanceof ChildWorkflowFailure ? error.cause : error;
-    state.latestError = {
-      code: cause instanceof ApplicationFailure ? (cause.type ?? 'run_failed') : 'run_failed',
-      message: cause instanceof Error ? cause.message : String(cause),
-    };
+    if (cause instanceof TerminatedFailure) {
+      // The watchdog terminates and then reports; its answer may arrive just after the termination.
+      await Promise.race([watching, sleep('10 seconds')]);
+    }
+    const found = verdict as RunawayVerdict | null;
+    state.latestError = found
+      ? { code: found.code, message: found.message }
+      : {
+          code: cause instanceof ApplicationFailure ? (cause.type ?? 'run_failed') : 'run_failed',
+          message: cause instanceof Error ? cause.message : String(cause),
+        };
   } finally {
     running = false;
+    watchdog.cancel();
   }
   state.finishedAt = new Date().toISOString();
   if (scheduled || state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now()) {

@@ -112,6 +112,14 @@ export interface SyncStatus {
   executions: number;
 }
 
+/**
+ * Workflow task timeout of run workflows. Local activities complete within a workflow task, which
+ * Temporal "heartbeats" (completes, recording their results) at 80% of this timeout: so after a
+ * worker crash at most the steps of the last 4 s are repeated, and another worker takes over the run
+ * 5 s after the crash. (The default, 10 s, doubles both.)
+ */
+export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 5000;
+
 /** Error codes a run fails with (ApplicationFailure types). Part of the public interface. */
 export const RUN_ERROR_CODES = {
   /** The script threw something that is not an ActionError. */

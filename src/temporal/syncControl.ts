@@ -12,11 +12,22 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import { ServiceError } from '../errors.js';
-import type { RunActionInput, RunOptions, SyncDefinition, SyncMode, SyncStatus } from '../runtime/definitions.js';
+import {
+  RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  type RunActionInput,
+  type RunOptions,
+  type SyncDefinition,
+  type SyncMode,
+  type SyncStatus,
+} from '../runtime/definitions.js';
 import type { WebhookEvent } from '../runtime/public.js';
 import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
 import { actionWorkflowId, syncWorkflowId } from './connection.js';
+import { stopIfRunaway, type RunawayVerdict } from './runaway.js';
+
+// How often a caller waiting for an action checks that its script is not runaway.
+const ACTION_WATCH_INTERVAL_MS = 2000;
 
 export interface SyncControlOptions {
   client: Client;
@@ -107,17 +118,35 @@ export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
       options: { timeoutMs?: number; workflowId?: string } = {},
     ): Promise<ActionOutcome> {
       const workflowId = options.workflowId ?? actionWorkflowId(randomUUID());
+      let verdict: RunawayVerdict | null = null;
+      let done = false;
+      let watching: Promise<void> = Promise.resolve();
       try {
-        const output: unknown = await client.workflow.execute<typeof runAction>('runAction', {
+        const handle = await client.workflow.start<typeof runAction>('runAction', {
           taskQueue,
           workflowId,
           args: [input],
           workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,
+          workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
           staticSummary: `action ${input.definition.actionName} for ${input.connectionId}`,
         });
+        const watch = async (): Promise<void> => {
+          while (!done) {
+            await new Promise((resolve) => setTimeout(resolve, ACTION_WATCH_INTERVAL_MS));
+            if (done) return;
+            verdict = await stopIfRunaway(client, workflowId).catch(() => null);
+            if (verdict) return;
+          }
+        };
+        watching = watch();
+        const output: unknown = await handle.result();
         return { ok: true, output };
       } catch (error) {
         if (!(error instanceof WorkflowFailedError)) throw error;
+        // A watchdog that terminated the run reports just after the termination is visible.
+        if (error.cause instanceof TerminatedFailure) await watching.catch(() => undefined);
+        const found = verdict as RunawayVerdict | null;
+        if (found) throw new ServiceError(found.code, found.message, { status: 500 });
         const cause = error.cause;
         if (cause instanceof ApplicationFailure && cause.type === 'action_script_failure') {
           return { ok: false, body: { error_type: 'action_script_failure', payload: cause.details?.[0] ?? {} } };
@@ -141,6 +170,8 @@ export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
           });
         }
         throw error;
+      } finally {
+        done = true;
       }
     },
   };

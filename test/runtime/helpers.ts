@@ -8,101 +8,16 @@ import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities, type ActionResolver } from '../../activities/index.js';
-import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../../src/connections/types.js';
+import { createActivities } from '../../activities/index.js';
 import type { Pool } from '../../src/db/pool.js';
-import { ServiceError } from '../../src/errors.js';
-import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definitions.js';
-import { createPostgresLogStore } from '../../src/runtime/logStore.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
-import type { ConnectionRecord, EnvironmentVariable } from '../../src/runtime/public.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createWorker } from '../../src/temporal/worker.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
+import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 
-export const ENVIRONMENT = 'test';
-export const INTEGRATION = 'fake-api';
-
-/**
- * A connection service for tests until src/connections' lands: one API-key connection per id, the key
- * sent as a bearer token, the base URL from `baseUrlOverride` or the integration's catalog entry.
- */
-export class TestConnections implements ConnectionService {
-  readonly metadata = new Map<string, Record<string, unknown>>();
-  constructor(
-    private readonly catalog: { baseUrl?: string | undefined } = {},
-    private readonly apiKey = 'secret-key',
-  ) {}
-  setBaseUrl(baseUrl: string): void {
-    this.catalog.baseUrl = baseUrl;
-  }
-  getConnection(scope: ConnectionScope): Promise<ConnectionRecord> {
-    return Promise.resolve({
-      id: 1,
-      created_at: '2026-01-01T00:00:00.000Z',
-      updated_at: '2026-01-01T00:00:00.000Z',
-      provider_config_key: scope.integrationId,
-      connection_id: scope.connectionId,
-      credentials: { type: 'API_KEY', apiKey: this.apiKey },
-      connection_config: {},
-      account_id: 1,
-      metadata: this.metadata.get(scope.connectionId) ?? {},
-    });
-  }
-  authorizeRequest(
-    _scope: ConnectionScope,
-    request: {
-      method: string;
-      endpoint: string;
-      baseUrlOverride?: string | undefined;
-      headers: Record<string, string>;
-      params: Record<string, string | number>;
-    },
-  ) {
-    const base = request.baseUrlOverride ?? this.catalog.baseUrl;
-    if (!/^https?:\/\//.test(request.endpoint) && !base) {
-      return Promise.reject(
-        new ServiceError(
-          'missing_base_url',
-          `integration ${INTEGRATION} has no base URL in the catalog; pass baseUrlOverride`,
-          {
-            status: 400,
-          },
-        ),
-      );
-    }
-    const url = new URL(
-      /^https?:\/\//.test(request.endpoint)
-        ? request.endpoint
-        : `${base!.replace(/\/$/, '')}/${request.endpoint.replace(/^\//, '')}`,
-    );
-    for (const [key, value] of Object.entries(request.params)) url.searchParams.set(key, String(value));
-    return Promise.resolve({
-      method: request.method,
-      url: url.toString(),
-      headers: { ...request.headers, authorization: `Bearer ${this.apiKey}` },
-    });
-  }
-  getMetadata(scope: ConnectionScope) {
-    return Promise.resolve(this.metadata.get(scope.connectionId) ?? {});
-  }
-  setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>) {
-    this.metadata.set(scope.connectionId, { ...metadata });
-    return Promise.resolve();
-  }
-  updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>) {
-    this.metadata.set(scope.connectionId, { ...(this.metadata.get(scope.connectionId) ?? {}), ...metadata });
-    return Promise.resolve();
-  }
-}
-
-export class TestEnvironmentVariables implements EnvironmentVariableStore {
-  constructor(readonly variables: EnvironmentVariable[] = []) {}
-  list(): Promise<EnvironmentVariable[]> {
-    return Promise.resolve(this.variables);
-  }
-}
+export { ENVIRONMENT, INTEGRATION, TestConnections };
 
 export interface RuntimeHarness {
   pool: Pool;
@@ -123,18 +38,6 @@ export async function useRuntimeClient(pool: Pool): Promise<Client> {
   return new Client({ connection, namespace: temporalNamespace, dataConverter: createDataConverter({ db: pool }) });
 }
 
-export function runtimeDeps(pool: Pool, connections: ConnectionService, actions: Map<string, ActionDefinition>) {
-  const resolveAction: ActionResolver = ({ actionName }) => Promise.resolve(actions.get(actionName) ?? null);
-  return {
-    records: createPostgresRecordStore({ db: pool }),
-    connections,
-    environmentVariables: new TestEnvironmentVariables([{ name: 'REGION', value: 'eu' }]),
-    scripts: createPostgresScriptStore({ db: pool }),
-    logs: createPostgresLogStore({ db: pool }),
-    resolveAction,
-  };
-}
-
 /** Database, worker and client of one test file, all torn down after it. */
 export async function useRuntime(options: { worker?: boolean } = {}): Promise<RuntimeHarness> {
   const { pool, url } = await useDatabase();
@@ -150,7 +53,7 @@ export async function useRuntime(options: { worker?: boolean } = {}): Promise<Ru
       connection,
       namespace: temporalNamespace,
       taskQueue,
-      activities: createActivities({ db: pool, runtime: runtimeDeps(pool, connections, actions) }),
+      activities: createActivities({ db: pool, runtime: runtimeDeps(pool, connections, actions, client) }),
       workflowBundle: { codePath: workflowBundlePath },
       dataConverter: createDataConverter({ db: pool }),
     });

@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import type { SyncStatus } from '../../src/runtime/definitions.js';
+import { syncWorkflowId } from '../../src/temporal/connection.js';
+import { createSyncControl } from '../../src/temporal/syncControl.js';
+import { actionDefinition, bundle, syncDefinition, useRuntime } from './helpers.js';
+import { startWorkerProcess, type WorkerChild } from './processWorker.js';
+
+async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+describe('runaway scripts fail their own run with a clear error', () => {
+  it('a script that throws fails its run as script_error', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const thrower = await h.scripts.put(bundle(`async function () { throw new RangeError('bad range'); }`));
+    await expect(
+      control.runAction({ definition: actionDefinition('thrower', thrower), connectionId: 'c', input: {} }),
+    ).rejects.toMatchObject({ code: 'script_error', message: 'script thrower failed: RangeError: bad range' });
+  });
+
+  // Both an endless loop (the isolate timeout interrupting it has aborted the whole worker process
+  // with "async hook stack has become corrupted") and memory exhaustion can take the worker process
+  // down. Workers run under a supervisor that restarts them; the watchdog stops the run that keeps
+  // killing them, and the next run is unharmed.
+  it('a sync script that never yields is stopped (script_timeout or script_runaway), and the sync reports it as failed', async () => {
+    const h = await useRuntime({ worker: false });
+    const supervisor = superviseWorkers(h);
+    try {
+      const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+      const spin = await h.scripts.put(bundle(`async function (svc) { await svc.getMetadata(); for (;;) {} }`));
+      const definition = syncDefinition({ syncName: 'spinner', scriptHash: spin });
+      const ref = { ...definition, connectionId: 'c' };
+      await control.ensureSync(definition, 'c');
+      const status = await waitFor<SyncStatus>('the runaway sync to fail', 150_000, async () => {
+        const current = await control.status(ref).catch(() => undefined);
+        return current?.latestError ? current : undefined;
+      });
+      console.log(
+        `[runaway] endless loop: worker deaths ${JSON.stringify(supervisor.deaths)}, error ${JSON.stringify(status.latestError)}`,
+      );
+      expect(status.status).toBe('failed');
+      // script_timeout when the isolate timeout was recorded before the process went down, else script_runaway.
+      expect(status.latestError?.code).toMatch(/^script_(timeout|runaway)$/);
+      expect(status.latestError?.message).toMatch(/without awaiting a svc operation/);
+      expect(syncWorkflowId(ref)).toBe('sync:test:fake-api:c:spinner');
+      await control.stop(ref, 'test over');
+      const ok = await h.scripts.put(bundle(`async function (svc, input) { await svc.getMetadata(); return input; }`));
+      await expect(
+        control.runAction({ definition: actionDefinition('ok', ok), connectionId: 'c', input: { n: 1 } }),
+      ).resolves.toEqual({ ok: true, output: { n: 1 } });
+    } finally {
+      await supervisor.stop();
+    }
+  }, 200_000);
+
+  it('a script that exhausts memory: the worker process dies (V8 heap limit), and after 3 lost attempts the run is stopped', async () => {
+    const h = await useRuntime({ worker: false });
+    const supervisor = superviseWorkers(h, '--max-old-space-size=512');
+    try {
+      const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+      const hog = await h.scripts.put(
+        bundle(
+          `async function (svc) { const a = []; for (;;) { a.push(new Array(1e7).fill(a.length)); await svc.getMetadata(); } }`,
+        ),
+      );
+      const outcome = await control
+        .runAction({ definition: actionDefinition('hog', hog), connectionId: 'c', input: {} }, { timeoutMs: 170_000 })
+        .catch((error: unknown) => error);
+      console.log(`[runaway] memory: worker deaths ${JSON.stringify(supervisor.deaths)}`);
+      expect(outcome).toMatchObject({
+        code: 'script_runaway',
+        message: expect.stringMatching(/exhausting its memory/),
+      });
+      expect(supervisor.deaths.length).toBeGreaterThanOrEqual(2);
+      expect(supervisor.deaths.every((death) => death.code === 134 || death.signal === 'SIGABRT')).toBe(true);
+      const ok = await h.scripts.put(bundle(`async function (svc, input) { return input; }`));
+      await expect(
+        control.runAction({ definition: actionDefinition('ok', ok), connectionId: 'c', input: 7 }),
+      ).resolves.toEqual({ ok: true, output: 7 });
+    } finally {
+      await supervisor.stop();
+    }
+  }, 200_000);
+});
+
+/** Runs the worker in a child process and restarts it whenever it dies, as systemd or Kubernetes would. */
+function superviseWorkers(h: { dbUrl: string; taskQueue: string }, nodeOptions = '') {
+  const deaths: { code: number | null; signal: string | null; ms: number }[] = [];
+  let current: WorkerChild | undefined;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const started = Date.now();
+      current = await startWorkerProcess({
+        databaseUrl: h.dbUrl,
+        taskQueue: h.taskQueue,
+        apiBaseUrl: 'http://127.0.0.1:9',
+        nodeOptions,
+      });
+      const exit = await current.exited;
+      if (!stopped) deaths.push({ ...exit, ms: Date.now() - started });
+    }
+  })();
+  return {
+    deaths,
+    async stop() {
+      stopped = true;
+      current?.child.kill('SIGKILL');
+      await loop.catch(() => undefined);
+    },
+  };
+}

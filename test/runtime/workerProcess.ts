@@ -1,0 +1,49 @@
+/**
+ * A runtime worker in a process of its own, for the tests that kill it (SIGKILL in the middle of a
+ * sync) or that let a script exhaust its memory. Configured through the environment; prints `ready`
+ * once polling. Run with `tsx test/runtime/workerProcess.ts`.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import type { ActionDefinition } from '../../src/runtime/definitions.js';
+import { createPool } from '../../src/db/pool.js';
+import { createDataConverter } from '../../src/runtime/payloadStorage.js';
+import { createWorker } from '../../src/temporal/worker.js';
+import { runtimeDeps, TestConnections } from './testConnections.js';
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`workerProcess: ${name} is not set`);
+  return value;
+}
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
+const connections = new TestConnections({ baseUrl: required('API_BASE_URL') });
+const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
+const clientConnection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
+const client = new Client({
+  connection: clientConnection,
+  namespace: required('TEMPORAL_NAMESPACE'),
+  dataConverter: createDataConverter({ db }),
+});
+const worker = await createWorker({
+  connection,
+  namespace: required('TEMPORAL_NAMESPACE'),
+  taskQueue: required('TASK_QUEUE'),
+  activities: createActivities({
+    db,
+    runtime: runtimeDeps(db, connections, new Map<string, ActionDefinition>(), client),
+  }),
+  workflowBundle: { codePath: required('WORKFLOW_BUNDLE') },
+  dataConverter: createDataConverter({ db }),
+  tuning: process.env['WORKER_REUSE_V8'] === '0' ? { reuseV8Context: false } : {},
+});
+process.on('SIGTERM', () => worker.shutdown());
+const running = worker.run();
+process.stdout.write('ready\n');
+await running;
+await connection.close();
+await clientConnection.close();
+await db.end();
