@@ -11,7 +11,6 @@
  * 3. Erases: one connection, one sync of one connection, then the whole sync (all connections): the
  *    time until its records are unreachable, then the time to purge them.
  */
-import { parseArgs } from 'node:util';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -24,6 +23,7 @@ import {
 } from '../src/records/postgresRecordStore.js';
 import type { ListRecordsOptions } from '../src/records/types.js';
 import { useBenchDatabase } from './lib/database.js';
+import { positiveIntegerFlags } from './lib/flags.js';
 import {
   Stopwatch,
   formatCount,
@@ -38,23 +38,12 @@ import {
   type GoalCheck,
 } from './lib/stats.js';
 
-const { values: flags } = parseArgs({
-  options: {
-    records: { type: 'string', default: '1000000' },
-    connections: { type: 'string', default: '100' },
-    batch: { type: 'string', default: '1000' },
-    reads: { type: 'string', default: '2000' },
-  },
-});
-const positive = (name: string, value: string | undefined): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${String(value)}`);
-  return n;
-};
-const TOTAL = positive('records', flags.records);
-const CONNECTIONS = positive('connections', flags.connections);
-const BATCH = positive('batch', flags.batch);
-const READS = positive('reads', flags.reads);
+const {
+  records: TOTAL,
+  connections: CONNECTIONS,
+  batch: BATCH,
+  reads: READS,
+} = positiveIntegerFlags({ records: 1_000_000, connections: 100, batch: 1000, reads: 2000 });
 const PER_CONNECTION = Math.ceil(TOTAL / CONNECTIONS);
 
 const ENV = 'bench';
@@ -118,6 +107,16 @@ try {
   }
 
   // 1. Writes.
+  const save = (c: number, records: Record<string, unknown>[], runId: string) =>
+    store.saveRecords({
+      environmentId: ENV,
+      integrationId: INTEGRATION,
+      connectionId: connectionId(c),
+      syncName: SYNC,
+      model: MODEL,
+      runId,
+      records,
+    });
   const storeWrites = new Stopwatch();
   const rawWrites = new Stopwatch();
   let written = 0;
@@ -144,18 +143,7 @@ try {
   for (let c = 0; c < CONNECTIONS; c++) {
     for (let start = 0; start < PER_CONNECTION; start += BATCH) {
       const records = batchOf(c, start);
-      const viaStore = () =>
-        storeWrites.measure(() =>
-          store.saveRecords({
-            environmentId: ENV,
-            integrationId: INTEGRATION,
-            connectionId: connectionId(c),
-            syncName: SYNC,
-            model: MODEL,
-            runId: 'bench-1',
-            records,
-          }),
-        );
+      const viaStore = () => storeWrites.measure(() => save(c, records, 'bench-1'));
       const viaCopy = () => rawWrites.measure(() => rawCopy(c, records));
       // Alternate which goes first, so neither always meets the warmer cache.
       if ((c + start / BATCH) % 2 === 0) {
@@ -204,17 +192,7 @@ try {
     for (let c = 0; c < resaveConnections; c++) {
       for (let start = 0; start < PER_CONNECTION; start += BATCH) {
         const records = batchOf(c, start, version);
-        await watch.measure(() =>
-          store.saveRecords({
-            environmentId: ENV,
-            integrationId: INTEGRATION,
-            connectionId: connectionId(c),
-            syncName: SYNC,
-            model: MODEL,
-            runId: `bench-${2 + version}`,
-            records,
-          }),
-        );
+        await watch.measure(() => save(c, records, `bench-${2 + version}`));
         n += records.length;
       }
     }
