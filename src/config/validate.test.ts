@@ -170,8 +170,11 @@ describe('layout and required fields', () => {
   it('reports a wrong value type with what was expected and what was found', () => {
     const problem = only(withSync(`${BASE_SYNC}\nauto_start: yes please`));
     expect(problem).toMatchObject({ code: 'invalid_type', line: 10, column: 21 });
-    expect(problem.message).toContain('expected boolean, got the string "yes please"');
+    expect(problem.message).toContain('expected true or false, got the string "yes please"');
     expect(only(withSync(BASE_SYNC.replace('description: d', 'description: 3'))).message).toContain('got number 3');
+    expect(only('integrations:\n  g:\n    syncs:\n      s: hello\n').message).toBe(
+      'expected a mapping, got the string "hello"',
+    );
   });
 
   it('rejects a sync_type outside the enum, suggesting the nearest', () => {

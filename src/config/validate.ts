@@ -118,6 +118,16 @@ function describeValue(value: unknown): string {
   return typeof value;
 }
 
+/** zod's type names in the words of YAML. */
+const YAML_NAMES: Record<string, string> = {
+  object: 'a mapping',
+  record: 'a mapping',
+  array: 'a list',
+  string: 'a string',
+  number: 'a number',
+  boolean: 'true or false',
+};
+
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let current = root;
   for (const part of path) {
@@ -199,7 +209,7 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
       return;
     }
     case 'invalid_type': {
-      const expected = generic ? `expected ${issue.expected}` : issue.message;
+      const expected = generic ? `expected ${YAML_NAMES[issue.expected] ?? issue.expected}` : issue.message;
       out.error('invalid_type', `${expected}, got ${describeValue(input)}`, path);
       return;
     }
