@@ -23,14 +23,15 @@ export const getRecordsRoute = (deps: ApiDeps) =>
     responses: { 200: { description: 'One page', schema: recordsPageSchema } },
     handler: async ({ query, connection }) => {
       const scope = scopeOf(connection);
-      const models = await routingOf(deps).syncModels(scope.environmentId, scope.integrationId);
-      if (!models.includes(query.model)) {
-        throw new ServiceError(
-          'unknown_model',
-          `integration '${scope.integrationId}' has no deployed sync with output model '${query.model}'; its models: ${models.join(', ') || 'none'}`,
-          { status: 404 },
-        );
-      }
-      return readRecords(deps, scope, query.model, query);
+      return readRecords(deps, scope, query.model, query, async () => {
+        const models = await routingOf(deps).syncModels(scope.environmentId, scope.integrationId);
+        if (!models.includes(query.model)) {
+          throw new ServiceError(
+            'unknown_model',
+            `integration '${scope.integrationId}' has no deployed sync with output model '${query.model}'; its models: ${models.join(', ') || 'none'}`,
+            { status: 404 },
+          );
+        }
+      });
     },
   });

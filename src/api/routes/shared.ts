@@ -67,15 +67,20 @@ export async function assertConnection(deps: ApiDeps, scope: ConnectionScope): P
   await deps.connections.getMetadata(scope);
 }
 
-/** Reads one page of records; `model` must be an output of a deployed sync of the integration. */
+/**
+ * Reads one page of records. The checks that turn a typo into a clear error (the connection exists in
+ * the caller's environment, the model is deployed) run only when the page is empty: a connection's
+ * records exist only while it does (deleting it erases them) and only for deployed models (removing
+ * a sync erases them), so a non-empty page needs no check, and the common read is one query.
+ */
 export async function readRecords(
   deps: ApiDeps,
   scope: RecordScope,
   model: string,
   query: RecordsPageQuery,
+  whenEmpty: () => Promise<void> = async () => undefined,
 ): Promise<z.infer<typeof recordsPageSchema>> {
-  await assertConnection(deps, scope);
-  return deps.records.listRecords({
+  const page = await deps.records.listRecords({
     ...scope,
     model,
     cursor: query.cursor,
@@ -84,6 +89,11 @@ export async function readRecords(
     filter: query.filter,
     ids: query.ids,
   });
+  if (page.records.length === 0) {
+    await assertConnection(deps, scope);
+    await whenEmpty();
+  }
+  return page;
 }
 
 /** The body of /sync/trigger, /sync/pause and /sync/start. */

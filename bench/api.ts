@@ -1,0 +1,351 @@
+/**
+ * REST API benchmark (issue 7). `npx tsx bench/api.ts [--records N] [--connections N] [--requests N]
+ * [--concurrency N] [--actions N]`. Uses DATABASE_URL / TEMPORAL_ADDRESS when set, else an ephemeral
+ * Postgres and a Temporal dev server of the dev stack.
+ *
+ * 1. GET /records at N stored records (default 1,000,000 over 20 connections, about 200 bytes each):
+ *    100-record pages at random cursors of random connections, through the API over HTTP (keep-alive,
+ *    `--concurrency` requests in flight), and the same pages straight from the RecordStore in the same
+ *    run, in alternating blocks. Prints throughput and latency of both and the ratio API / store.
+ * 2. POST /action/trigger of a deployed action that returns its input: p50 and p99 through the API
+ *    (one request at a time; the action runs as a workflow on a worker in this process).
+ */
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { from as copyFrom } from 'pg-copy-streams';
+import { createActivities } from '../activities/index.js';
+import { createApi } from '../src/api/index.js';
+import { createClient } from '../src/client/index.js';
+import { createConnections } from '../src/connections/index.js';
+import { Encryptor } from '../src/connections/encryption.js';
+import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
+import { createDeployments } from '../src/deploy/deployments.js';
+import { startTemporal } from '../src/devstack/temporal.js';
+import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
+import { createPostgresRecordStore } from '../src/records/postgresRecordStore.js';
+import { createPostgresLogStore } from '../src/runtime/logStore.js';
+import { createDataConverter } from '../src/runtime/payloadStorage.js';
+import { createPostgresScriptStore } from '../src/runtime/scriptStore.js';
+import { createSyncControl } from '../src/temporal/syncControl.js';
+import { createWorker } from '../src/temporal/worker.js';
+import { useBenchDatabase } from './lib/database.js';
+import { formatCount, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    records: { type: 'string', default: '1000000' },
+    connections: { type: 'string', default: '20' },
+    requests: { type: 'string', default: '4000' },
+    concurrency: { type: 'string', default: '4' },
+    actions: { type: 'string', default: '200' },
+  },
+});
+const positive = (name: string, value: string | undefined): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${String(value)}`);
+  return n;
+};
+const TOTAL = positive('records', flags.records);
+const CONNECTIONS = positive('connections', flags.connections);
+const REQUESTS = positive('requests', flags.requests);
+const CONCURRENCY = positive('concurrency', flags.concurrency);
+const ACTIONS = positive('actions', flags.actions);
+const PER_CONNECTION = Math.ceil(TOTAL / CONNECTIONS);
+const PAGE = 100;
+const INTEGRATION = 'bench-api';
+const connectionId = (c: number) => `conn-${String(c).padStart(3, '0')}`;
+
+const YAML = `
+integrations:
+  ${INTEGRATION}:
+    syncs:
+      issues:
+        description: Issues
+        output: Issue
+        endpoint: GET /issues
+        sync_type: incremental
+        auto_start: false
+    actions:
+      echo:
+        description: Returns its input
+        output: Issue
+        endpoint: POST /echo
+models:
+  Issue:
+    id: string
+    title: string
+`;
+const SYNC_CODE = `"use strict";\nmodule.exports.default = async function (svc) {};\n`;
+const ECHO_CODE = `"use strict";\nmodule.exports.default = async function (svc, input) { return { id: String(input.n), title: 'echo' }; };\n`;
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  process.env['SERVICE_LOG_LEVEL'] = 'silent';
+  const database = await useBenchDatabase({ poolSize: 10 });
+  const temporalServer = await startTemporal({});
+  const { pool } = database;
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    console.log(`Postgres ${database.version}`);
+    console.log(`Temporal ${temporalServer.version}`);
+
+    // ---- the service, composed as the composition root would --------------------------------------
+    const encryptor = new Encryptor([randomBytes(32)]);
+    const connections = createConnections({
+      db: pool,
+      encryptor,
+      callbackUrl: 'http://127.0.0.1:1/oauth/callback',
+      catalog: loadProviderCatalog({
+        extra: {
+          [INTEGRATION]: {
+            display_name: 'Bench',
+            auth_mode: 'API_KEY',
+            api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+            base_url: 'http://127.0.0.1:1',
+          },
+        },
+      }),
+      log: () => undefined,
+    });
+    const records = createPostgresRecordStore({ db: pool });
+    const scripts = createPostgresScriptStore({ db: pool });
+    const logs = createPostgresLogStore({ db: pool });
+    const dataConverter = createDataConverter({ db: pool });
+    const clientConnection = await Connection.connect({ address: temporalServer.address });
+    stops.push(() => clientConnection.close());
+    const temporal = new Client({ connection: clientConnection, namespace: temporalServer.namespace, dataConverter });
+    const taskQueue = 'bench-api';
+    const syncs = createSyncControl({ client: temporal, taskQueue });
+    const deployments = createDeployments({
+      db: pool,
+      scripts,
+      records,
+      syncs,
+      connectionIds: async () => [],
+    });
+    const workerConnection = await NativeConnection.connect({ address: temporalServer.address });
+    const worker = await createWorker({
+      connection: workerConnection,
+      namespace: temporalServer.namespace,
+      taskQueue,
+      dataConverter,
+      activities: createActivities({
+        db: pool,
+        runtime: {
+          records,
+          connections: connections.service,
+          environmentVariables: connections.variables,
+          scripts,
+          logs,
+          temporal,
+          resolveAction: ({ environmentId, integrationId, actionName }) =>
+            deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
+        },
+      }),
+    });
+    const running = worker.run();
+    stops.push(async () => {
+      worker.shutdown();
+      await running;
+      await workerConnection.close();
+    });
+    const app = createApi({
+      db: pool,
+      environments: connections.environments,
+      connections: connections.service,
+      integrations: connections.integrations,
+      variables: connections.variables,
+      records,
+      logs,
+      syncs,
+      deployments,
+      encryptor,
+      rateLimit: { perSecond: 1_000_000 },
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    stops.push(() => new Promise((resolve) => server.close(() => resolve())));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    const { environment, secretKey } = await connections.environments.create({ name: 'bench' });
+    // Node's fetch keeps connections alive, as an application's client would.
+    const api = createClient({ baseUrl, secretKey });
+    await api.integrations.create({ id: INTEGRATION, provider: INTEGRATION });
+    for (let c = 0; c < CONNECTIONS; c++) {
+      await api.connections.import({
+        provider_config_key: INTEGRATION,
+        connection_id: connectionId(c),
+        credentials: { type: 'API_KEY', apiKey: `key-${c}` },
+      });
+    }
+    await api.deploy.apply({
+      yaml: YAML,
+      scripts: [
+        { integration: INTEGRATION, kind: 'sync', name: 'issues', code: SYNC_CODE },
+        { integration: INTEGRATION, kind: 'action', name: 'echo', code: ECHO_CODE },
+      ],
+    });
+
+    // ---- load: COPY straight into the records table (setup, not measured) -------------------------
+    const loaded = await timed(async () => {
+      for (let c = 0; c < CONNECTIONS; c++) {
+        const scope = await pool.query<{ scope_id: string }>(
+          `INSERT INTO record_scopes (environment_id, integration_id, connection_id, model) VALUES ($1, $2, $3, 'Issue') RETURNING scope_id`,
+          [environment.id, INTEGRATION, connectionId(c)],
+        );
+        const scopeId = scope.rows[0]?.scope_id ?? '';
+        const stamp = new Date().toISOString();
+        const client = await pool.connect();
+        try {
+          const stream = client.query(
+            copyFrom(
+              'COPY records (scope_id, id, data, data_hash, sync_name, first_seen_at, last_modified_at, last_action, last_run_id) FROM STDIN',
+            ),
+          );
+          async function* lines(): AsyncGenerator<string> {
+            let buffer = '';
+            for (let i = 0; i < PER_CONNECTION; i++) {
+              const json = JSON.stringify({
+                id: `${c}-${i}`,
+                title: `issue ${i} of connection ${c}`,
+                state: i % 3 === 0 ? 'closed' : 'open',
+                comments: i % 17,
+                labels: ['bug', 'api'],
+                updated_at: stamp,
+              });
+              buffer += `${scopeId}\t${copyText(`${c}-${i}`)}\t${copyText(json)}\t${contentHash(json)}\tissues\t${stamp}\t${stamp}\tADDED\tbench\n`;
+              if (buffer.length > 262_144) {
+                yield buffer;
+                buffer = '';
+              }
+            }
+            if (buffer) yield buffer;
+          }
+          await pipeline(Readable.from(lines()), stream);
+        } finally {
+          client.release();
+        }
+      }
+      await pool.query('ANALYZE records');
+    });
+    const count = await pool.query<{ n: string }>('SELECT count(*) AS n FROM records');
+    console.log(
+      `\nloaded ${formatCount(Number(count.rows[0]?.n))} records over ${CONNECTIONS} connections in ${formatMs(loaded.ms)}`,
+    );
+
+    // ---- 1. a page of GET /records: API vs store ---------------------------------------------------
+    const bounds = await pool.query<{ connection_id: string; lo: string; hi: string }>(
+      `SELECT s.connection_id, min(r.position) AS lo, max(r.position) AS hi FROM records r JOIN record_scopes s USING (scope_id) GROUP BY s.connection_id`,
+    );
+    const ranges = new Map(bounds.rows.map((row) => [row.connection_id, [Number(row.lo), Number(row.hi)] as const]));
+    const random = prng(7);
+    const pages = Array.from({ length: REQUESTS }, () => {
+      const c = Math.floor(random() * CONNECTIONS);
+      const [lo, hi] = ranges.get(connectionId(c)) ?? [0, 0];
+      return {
+        connection: connectionId(c),
+        cursor: encodeCursor(String(lo + Math.floor(random() * Math.max(1, hi - lo - PAGE)))),
+      };
+    });
+    const viaApi = async (page: (typeof pages)[number]) => {
+      const result = await api.records.list({
+        connectionId: page.connection,
+        providerConfigKey: INTEGRATION,
+        model: 'Issue',
+        cursor: page.cursor,
+        limit: PAGE,
+      });
+      if (result.records.length !== PAGE) throw new Error(`API page of ${result.records.length} records`);
+    };
+    const viaStore = async (page: (typeof pages)[number]) => {
+      const result = await records.listRecords({
+        environmentId: environment.id,
+        integrationId: INTEGRATION,
+        connectionId: page.connection,
+        model: 'Issue',
+        cursor: page.cursor,
+        limit: PAGE,
+      });
+      // What the API does after reading: the page becomes JSON.
+      if (JSON.stringify(result).length === 0 || result.records.length !== PAGE) throw new Error('short store page');
+    };
+    async function run(kind: (page: (typeof pages)[number]) => Promise<void>, slice: typeof pages) {
+      const latencies: number[] = [];
+      let next = 0;
+      const started = nowMs();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < slice.length) {
+            const page = slice[next++]!;
+            const t = nowMs();
+            await kind(page);
+            latencies.push(nowMs() - t);
+          }
+        }),
+      );
+      return { latencies, ms: nowMs() - started };
+    }
+    // Warm both paths (connections, plans, caches), then alternate blocks so drift hits both alike.
+    await run(viaApi, pages.slice(0, 200));
+    await run(viaStore, pages.slice(0, 200));
+    const apiLat: number[] = [];
+    const storeLat: number[] = [];
+    let apiMs = 0;
+    let storeMs = 0;
+    const BLOCK = 250;
+    for (let start = 0; start < pages.length; start += BLOCK) {
+      const slice = pages.slice(start, start + BLOCK);
+      const a = await run(viaApi, slice);
+      const s = await run(viaStore, slice);
+      apiLat.push(...a.latencies);
+      storeLat.push(...s.latencies);
+      apiMs += a.ms;
+      storeMs += s.ms;
+    }
+    const apiRps = (pages.length / apiMs) * 1000;
+    const storeRps = (pages.length / storeMs) * 1000;
+    console.log(
+      `\nGET /records, ${PAGE}-record pages at random cursors, ${CONCURRENCY} in flight, ${formatCount(pages.length)} pages each`,
+    );
+    console.log(
+      line(
+        'API (HTTP keep-alive, auth, checks, JSON)',
+        `${formatCount(apiRps)} pages/s; ${formatSummary(summarize(apiLat))}`,
+      ),
+    );
+    console.log(
+      line(
+        'RecordStore.listRecords (same pages)',
+        `${formatCount(storeRps)} pages/s; ${formatSummary(summarize(storeLat))}`,
+      ),
+    );
+    console.log(line('ratio API / store (throughput)', (apiRps / storeRps).toFixed(2)));
+
+    // ---- 2. action trigger through the API ------------------------------------------------------------
+    const connection = { connectionId: connectionId(0), providerConfigKey: INTEGRATION };
+    for (let i = 0; i < 10; i++) await api.actions.trigger(connection, { action_name: 'echo', input: { n: i } });
+    const actionLat: number[] = [];
+    for (let i = 0; i < ACTIONS; i++) {
+      const t = nowMs();
+      const outcome = await api.actions.trigger(connection, { action_name: 'echo', input: { n: i } });
+      actionLat.push(nowMs() - t);
+      if (!outcome.ok) throw new Error('action failed');
+    }
+    console.log(`\nPOST /action/trigger (echo action, one at a time, ${ACTIONS} runs)`);
+    console.log(line('through the API', formatSummary(summarize(actionLat))));
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await temporalServer.stop();
+    await database.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
