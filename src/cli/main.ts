@@ -6,9 +6,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compileProject } from './compile.js';
-import { generateProject } from './generate.js';
-import { initProject } from './init.js';
 import { countSummary, formatProjectProblems, type ProjectProblem } from './project.js';
 
 export interface CliIo {
@@ -199,6 +196,7 @@ function printProblems(
 }
 
 async function init(root: string, io: CliIo): Promise<number> {
+  const { initProject } = await import('./init.js');
   const result = await initProject({ root });
   if (!result.ok) {
     io.err(`service init: ${result.file} exists already; edit it, then run 'service generate'.\n`);
@@ -213,7 +211,10 @@ async function init(root: string, io: CliIo): Promise<number> {
   return 0;
 }
 
+// Commands load their modules on demand: TypeScript and esbuild take a while to load, and only
+// compile needs them.
 async function generate(root: string, io: CliIo): Promise<number> {
+  const { generateProject } = await import('./generate.js');
   const result = await generateProject({ root });
   printProblems(
     io,
@@ -228,6 +229,7 @@ async function generate(root: string, io: CliIo): Promise<number> {
 }
 
 async function compile(root: string, io: CliIo): Promise<number> {
+  const { compileProject } = await import('./compile.js');
   const result = await compileProject({ root, onProgress: (line) => io.out(`${line}\n`) });
   const configCodes = new Set(['config_not_found']);
   const scriptProblems = result.problems.filter((p) => !p.file.endsWith('service.yaml') || configCodes.has(p.code));
@@ -240,6 +242,7 @@ async function compile(root: string, io: CliIo): Promise<number> {
 }
 
 async function validate(root: string, io: CliIo): Promise<number> {
+  const { generateProject } = await import('./generate.js');
   const result = await generateProject({ root, write: false });
   printProblems(
     io,
