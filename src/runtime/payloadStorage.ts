@@ -1,17 +1,33 @@
 import { createHash } from 'node:crypto';
-import { ExternalStorage, StorageDriverClaim, type Payload, type StorageDriver } from '@temporalio/common';
+import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Pool } from '../db/pool.js';
 
 /**
- * Temporal external storage (the claim check) in Postgres: a payload above the threshold (a large HTTP
- * response, a large batch) is written to payload_blobs and Temporal's history keeps only its hash.
- * Both the worker and every client that reads run results must use the same data converter.
+ * The claim check in Postgres: a payload above the threshold (a large HTTP response, a large batch, a
+ * large bundle) is written to payload_blobs and Temporal's history keeps only its hash. It is a
+ * payload codec, so it runs outside the workflow sandbox, on the worker and on every client, and is
+ * transparent to workflow code. Both the worker and every client that starts runs or reads their
+ * results must use createDataConverter.
+ *
+ * Why not SDK 1.24's DataConverter.externalStorage: it is experimental, and in this install it fails
+ * on every offload with "type must be a Type" (@temporalio/common and @temporalio/proto each carry a
+ * copy of protobufjs 8, and the reference payload is encoded across the two). docs/architecture.md.
  */
 
 /** Payloads above this size leave the history. 128 KiB keeps a run of 10,000 steps far below 50 MiB. */
 export const EXTERNAL_PAYLOAD_THRESHOLD = 128 * 1024;
 
-const DRIVER_NAME = 'postgres';
+/** Metadata encoding of a claim: the payload's data is the hash of the stored payload. */
+export const CLAIM_ENCODING = 'binary/postgres-claim';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function size(payload: Payload): number {
+  let total = payload.data?.byteLength ?? 0;
+  for (const [key, value] of Object.entries(payload.metadata ?? {})) total += key.length + value.byteLength;
+  return total;
+}
 
 function payloadHash(payload: Payload): string {
   const hash = createHash('sha256');
@@ -26,53 +42,56 @@ function payloadHash(payload: Payload): string {
   return hash.digest('hex');
 }
 
-export function createPostgresStorageDriver({ db }: { db: Pool }): StorageDriver {
+export function createClaimCheckCodec({
+  db,
+  threshold = EXTERNAL_PAYLOAD_THRESHOLD,
+}: {
+  db: Pool;
+  threshold?: number;
+}): PayloadCodec {
   return {
-    name: DRIVER_NAME,
-    type: 'integration-service.postgres',
-    async store(_context, payloads) {
-      const claims: StorageDriverClaim[] = [];
-      for (const payload of payloads) {
-        const hash = payloadHash(payload);
-        const metadata = Object.fromEntries(
-          Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
-        );
-        // Content-addressed: the same payload stored twice (a replayed step) is one row.
-        await db.query(
-          'INSERT INTO payload_blobs (hash, metadata, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
-          [hash, JSON.stringify(metadata), Buffer.from(payload.data ?? new Uint8Array())],
-        );
-        claims.push(new StorageDriverClaim({ hash }));
-      }
-      return claims;
-    },
-    async retrieve(_context, claims) {
-      const hashes = claims.map((claim) => claim.claimData['hash'] ?? '');
-      const result = await db.query<{ hash: string; metadata: Record<string, string>; data: Buffer }>(
-        'SELECT hash, metadata, data FROM payload_blobs WHERE hash = ANY($1::text[])',
-        [hashes],
+    async encode(payloads) {
+      return Promise.all(
+        payloads.map(async (payload) => {
+          if (size(payload) <= threshold) return payload;
+          const hash = payloadHash(payload);
+          const metadata = Object.fromEntries(
+            Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+          );
+          // Content-addressed: the same payload stored twice (a replayed step) is one row.
+          await db.query(
+            'INSERT INTO payload_blobs (hash, metadata, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
+            [hash, JSON.stringify(metadata), Buffer.from(payload.data ?? new Uint8Array())],
+          );
+          return { metadata: { encoding: encoder.encode(CLAIM_ENCODING) }, data: encoder.encode(hash) };
+        }),
       );
-      const byHash = new Map(result.rows.map((row) => [row.hash, row]));
-      return hashes.map((hash) => {
-        const row = byHash.get(hash);
-        if (!row) throw new Error(`external payload ${hash} is missing from payload_blobs`);
-        return {
-          metadata: Object.fromEntries(
-            Object.entries(row.metadata).map(([key, value]) => [key, new Uint8Array(Buffer.from(value, 'base64'))]),
-          ),
-          data: new Uint8Array(row.data),
-        };
-      });
+    },
+    async decode(payloads) {
+      return Promise.all(
+        payloads.map(async (payload) => {
+          const encoding = payload.metadata?.['encoding'];
+          if (!encoding || decoder.decode(encoding) !== CLAIM_ENCODING) return payload;
+          const hash = decoder.decode(payload.data ?? new Uint8Array());
+          const result = await db.query<{ metadata: Record<string, string>; data: Buffer }>(
+            'SELECT metadata, data FROM payload_blobs WHERE hash = $1',
+            [hash],
+          );
+          const row = result.rows[0];
+          if (!row) throw new Error(`claimed payload ${hash} is missing from payload_blobs`);
+          return {
+            metadata: Object.fromEntries(
+              Object.entries(row.metadata).map(([key, value]) => [key, new Uint8Array(Buffer.from(value, 'base64'))]),
+            ),
+            data: new Uint8Array(row.data),
+          };
+        }),
+      );
     },
   };
 }
 
 /** The data converter of the worker and of every client that starts runs or reads their results. */
-export function createDataConverter({ db, threshold = EXTERNAL_PAYLOAD_THRESHOLD }: { db: Pool; threshold?: number }) {
-  return {
-    externalStorage: new ExternalStorage({
-      drivers: [createPostgresStorageDriver({ db })],
-      payloadSizeThreshold: threshold,
-    }),
-  };
+export function createDataConverter({ db, threshold }: { db: Pool; threshold?: number }) {
+  return { payloadCodecs: [createClaimCheckCodec({ db, ...(threshold === undefined ? {} : { threshold }) })] };
 }
