@@ -20,18 +20,13 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createActivities } from '../activities/index.js';
 import { createApi } from '../src/api/index.js';
+import { composeService } from '../src/api/compose.js';
 import { createClient } from '../src/client/index.js';
-import { createConnections } from '../src/connections/index.js';
 import { Encryptor } from '../src/connections/encryption.js';
 import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
-import { createDeployments } from '../src/deploy/deployments.js';
 import { startTemporal } from '../src/devstack/temporal.js';
 import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
-import { createPostgresRecordStore } from '../src/records/postgresRecordStore.js';
-import { createPostgresLogStore } from '../src/runtime/logStore.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
-import { createPostgresScriptStore } from '../src/runtime/scriptStore.js';
-import { createSyncControl } from '../src/temporal/syncControl.js';
 import { createWorker } from '../src/temporal/worker.js';
 import { useBenchDatabase } from './lib/database.js';
 import { formatCount, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
@@ -96,9 +91,16 @@ async function main(): Promise<void> {
 
     // ---- the service, composed as the composition root would --------------------------------------
     const encryptor = new Encryptor([randomBytes(32)]);
-    const connections = createConnections({
+    const dataConverter = createDataConverter({ db: pool });
+    const clientConnection = await Connection.connect({ address: temporalServer.address });
+    stops.push(() => clientConnection.close());
+    const temporal = new Client({ connection: clientConnection, namespace: temporalServer.namespace, dataConverter });
+    const taskQueue = 'bench-api';
+    const service = composeService({
       db: pool,
       encryptor,
+      temporal,
+      taskQueue,
       callbackUrl: 'http://127.0.0.1:1/oauth/callback',
       catalog: loadProviderCatalog({
         extra: {
@@ -112,41 +114,14 @@ async function main(): Promise<void> {
       }),
       log: () => undefined,
     });
-    const records = createPostgresRecordStore({ db: pool });
-    const scripts = createPostgresScriptStore({ db: pool });
-    const logs = createPostgresLogStore({ db: pool });
-    const dataConverter = createDataConverter({ db: pool });
-    const clientConnection = await Connection.connect({ address: temporalServer.address });
-    stops.push(() => clientConnection.close());
-    const temporal = new Client({ connection: clientConnection, namespace: temporalServer.namespace, dataConverter });
-    const taskQueue = 'bench-api';
-    const syncs = createSyncControl({ client: temporal, taskQueue });
-    const deployments = createDeployments({
-      db: pool,
-      scripts,
-      records,
-      syncs,
-      connectionIds: async () => [],
-    });
+    const { connections, records } = service;
     const workerConnection = await NativeConnection.connect({ address: temporalServer.address });
     const worker = await createWorker({
       connection: workerConnection,
       namespace: temporalServer.namespace,
       taskQueue,
       dataConverter,
-      activities: createActivities({
-        db: pool,
-        runtime: {
-          records,
-          connections: connections.service,
-          environmentVariables: connections.variables,
-          scripts,
-          logs,
-          temporal,
-          resolveAction: ({ environmentId, integrationId, actionName }) =>
-            deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
-        },
-      }),
+      activities: createActivities({ db: pool, runtime: service.runtime }),
     });
     const running = worker.run();
     stops.push(async () => {
@@ -154,19 +129,7 @@ async function main(): Promise<void> {
       await running;
       await workerConnection.close();
     });
-    const app = createApi({
-      db: pool,
-      environments: connections.environments,
-      connections: connections.service,
-      integrations: connections.integrations,
-      variables: connections.variables,
-      records,
-      logs,
-      syncs,
-      deployments,
-      encryptor,
-      rateLimit: { perSecond: 1_000_000 },
-    });
+    const app = createApi({ ...service.api, rateLimit: { perSecond: 1_000_000 } });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     stops.push(() => new Promise((resolve) => server.close(() => resolve())));

@@ -12,17 +12,13 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../../../activities/index.js';
 import { createApi, type ApiDeps } from '../../../src/api/index.js';
+import { composeService } from '../../../src/api/compose.js';
+import type { DeployRequest } from '../../../src/deploy/deployments.js';
 import { createClient, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
-import { createConnections } from '../../../src/connections/index.js';
 import { Encryptor } from '../../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
 import type { Pool } from '../../../src/db/pool.js';
-import { createDeployments, type DeployRequest } from '../../../src/deploy/deployments.js';
-import { createPostgresRecordStore } from '../../../src/records/postgresRecordStore.js';
-import { createPostgresLogStore } from '../../../src/runtime/logStore.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
-import { createPostgresScriptStore } from '../../../src/runtime/scriptStore.js';
-import { createSyncControl } from '../../../src/temporal/syncControl.js';
 import { createWorker } from '../../../src/temporal/worker.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
 import { INTEGRATION, PROVIDER } from '../fixtures.js';
@@ -87,9 +83,16 @@ export async function startApiHarness(
   const { pool } = await useDatabase();
   const fake = await startFakeServer();
   const encryptor = new Encryptor([randomBytes(32)]);
-  const connections = createConnections({
+  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
+  const taskQueue = uniqueName('tq');
+  const dataConverter = createDataConverter({ db: pool });
+  const clientConnection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
+  const temporal = new Client({ connection: clientConnection, namespace: temporalNamespace, dataConverter });
+  const service = composeService({
     db: pool,
     encryptor,
+    temporal,
+    taskQueue,
     callbackUrl: 'http://127.0.0.1:1/oauth/callback',
     catalog: loadProviderCatalog({
       extra: {
@@ -103,38 +106,14 @@ export async function startApiHarness(
     }),
     log: () => undefined,
   });
-  const records = createPostgresRecordStore({ db: pool });
-  const logStore = createPostgresLogStore({ db: pool });
-  const scripts = createPostgresScriptStore({ db: pool });
-
-  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const taskQueue = uniqueName('tq');
-  const dataConverter = createDataConverter({ db: pool });
-  const clientConnection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
-  const temporal = new Client({ connection: clientConnection, namespace: temporalNamespace, dataConverter });
-  const syncs = createSyncControl({ client: temporal, taskQueue });
-  const connectionIds = async (environmentId: string, integrationId: string) =>
-    (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
-  const deployments = createDeployments({ db: pool, scripts, records, syncs, connectionIds });
+  const { connections, deployments } = service;
 
   const workerConnection = await NativeConnection.connect({ address: temporalAddress });
   const worker = await createWorker({
     connection: workerConnection,
     namespace: temporalNamespace,
     taskQueue,
-    activities: createActivities({
-      db: pool,
-      runtime: {
-        records,
-        connections: connections.service,
-        environmentVariables: connections.variables,
-        scripts,
-        logs: logStore,
-        temporal,
-        resolveAction: ({ environmentId, integrationId, actionName }) =>
-          deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
-      },
-    }),
+    activities: createActivities({ db: pool, runtime: service.runtime }),
     workflowBundle: { codePath: workflowBundlePath },
     dataConverter,
   });
@@ -142,17 +121,7 @@ export async function startApiHarness(
 
   const logs: string[] = [];
   const deps: ApiDeps = {
-    db: pool,
-    environments: connections.environments,
-    connections: connections.service,
-    integrations: connections.integrations,
-    variables: connections.variables,
-    records,
-    logs: logStore,
-    syncs,
-    deployments,
-    encryptor,
-    oauthFlow: connections.oauthFlow,
+    ...service.api,
     proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),

@@ -1,0 +1,82 @@
+/**
+ * The stores and services the API and the worker share, built once over one database and one Temporal
+ * client: what a composition root (src/main.ts, a test, a benchmark) needs to call `createApi` and
+ * `createActivities`.
+ *
+ * @example
+ * const service = composeService({ db, encryptor, temporal, taskQueue, callbackUrl });
+ * const app = createApi(service.api);
+ * const activities = createActivities({ db, runtime: service.runtime });
+ */
+import type { Client } from '@temporalio/client';
+import type { RuntimeDeps } from '../../activities/runtime.js';
+import { createConnections, type CreateConnectionsOptions } from '../connections/index.js';
+import type { Encryptor } from '../connections/encryption.js';
+import type { Pool } from '../db/pool.js';
+import { createDeployments } from '../deploy/deployments.js';
+import { createPostgresRecordStore } from '../records/postgresRecordStore.js';
+import { createPostgresLogStore } from '../runtime/logStore.js';
+import { createPostgresScriptStore } from '../runtime/scriptStore.js';
+import { createSyncControl } from '../temporal/syncControl.js';
+import type { ApiDeps } from './deps.js';
+
+export interface ComposeServiceOptions {
+  db: Pool;
+  encryptor: Encryptor;
+  /** A client with the runtime's data converter (createDataConverter). */
+  temporal: Client;
+  taskQueue: string;
+  /** Absolute URL of GET /oauth/callback. */
+  callbackUrl: string;
+  catalog?: CreateConnectionsOptions['catalog'];
+  log?: (message: string) => void;
+}
+
+export function composeService(options: ComposeServiceOptions) {
+  const { db, encryptor, temporal } = options;
+  const connections = createConnections({
+    db,
+    encryptor,
+    callbackUrl: options.callbackUrl,
+    ...(options.catalog ? { catalog: options.catalog } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  const records = createPostgresRecordStore({ db });
+  const logs = createPostgresLogStore({ db });
+  const scripts = createPostgresScriptStore({ db });
+  const syncs = createSyncControl({ client: temporal, taskQueue: options.taskQueue });
+  const deployments = createDeployments({
+    db,
+    scripts,
+    records,
+    syncs,
+    connectionIds: async (environmentId, integrationId) =>
+      (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+  });
+  const api: ApiDeps = {
+    db,
+    environments: connections.environments,
+    connections: connections.service,
+    integrations: connections.integrations,
+    variables: connections.variables,
+    records,
+    logs,
+    syncs,
+    deployments,
+    encryptor,
+    oauthFlow: connections.oauthFlow,
+  };
+  const runtime: Omit<RuntimeDeps, 'db'> = {
+    records,
+    connections: connections.service,
+    environmentVariables: connections.variables,
+    scripts,
+    logs,
+    temporal,
+    resolveAction: ({ environmentId, integrationId, actionName }) =>
+      deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
+  };
+  return { api, runtime, connections, deployments, records, scripts, logs, syncs };
+}
+
+export type ComposedService = ReturnType<typeof composeService>;
