@@ -1,68 +1,152 @@
 /**
- * `npm start`: the whole service on one machine. Temporal (TEMPORAL_ADDRESS, or a dev server with its
- * Web UI), Postgres (DATABASE_URL, or a local cluster), migrations, and the worker; state lives in
- * `.service-data/` and survives a restart. Ctrl-C stops everything cleanly.
+ * `npm start`: the whole service. Temporal (TEMPORAL_ADDRESS, or a dev server with its Web UI),
+ * Postgres (DATABASE_URL, or a local cluster), migrations, the worker and the API. Local state lives in
+ * SERVICE_DATA_DIR (`.service-data/`) and survives a restart. Ctrl-C stops everything cleanly.
+ *
+ * SERVICE_ROLE=api or SERVICE_ROLE=worker runs one half only, for scaling out against a Temporal
+ * cluster and a managed Postgres (docs/operations.md).
  */
-import { resolve } from 'node:path';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join, resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
+import { composeService } from './api/compose.js';
+import { createApi } from './api/index.js';
+import { loadEncryptor } from './connections/encryption.js';
 import { createPool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
-import { DevStackError, startStack } from './devstack/index.js';
+import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
-import { connectWorker, DEFAULT_TASK_QUEUE } from './temporal/connection.js';
+import { isServiceError } from './errors.js';
+import { createDataConverter } from './runtime/payloadStorage.js';
+import { loadSettings } from './settings.js';
 import { createWorker } from './temporal/worker.js';
 
-const dataDir = resolve(process.env['SERVICE_DATA_DIR'] ?? '.service-data');
+const DEV_ENVIRONMENT = 'dev';
 
 async function main(): Promise<void> {
+  const settings = loadSettings();
+  const dataDir = resolve(settings.SERVICE_DATA_DIR);
+  const local = !settings.DATABASE_URL || !settings.TEMPORAL_ADDRESS;
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  console.log(`starting the integration service (state in ${dataDir})…`);
-  const stack = await startStack({ dataDir, ui: true });
-  const stopStack = async (): Promise<void> => stack.stop();
+
+  const cleanups: (() => Promise<void>)[] = [];
+  const stopAll = async (): Promise<void> => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error(error));
+  };
+  let stopping = false;
+  let wake: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (wake = resolve));
+  const shutdown = (): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nstopping…');
+    wake();
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+
   try {
-    console.log(`Temporal  ${stack.temporal.address}  ${stack.temporal.version}`);
-    if (stack.temporal.uiUrl) console.log(`Web UI    ${stack.temporal.uiUrl}`);
-    console.log(`Postgres  ${redactUrl(stack.postgres.url)}  ${stack.postgres.version}`);
+    if (local) console.log(`starting the integration service (local state in ${dataDir})…`);
+    const stack: Stack = await startStack({ dataDir, ui: true, temporalPort: 7233 });
+    cleanups.push(() => stack.stop());
+    console.log(`Temporal   ${stack.temporal.address}  (${stack.temporal.version})`);
+    if (stack.temporal.uiUrl) console.log(`Web UI     ${stack.temporal.uiUrl}`);
+    console.log(`Postgres   ${redactUrl(stack.postgres.url)}  (${stack.postgres.version})`);
 
-    const db = createPool({ url: stack.postgres.url, max: 10 });
+    const db = createPool({ url: stack.postgres.url, max: settings.DATABASE_POOL_SIZE });
+    cleanups.push(() => db.end());
     const applied = await migrate(db);
-    console.log(`migrations: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}`);
+    console.log(`migrations ${applied.length === 0 ? 'up to date' : `applied ${applied.length}`}`);
 
-    const connection = await connectWorker({
-      address: stack.temporal.address,
-      namespace: stack.temporal.namespace,
-      taskQueue: DEFAULT_TASK_QUEUE,
+    // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
+    const encryptor = loadEncryptor(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {});
+    const dataConverter = createDataConverter({ db });
+    const clientConnection = await Connection.connect({ address: stack.temporal.address, connectTimeout: 10_000 });
+    cleanups.push(() => clientConnection.close());
+    const temporal = new Client({ connection: clientConnection, namespace: stack.temporal.namespace, dataConverter });
+    const publicUrl = settings.SERVICE_PUBLIC_URL ?? `http://${settings.HOST}:${settings.PORT}`;
+    const service = composeService({
+      db,
+      encryptor,
+      temporal,
+      taskQueue: settings.TEMPORAL_TASK_QUEUE,
+      callbackUrl: process.env['SERVICE_CALLBACK_URL'] ?? `${publicUrl}/oauth/callback`,
     });
-    const worker = await createWorker({
-      connection,
-      namespace: stack.temporal.namespace,
-      taskQueue: DEFAULT_TASK_QUEUE,
-      activities: createActivities({ db }),
-    });
-    console.log(`worker    task queue ${DEFAULT_TASK_QUEUE}`);
+
+    let worker: Worker | undefined;
+    let workerDone: Promise<void> = Promise.resolve();
+    if (settings.SERVICE_ROLE !== 'api') {
+      const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
+      worker = await createWorker({
+        connection: workerConnection,
+        namespace: stack.temporal.namespace,
+        taskQueue: settings.TEMPORAL_TASK_QUEUE,
+        activities: createActivities({ db, runtime: service.runtime }),
+        dataConverter,
+      });
+      workerDone = worker.run();
+      const running = worker;
+      cleanups.push(async () => {
+        if (running.getState() === 'RUNNING') running.shutdown();
+        await workerDone;
+        await workerConnection.close();
+      });
+      console.log(`worker     task queue ${settings.TEMPORAL_TASK_QUEUE}`);
+    }
+
+    if (settings.SERVICE_ROLE !== 'worker') {
+      const app = createApi({
+        ...service.api,
+        rateLimit: { perSecond: settings.RATE_LIMIT_PER_SECOND },
+        bodyLimit: settings.BODY_LIMIT,
+      });
+      const server: Server = app.listen(settings.PORT, settings.HOST);
+      await new Promise<void>((resolve, reject) => {
+        server.once('listening', resolve);
+        server.once('error', reject);
+      });
+      cleanups.push(async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      });
+      console.log(`API        ${publicUrl}   (reference: ${publicUrl}/reference, dashboard: ${publicUrl}/dashboard)`);
+    }
+
+    if (local) {
+      const key = await ensureDevEnvironment(service.connections.environments, dataDir);
+      console.log(`secret key ${key}   (environment "${DEV_ENVIRONMENT}"; send it as Authorization: Bearer …)`);
+    }
     console.log('ready. Ctrl-C stops everything.');
-
-    let stopping = false;
-    const shutdown = (): void => {
-      if (stopping) return;
-      stopping = true;
-      console.log('\nstopping…');
-      worker.shutdown();
-    };
-    process.on('SIGINT', shutdown);
-    process.on('SIGTERM', shutdown);
-    await worker.run();
-    await connection.close();
-    await db.end();
+    await Promise.race([stopped, workerDone]);
   } finally {
-    await stopStack();
+    await stopAll();
     console.log('stopped.');
   }
 }
 
+/**
+ * The local development environment and its secret key. Only a hash of a key is stored in Postgres,
+ * so the key itself is kept beside the local cluster (mode 0600) to be printed at every start.
+ */
+async function ensureDevEnvironment(
+  environments: ReturnType<typeof composeService>['connections']['environments'],
+  dataDir: string,
+): Promise<string> {
+  const keyFile = join(dataDir, 'dev-secret-key');
+  const existing = await environments.getByName(DEV_ENVIRONMENT);
+  if (existing && existsSync(keyFile)) return readFileSync(keyFile, 'utf8').trim();
+  const secretKey = existing
+    ? await environments.rotateSecretKey(existing.id)
+    : (await environments.create({ name: DEV_ENVIRONMENT })).secretKey;
+  writeFileSync(keyFile, `${secretKey}\n`, { mode: 0o600 });
+  return secretKey;
+}
+
 main().catch((error: unknown) => {
-  if (error instanceof DevStackError) console.error(`error: ${error.message}`);
+  if (error instanceof DevStackError || isServiceError(error)) console.error(`error: ${error.message}`);
   else console.error(error);
   process.exit(1);
 });

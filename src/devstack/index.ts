@@ -1,4 +1,5 @@
 import { startPostgres, type PostgresServer, type StartPostgresOptions } from './postgres.js';
+import { preferPort } from './process.js';
 import { startTemporal, type StartTemporalOptions, type TemporalServer } from './temporal.js';
 
 export { DevStackError } from './process.js';
@@ -17,6 +18,8 @@ export interface StartStackOptions {
   /** Tests and benchmarks: durability off for speed. */
   ephemeral?: boolean;
   ui?: boolean;
+  /** gRPC port of the dev server to use when free (the Web UI is on this + 1000); any free port otherwise. */
+  temporalPort?: number;
   database?: string;
   env?: NodeJS.ProcessEnv;
 }
@@ -30,6 +33,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
   const temporalOptions: StartTemporalOptions = {
     dbFile: options.dataDir ? `${options.dataDir}/temporal.sqlite` : undefined,
     ui: options.ui ?? false,
+    ...(options.temporalPort ? { port: await preferPort(options.temporalPort) } : {}),
     ...(options.env ? { env: options.env } : {}),
   };
   const postgresOptions: StartPostgresOptions = {

@@ -12,13 +12,18 @@ export class DevStackError extends Error {
   }
 }
 
-/** Asks the kernel for a free loopback TCP port. */
-export async function freePort(): Promise<number> {
+/** `preferred` when it is free on loopback, else any free port. */
+export async function preferPort(preferred: number): Promise<number> {
+  return freePort(preferred).catch(() => freePort());
+}
+
+/** Asks the kernel for a free loopback TCP port (or checks that `port` is free). */
+export async function freePort(port = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
       if (address === null || typeof address === 'string') {
         server.close();
