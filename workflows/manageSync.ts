@@ -210,7 +210,10 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     watchdog.cancel();
   }
   state.finishedAt = new Date().toISOString();
-  if (scheduled || state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now()) {
+  // A run triggered while the sync was never scheduled (auto_start false, paused) leaves it unscheduled:
+  // resuming it starts syncing at once.
+  const neverScheduled = state.paused && state.nextRunAt === null;
+  if (!neverScheduled && (scheduled || state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now())) {
     state.nextRunAt = new Date(Date.now() + definition.runsMs).toISOString();
   }
 

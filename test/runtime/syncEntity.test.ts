@@ -1,0 +1,157 @@
+/** The sync entity workflow: auto_start, trigger, pause, resume, status, full and incremental, track_deletes, webhooks. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { SyncDefinition, SyncStatus } from '../../src/runtime/definitions.js';
+import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
+import { bundle, json, startFakeApi, syncDefinition, useRuntime, type RuntimeHarness } from './helpers.js';
+
+async function until(
+  control: SyncControl,
+  ref: SyncRef,
+  what: string,
+  test: (status: SyncStatus) => boolean,
+): Promise<SyncStatus> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const status = await control.status(ref);
+    if (test(status)) return status;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(status)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const script = bundle(`async function (svc) {
+  const meta = await svc.getMetadata();
+  await svc.updateMetadata({ runs: [...(meta.runs || []), svc.webhook ? 'webhook' : svc.lastSyncDate ? 'since' : 'all'] });
+  if (svc.webhook) { await svc.batchSave([svc.webhook.payload], 'Item'); return; }
+  const res = await svc.get({ endpoint: '/items' });
+  await svc.batchSave(res.data.items, 'Item');
+  if (res.data.fail) throw new Error('upstream broke after the first page');
+}`);
+
+describe('sync entity workflow', () => {
+  let h: RuntimeHarness;
+  let control: SyncControl;
+  let items = [1, 2, 3, 4, 5].map((n) => ({ id: `i${n}`, n }));
+  let fail = false;
+
+  beforeAll(async () => {
+    h = await useRuntime();
+    control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const api = await startFakeApi((_request, response) => json(response, 200, { items, fail }));
+    h.connections.setBaseUrl(api.url);
+  });
+
+  const define = async (overrides: Partial<SyncDefinition>): Promise<{ definition: SyncDefinition; ref: SyncRef }> => {
+    const definition = syncDefinition({
+      models: ['Item'],
+      runsMs: 3600_000,
+      scriptHash: await h.scripts.put(script),
+      ...overrides,
+    });
+    return { definition, ref: { ...definition, connectionId: overrides.syncName ?? 'x' } };
+  };
+
+  it('auto_start false starts paused; trigger runs once while paused; resume runs and schedules; continue-as-new per execution', async () => {
+    const { definition, ref } = await define({ syncName: 'paused-start', autoStart: false });
+    const workflowId = await control.ensureSync(definition, ref.connectionId);
+    const initial = await control.status(ref);
+    expect(initial).toMatchObject({
+      status: 'paused',
+      paused: true,
+      executions: 0,
+      nextScheduledSyncAt: null,
+      latestResult: null,
+    });
+
+    await control.trigger(ref);
+    const triggered = await until(
+      control,
+      ref,
+      'the triggered run',
+      (s) => s.executions === 1 && s.status !== 'running' && s.finishedAt !== null,
+    );
+    expect(triggered.status).toBe('paused');
+    expect(triggered.latestResult?.models['Item']).toEqual({ added: 5, updated: 0, deleted: 0, unchanged: 0 });
+    expect(triggered.recordCount).toEqual({ Item: 5 });
+
+    await control.resume(ref);
+    const resumed = await until(control, ref, 'the resumed run', (s) => s.executions === 2 && s.status === 'idle');
+    expect(resumed.latestResult?.models['Item']).toEqual({ added: 0, updated: 0, deleted: 0, unchanged: 5 });
+    const next = Date.parse(resumed.nextScheduledSyncAt ?? '') - Date.parse(resumed.finishedAt ?? '');
+    expect(Math.abs(next - 3600_000)).toBeLessThan(1000);
+    // Incremental: the second run got lastSyncDate.
+    expect(h.connections.metadata.get(ref.connectionId)).toEqual({ runs: ['all', 'since'] });
+
+    await control.pause(ref);
+    expect(await control.status(ref)).toMatchObject({ status: 'paused', nextScheduledSyncAt: null });
+    const description = await h.client.workflow.getHandle(workflowId).describe();
+    expect(description.historyLength).toBeLessThan(40); // continued as new after each execution
+    await control.stop(ref, 'test over');
+  });
+
+  it('full sync with track_deletes: unseen records are deleted after a successful run only', async () => {
+    items = [1, 2, 3, 4, 5].map((n) => ({ id: `i${n}`, n }));
+    const { definition, ref } = await define({ syncName: 'full-deletes', syncType: 'full', trackDeletes: true });
+    await control.ensureSync(definition, ref.connectionId);
+    await until(control, ref, 'the first run', (s) => s.executions === 1 && s.status === 'idle');
+
+    items = items.slice(0, 3);
+    fail = true;
+    await control.trigger(ref);
+    const failed = await until(control, ref, 'the failing run', (s) => s.executions === 2 && s.status === 'failed');
+    expect(failed.latestError).toEqual({
+      code: 'script_error',
+      message: 'script full-deletes failed: Error: upstream broke after the first page',
+    });
+    expect(await countLive(ref.connectionId)).toBe(5); // a failed run deletes nothing
+
+    fail = false;
+    await control.trigger(ref, 'full_refresh');
+    const ok = await until(control, ref, 'the successful run', (s) => s.executions === 3 && s.status === 'idle');
+    expect(ok.latestResult?.models['Item']).toEqual({ added: 0, updated: 0, deleted: 2, unchanged: 3 });
+    expect(ok.recordCount).toEqual({ Item: 3 });
+    expect(h.connections.metadata.get(ref.connectionId)).toEqual({ runs: ['all', 'all', 'all'] }); // full: never lastSyncDate
+
+    await control.trigger(ref, 'full_refresh_and_clear_cache');
+    const cleared = await until(control, ref, 'the clearing run', (s) => s.executions === 4 && s.status === 'idle');
+    expect(cleared.latestResult?.models['Item']).toEqual({ added: 3, updated: 0, deleted: 0, unchanged: 0 });
+    await control.stop(ref, 'test over');
+  });
+
+  it('webhooks of a subscribed type run the sync with svc.webhook; others are ignored; short runs intervals repeat', async () => {
+    items = [{ id: 'base', n: 0 }];
+    const { definition, ref } = await define({
+      syncName: 'hooks',
+      webhookSubscriptions: ['item.created'],
+      runsMs: 1500,
+    });
+    await control.ensureSync(definition, ref.connectionId);
+    await until(control, ref, 'the first run', (s) => s.executions >= 1 && s.status === 'idle');
+    await control.pause(ref);
+    await control.deliverWebhook(ref, {
+      type: 'other.type',
+      payload: { id: 'nope' },
+      receivedAt: new Date().toISOString(),
+    });
+    await control.deliverWebhook(ref, {
+      type: 'item.created',
+      payload: { id: 'hooked', n: 9 },
+      receivedAt: new Date().toISOString(),
+    });
+    const before = (await control.status(ref)).executions;
+    await control.resume(ref);
+    await until(control, ref, 'the webhook run and scheduled runs', (s) => s.executions >= before + 3);
+    const runs = (h.connections.metadata.get(ref.connectionId)?.['runs'] ?? []) as string[];
+    expect(runs.filter((run) => run === 'webhook')).toHaveLength(1);
+    expect(await countLive(ref.connectionId)).toBe(2);
+    await control.stop(ref, 'test over');
+  });
+
+  async function countLive(connectionId: string): Promise<number> {
+    const result = await h.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM records r JOIN record_scopes s USING (scope_id) WHERE s.connection_id = $1 AND r.deleted_at IS NULL`,
+      [connectionId],
+    );
+    return Number(result.rows[0]!.n);
+  }
+});
