@@ -288,6 +288,14 @@ async function main(): Promise<void> {
       ),
     );
     console.log(line('ratio API / store (throughput)', (apiRps / storeRps).toFixed(2)));
+    // The floor of any call: HTTP round trip, Express, one trivial query (GET /health, no key).
+    const health = await run(
+      async () => {
+        await api.health();
+      },
+      pages.slice(0, 1000),
+    );
+    console.log(line('GET /health (HTTP + SELECT 1), for scale', formatSummary(summarize(health.latencies))));
 
     // ---- 2. action trigger through the API ------------------------------------------------------------
     const connection = { connectionId: connectionId(0), providerConfigKey: INTEGRATION };
