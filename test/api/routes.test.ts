@@ -751,6 +751,17 @@ describe('OpenAPI and the reference page', () => {
   });
 });
 
+describe('the OAuth router, mounted by createApi', () => {
+  it('answers the connect page with HTML, not the JSON envelope, and takes no secret key', async () => {
+    const response = await fetch(`${h.baseUrl}/oauth/connect/${INTEGRATION}?public_key=pk_unknown&connection_id=u1`, {
+      redirect: 'manual',
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('content-type')).toContain('text/html');
+    expect(await response.text()).toContain('public_key');
+  });
+});
+
 describe('deploy routes', () => {
   it('previews a deploy, and refuses generated endpoints that shadow a built-in route', async () => {
     const plan = await h.api.deploy.preview(deployRequest());
