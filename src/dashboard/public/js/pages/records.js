@@ -1,0 +1,207 @@
+/**
+ * Records: a connection's cached records per model, filtered by last action (added, updated,
+ * deleted), page by page with the API's `next_cursor`.
+ */
+import { activeDeployment, api, ApiError, connectionHeaders } from '../api.js';
+import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
+
+const PAGE_SIZES = ['10', '50', '100'];
+const FILTERS = ['added', 'updated', 'deleted'];
+
+export async function renderRecords(view, _params, query, app) {
+  view.append(pageTitle('Records'));
+  const { integrations } = await api('/integrations');
+  if (integrations.length === 0) {
+    view.append(h('p', { class: 'empty' }, 'No integrations yet.'));
+    return;
+  }
+  let deployment = null;
+  try {
+    deployment = await activeDeployment();
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+  }
+
+  const integration = query.get('integration') ?? integrations[0].id;
+  const integrationPicker = select(
+    { id: 'records-integration', name: 'integration' },
+    integrations.map((i) => [i.id, i.id]),
+    integration,
+  );
+  integrationPicker.addEventListener('change', () =>
+    app.navigate('records', [], { integration: integrationPicker.value }),
+  );
+
+  const { connections } = await api('/connections', { query: { provider_config_key: integration } });
+  const models = [
+    ...new Set(
+      (deployment?.config.integrations.find((i) => i.id === integration)?.syncs ?? []).flatMap((s) =>
+        s.outputs.map((o) => o.model),
+      ),
+    ),
+  ];
+  const form = h('form', { class: 'filters', 'aria-label': 'Which records' });
+  form.append(h('div', { class: 'toolbar' }, field('Integration', integrationPicker)));
+  if (connections.length === 0) {
+    view.append(form, h('p', { class: 'empty' }, `No connections of ${integration} yet.`));
+    return;
+  }
+  const connection = query.get('connection') ?? connections[0].connection_id;
+  const connectionPicker = select(
+    { name: 'connection', id: 'records-connection' },
+    connections.map((c) => [c.connection_id, c.connection_id]),
+    connection,
+  );
+  const model = query.get('model') ?? models[0] ?? '';
+  const modelControl = models.length
+    ? select(
+        { name: 'model', id: 'records-model' },
+        models.map((m) => [m, m]),
+        model,
+      )
+    : h('input', { name: 'model', id: 'records-model', value: model, required: true, autocomplete: 'off' });
+  const chosenFilters = (query.get('filter') ?? '').split(',').filter(Boolean);
+  const filterBoxes = FILTERS.map((name) =>
+    h(
+      'label',
+      { class: 'check' },
+      h('input', { type: 'checkbox', name: 'filter', value: name, checked: chosenFilters.includes(name) }),
+      ` ${name}`,
+    ),
+  );
+  const pageSize = select(
+    { name: 'limit', id: 'records-limit' },
+    PAGE_SIZES.map((n) => [n, n]),
+    PAGE_SIZES.includes(query.get('limit')) ? query.get('limit') : '50',
+  );
+  form
+    .querySelector('.toolbar')
+    .append(
+      field('Connection', connectionPicker),
+      field('Model', modelControl),
+      h('fieldset', { class: 'inline' }, h('legend', {}, 'Last action'), filterBoxes),
+      field('Page size', pageSize),
+      h('button', { type: 'submit', class: 'primary' }, 'Show records'),
+    );
+  const results = h('section', {
+    'aria-label': 'Records',
+    class: 'results',
+    'aria-live': 'polite',
+    'aria-busy': 'false',
+  });
+  view.append(form, results);
+
+  const cursors = [];
+  let state;
+  const read = () => ({
+    integration,
+    connection: connectionPicker.value,
+    model: modelControl.value,
+    filter: filterBoxes
+      .map((l) => l.querySelector('input'))
+      .filter((i) => i.checked)
+      .map((i) => i.value)
+      .join(','),
+    limit: pageSize.value,
+  });
+
+  async function load(cursor) {
+    results.setAttribute('aria-busy', 'true');
+    try {
+      const page = await api('/records', {
+        query: { model: state.model, filter: state.filter, limit: state.limit, cursor },
+        headers: connectionHeaders(state.integration, state.connection),
+      });
+      show(page);
+    } catch (error) {
+      replace(results, errorBox(error));
+    } finally {
+      results.setAttribute('aria-busy', 'false');
+    }
+  }
+
+  function show(page) {
+    const first = cursors.length * Number(state.limit) + 1;
+    const heading = h(
+      'h2',
+      {},
+      page.records.length === 0 ? 'No records' : `Records ${first}–${first + page.records.length - 1}`,
+      h('span', { class: 'meta' }, ` of ${state.model} for ${state.connection}`),
+    );
+    const fields = [
+      ...new Set(page.records.flatMap((r) => Object.keys(r)).filter((k) => k !== '_service_metadata' && k !== 'id')),
+    ];
+    const table = page.records.length
+      ? h(
+          'div',
+          { class: 'scroll', tabindex: '0', role: 'region', 'aria-label': 'Records table, scrolls sideways' },
+          h(
+            'table',
+            { class: 'list records' },
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'col' }, 'id'),
+                fields.map((f) => h('th', { scope: 'col' }, f)),
+                h('th', { scope: 'col' }, 'Last action'),
+                h('th', { scope: 'col' }, 'Modified'),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              page.records.map((record) => {
+                const meta = record._service_metadata ?? {};
+                const action = String(meta.last_action ?? '').toLowerCase();
+                return h(
+                  'tr',
+                  { class: meta.deleted_at ? 'deleted' : '' },
+                  h('th', { scope: 'row' }, h('code', {}, String(record.id))),
+                  fields.map((f) => h('td', {}, cell(record[f]))),
+                  h('td', {}, h('span', { class: `status status-${action}` }, action || '—')),
+                  h('td', {}, time(meta.last_modified_at)),
+                );
+              }),
+            ),
+          ),
+        )
+      : h('p', { class: 'empty' }, 'No records match.');
+    const previous = h('button', { type: 'button', disabled: cursors.length === 0 }, 'Previous page');
+    previous.addEventListener('click', () => {
+      cursors.pop();
+      void load(cursors.at(-1));
+    });
+    const next = h('button', { type: 'button', disabled: !page.next_cursor }, 'Next page');
+    next.addEventListener('click', () => {
+      cursors.push(page.next_cursor);
+      void load(page.next_cursor);
+    });
+    replace(
+      results,
+      heading,
+      table,
+      h('div', { class: 'pager', role: 'group', 'aria-label': 'Pages' }, previous, next),
+    );
+  }
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    state = read();
+    cursors.length = 0;
+    app.replaceQuery('records', [], state);
+    void load(undefined);
+  });
+  if (model) {
+    state = read();
+    await load(undefined);
+  }
+}
+
+function cell(value) {
+  if (value === null || value === undefined) return h('span', { class: 'meta' }, String(value));
+  if (typeof value === 'object') return h('code', {}, JSON.stringify(value));
+  return String(value);
+}

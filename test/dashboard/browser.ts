@@ -1,0 +1,45 @@
+/**
+ * Debian's Chromium, headless, driven by Playwright (playwright-core: no browser download). A test
+ * that cannot find Chromium fails with the command that installs it; it never skips.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { chromium, type BrowserContext } from 'playwright-core';
+
+export const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+
+/** A fresh headless Chromium (its own profile folder, removed afterwards) with a laptop-sized window. */
+export async function useBrowser(): Promise<BrowserContext> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM_PATH}. The dashboard tests drive a real browser: install it with ` +
+        '`apt-get install -y chromium` (Debian), or set CHROMIUM_PATH to a Chromium binary.',
+    );
+  }
+  const profile = await mkdtemp(join(tmpdir(), 'dashboard-chromium-'));
+  // launchPersistentContext, because Playwright takes the profile folder (--user-data-dir) only here.
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1366, height: 768 },
+    timeout: 30_000,
+  });
+  afterAll(async () => {
+    await context.close();
+    await rm(profile, { recursive: true, force: true });
+  });
+  return context;
+}

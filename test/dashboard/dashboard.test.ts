@@ -1,0 +1,525 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium, headless, driven by Playwright) against the real
+ * service: Postgres, Temporal and a worker from the API harness, a fake external API on 127.0.0.1.
+ * Sign in, see the deployed integration and its Script tab, set an environment variable, run the sync
+ * from the dashboard and watch its status, find its records (which carry the variable's value) and its
+ * log lines, and sign out. Each page is photographed into test/dashboard/screenshots/.
+ */
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import type { ApiDeps } from '../../src/api/index.js';
+import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
+import { createServer } from '../../src/api/server.js';
+import { createDashboardRouter, type DashboardOptions } from '../../src/dashboard/index.js';
+import { createDeployRoutes } from '../../src/deploy/routes.js';
+import { stack } from '../helpers/stack.js';
+import { bundle, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
+import { useBrowser } from './browser.js';
+
+const INTEGRATION = 'fake-api';
+const TEMPORAL_UI = 'http://127.0.0.1:18233';
+const screenshots = fileURLToPath(new URL('./screenshots/', import.meta.url));
+
+const SERVICE_YAML = `
+integrations:
+  ${INTEGRATION}:
+    syncs:
+      tickets:
+        description: Support tickets, each stamped with the GREETING variable
+        output: Ticket
+        endpoint: GET /tickets
+        sync_type: incremental
+        runs: 1h
+        auto_start: false
+    actions:
+      close-ticket:
+        description: Closes a ticket
+        input: TicketRef
+        output: Ticket
+        endpoint: POST /tickets/close
+models:
+  Ticket:
+    id: string
+    title: string
+    greeting: string
+  TicketRef:
+    id: string
+`;
+
+/** What `service compile` uploads as the script's source: shown by the Script tab. */
+const TICKETS_SOURCE = `import type { ServiceSync } from '../../models';
+
+export default async function fetchTickets(svc: ServiceSync) {
+  const variables = await svc.getEnvironmentVariables();
+  const greeting = variables.find((v) => v.name === 'GREETING')?.value ?? 'unset';
+  const res = await svc.get({ endpoint: '/tickets' });
+  await svc.batchSave(res.data.tickets.map((t) => ({ ...t, greeting })), 'Ticket');
+  await svc.log(\`saved \${res.data.tickets.length} tickets greeting \${greeting}\`);
+}
+`;
+const TICKETS_BUNDLE = bundle(`async function (svc) {
+  const variables = await svc.getEnvironmentVariables();
+  const found = variables.find((v) => v.name === 'GREETING');
+  const greeting = found ? found.value : 'unset';
+  const res = await svc.get({ endpoint: '/tickets' });
+  await svc.batchSave(res.data.tickets.map((t) => ({ id: t.id, title: t.title, greeting })), 'Ticket');
+  await svc.log('saved ' + res.data.tickets.length + ' tickets greeting ' + greeting);
+}`);
+const CLOSE_SOURCE = `export default async function closeTicket(svc, input) {\n  return { id: input.id, title: 'closed', greeting: '' };\n}\n`;
+const CLOSE_BUNDLE = bundle(`async function (svc, input) { return { id: input.id, title: 'closed', greeting: '' }; }`);
+
+const TICKETS = Array.from({ length: 12 }, (_, i) => ({
+  id: `t${String(i + 1).padStart(2, '0')}`,
+  title: `Ticket ${i + 1}`,
+}));
+
+let h: ApiHarness;
+let baseUrl: string;
+let page: Page;
+let secretKey: string;
+
+/**
+ * The API with the dashboard mounted, as the service's composition will mount it: every API route,
+ * the deploy history routes of src/deploy/routes.ts when createApi does not serve them yet, the
+ * dashboard router, then the generated endpoints.
+ */
+function dashboardApp(deps: ApiDeps, options: DashboardOptions) {
+  const routes = createApiRoutes(deps);
+  const taken = new Set(routes.map((route) => `${route.method} ${route.path}`));
+  const deployRoutes = createDeployRoutes({ deployments: deps.deployments }).filter(
+    (route) => !taken.has(`${route.method} ${route.path}`),
+  );
+  return createServer({
+    routes: [...routes, ...deployRoutes],
+    authenticate: async (key) => {
+      const environment = await deps.environments.findBySecretKey(key);
+      return environment ? { id: environment.id, name: environment.name } : undefined;
+    },
+    mount: [createDashboardRouter(options)],
+    fallback: createGeneratedEndpointFallback(deps),
+    logger: { info: () => undefined, error: (message, fields) => console.error(message, fields) },
+  });
+}
+
+async function shoot(name: string) {
+  await page.screenshot({ path: `${screenshots}${name}.png` });
+}
+
+/** A call to the service as the test's own client (to compare with what the dashboard shows). */
+async function apiGet(path: string, key = secretKey) {
+  const response = await fetch(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+beforeAll(async () => {
+  await mkdir(screenshots, { recursive: true });
+  h = await startApiHarness();
+  h.fake.setHandler((request, response) => {
+    if (request.url === '/api/tickets') return json(response, 200, { tickets: TICKETS });
+    json(response, 404, { error: 'not found' });
+  });
+  secretKey = h.envA.secretKey;
+  await h.api.integrations.create({ id: INTEGRATION, provider: 'fake-api' });
+  await h.deploy(h.envA.id, {
+    yaml: SERVICE_YAML,
+    scripts: [
+      {
+        integration: INTEGRATION,
+        kind: 'sync',
+        name: 'tickets',
+        code: TICKETS_BUNDLE,
+        source: TICKETS_SOURCE,
+        sourcePath: 'fake-api/syncs/tickets.ts',
+      },
+      {
+        integration: INTEGRATION,
+        kind: 'action',
+        name: 'close-ticket',
+        code: CLOSE_BUNDLE,
+        source: CLOSE_SOURCE,
+        sourcePath: 'fake-api/actions/close-ticket.ts',
+      },
+    ],
+  });
+  await h.api.connections.import({
+    provider_config_key: INTEGRATION,
+    connection_id: 'acme',
+    credentials: { type: 'API_KEY', apiKey: 'key-acme' },
+    connection_config: { subdomain: 'acme' },
+    metadata: { plan: 'enterprise', seats: 12 },
+  });
+
+  const app = dashboardApp(h.deps, {
+    temporalUiUrl: TEMPORAL_UI,
+    temporalNamespace: stack().temporalNamespace,
+    environments: h.deps.environments,
+  });
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const context = await useBrowser();
+  page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(15_000);
+  // The pages must run without a script error: any fails the test it happened in.
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+});
+
+const pageErrors: string[] = [];
+afterEach(() => {
+  expect(pageErrors.splice(0)).toEqual([]);
+});
+
+describe('the dashboard', () => {
+  it('serves its files with a strict content security policy, and its config', async () => {
+    const index = await fetch(`${baseUrl}/dashboard/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await index.text()).toContain('<script type="module" src="js/app.js">');
+    const config = await fetch(`${baseUrl}/dashboard/config.json`);
+    expect(await config.json()).toEqual({
+      temporal_ui_url: TEMPORAL_UI,
+      temporal_namespace: stack().temporalNamespace,
+      features: { keys: true },
+    });
+    const missing = await fetch(`${baseUrl}/dashboard/nope.js`);
+    expect([missing.status, ((await missing.json()) as { error: { code: string } }).error.code]).toEqual([
+      404,
+      'route_not_found',
+    ]);
+  });
+
+  it('refuses a wrong key and signs in with the environment secret key', async () => {
+    await page.goto(`${baseUrl}/dashboard`);
+    expect(page.url()).toBe(`${baseUrl}/dashboard/`);
+    const keyInput = page.getByLabel('Environment secret key');
+    await keyInput.fill('sk_wrong-key');
+    await keyInput.press('Enter');
+    await page.getByText('No environment has this secret key').waitFor();
+    expect(await keyInput.getAttribute('aria-invalid')).toBe('true');
+    await shoot('sign-in');
+
+    await keyInput.fill(secretKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
+    expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([secretKey]);
+    await page.getByText('Environment: env-a').waitFor();
+  });
+
+  it('lists the deployed integration and shows its syncs, models and Script tab', async () => {
+    const row = page.getByRole('row', { name: new RegExp(INTEGRATION) });
+    await expect(row.textContent()).resolves.toContain('tickets');
+    await expect(row.textContent()).resolves.toContain('close-ticket');
+    await page.getByText('Deployed version 1').waitFor();
+    await shoot('integrations');
+
+    await page.getByRole('link', { name: INTEGRATION, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: `Integration ${INTEGRATION}` }).waitFor();
+    const syncRow = page.getByRole('row', { name: /^tickets/ });
+    expect(await syncRow.textContent()).toContain('GET /tickets');
+    expect(await page.getByRole('row', { name: /close-ticket/ }).textContent()).toContain('POST /tickets/close');
+
+    // Keyboard: the tabs move with the arrow keys (ARIA tabs pattern).
+    await page.getByRole('tab', { name: 'Syncs and actions' }).focus();
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getByRole('tab', { name: 'Models' }).getAttribute('aria-selected')).toBe('true');
+    await page.getByRole('heading', { name: 'TicketRef' }).waitFor();
+    expect(await page.getByRole('tabpanel').textContent()).toContain('greeting');
+    await page.keyboard.press('ArrowRight');
+    const scriptTab = page.getByRole('tab', { name: 'Script' });
+    expect(await scriptTab.getAttribute('aria-selected')).toBe('true');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Script');
+    expect(page.url()).toContain(`#/integrations/${INTEGRATION}/script`);
+
+    await page.getByRole('heading', { name: 'Sync tickets' }).waitFor();
+    const source = page.locator('section.script').filter({ has: page.getByRole('heading', { name: 'Sync tickets' }) });
+    expect(await page.getByLabel('Source of sync tickets').textContent()).toBe(TICKETS_SOURCE);
+    expect(await page.getByLabel('Source of action close-ticket').textContent()).toBe(CLOSE_SOURCE);
+    const meta = await source.locator('.meta').first().textContent();
+    expect(meta).toContain('fake-api/syncs/tickets.ts');
+    expect(meta).toContain('deploy version 1');
+    await shoot('integration-script');
+  });
+
+  it('sets an environment variable, masked until revealed', async () => {
+    await page.getByRole('link', { name: 'Environment settings' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Environment settings' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('GREETING');
+    await page.getByLabel('Value', { exact: true }).fill('hello-from-dashboard');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    await page.getByText('Saved GREETING.').first().waitFor();
+    const row = page.getByRole('row', { name: /GREETING/ });
+    expect(await row.locator('code.masked').textContent()).toBe('••••••••');
+    expect(await page.content()).not.toContain('hello-from-dashboard');
+    await row.getByRole('button', { name: 'Reveal value of GREETING' }).click();
+    expect(await row.locator('code.masked').textContent()).toBe('hello-from-dashboard');
+    expect(await h.api.environmentVariables.list()).toEqual({
+      variables: [{ name: 'GREETING', value: 'hello-from-dashboard' }],
+    });
+    // The keys card: the public key of the environment, the secret key masked.
+    expect(await page.locator('#secret-key-value').textContent()).not.toContain(secretKey);
+    const environment = await h.deps.environments.get(h.envA.id);
+    await page.getByText(environment.publicKey).waitFor();
+    await shoot('settings');
+  });
+
+  it('runs the sync from the connection page and shows its status change and result', async () => {
+    await page.getByRole('link', { name: 'Connections' }).click();
+    await page.getByRole('link', { name: 'acme' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Connection acme' }).waitFor();
+    expect(await page.locator('dl.facts').first().textContent()).toContain('subdomain');
+    expect(await page.getByLabel('Metadata as JSON').textContent()).toContain('"plan": "enterprise"');
+    // Credentials are never shown.
+    expect(await page.content()).not.toContain('key-acme');
+
+    const row = page.locator('tr[data-sync="tickets"]');
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 15_000 }).toMatch(/paused|not_started/);
+    // Every status the row shows, in order, from here on (a string: the test's types have no DOM).
+    await page.evaluate(`(() => {
+      const target = document.querySelector('tr[data-sync="tickets"]');
+      const seen = [target.getAttribute('data-status')];
+      window.seenStatuses = seen;
+      new MutationObserver(() => {
+        const status = target.getAttribute('data-status');
+        if (seen.at(-1) !== status) seen.push(status);
+      }).observe(target, { attributes: true, attributeFilter: ['data-status'] });
+    })()`);
+
+    // Resuming a sync that never ran runs it now.
+    await row.getByRole('button', { name: 'Resume sync tickets' }).click();
+    await page.getByText('Sync tickets resumed.').waitFor();
+    const result = row.locator('td').nth(3);
+    await expect
+      .poll(() => result.textContent(), { timeout: 45_000 })
+      .toBe('Ticket: 12 added, 0 updated, 0 deleted, 0 unchanged');
+    await expect.poll(() => row.getAttribute('data-status')).toBe('idle');
+    expect(await row.locator('td').nth(4).textContent()).toBe('Ticket: 12');
+    const seen = await page.evaluate<string[]>('window.seenStatuses');
+    expect(seen[0]).toMatch(/paused|not_started/);
+    expect(seen.at(-1)).toBe('idle');
+
+    // Trigger: a second run, which finds every record unchanged.
+    const lastRun = row.locator('td').nth(1);
+    const firstFinished = await lastRun.locator('time').getAttribute('datetime');
+    await row.getByRole('button', { name: 'Trigger sync tickets' }).click();
+    await page.getByText('Sync tickets triggered.').waitFor();
+    await expect
+      .poll(() => lastRun.locator('time').getAttribute('datetime'), { timeout: 45_000 })
+      .not.toBe(firstFinished);
+    expect(await result.textContent()).toBe('Ticket: 0 added, 0 updated, 0 deleted, 12 unchanged');
+    await shoot('connection');
+  });
+
+  it('charts the runs of the sync, or says there is no run history', async () => {
+    const runs = await apiGet(
+      `/sync/runs?provider_config_key=${INTEGRATION}&connection_id=acme&syncs=tickets&limit=30`,
+    );
+    const slot = page.locator('.chart-slot[data-sync="tickets"]');
+    if (runs.status === 404) {
+      await slot.getByText('No run history is available from this service yet.').waitFor();
+    } else {
+      expect(runs.status).toBe(200);
+      const list = runs.body['runs'] as { run_id: string }[];
+      expect(list.length).toBeGreaterThan(0);
+      await expect.poll(() => slot.locator('g.run').count()).toBe(list.length);
+      const href = await slot.locator('svg a').first().getAttribute('href');
+      expect(href).toMatch(new RegExp(`^${TEMPORAL_UI}/namespaces/${stack().temporalNamespace}/workflows/.+`));
+    }
+  });
+
+  it('draws the runs chart from runs in the shape of GET /sync/runs: bars, failures, Temporal links', async () => {
+    // The drawing code on its own, in the browser, with two runs as the API describes them: this
+    // checks the picture whether or not the service serves run history yet.
+    const started = Date.now() - 120_000;
+    const runs = [
+      {
+        run_id: 'sync-run-ok',
+        sync: 'tickets',
+        connection_id: 'acme',
+        started_at: new Date(started).toISOString(),
+        finished_at: new Date(started + 1500).toISOString(),
+        duration_ms: 1500,
+        status: 'success',
+        models: { Ticket: { added: 12, updated: 0, deleted: 0 } },
+        error: null,
+      },
+      {
+        run_id: 'sync-run-failed',
+        sync: 'tickets',
+        connection_id: 'acme',
+        started_at: new Date(started + 60_000).toISOString(),
+        finished_at: new Date(started + 63_000).toISOString(),
+        duration_ms: 3000,
+        status: 'failed',
+        models: { Ticket: { added: 0, updated: 4, deleted: 2 } },
+        error: { code: 'http_status_error', message: 'GET /tickets answered 503' },
+      },
+    ];
+    const drawn = await page.evaluate(
+      `(async (runs) => {
+        const { runsChart } = await import('./js/chart.js');
+        const config = await (await fetch('config.json')).json();
+        const slot = document.querySelector('.chart-slot[data-sync="tickets"]');
+        slot.replaceChildren(runsChart({ runs, syncName: 'tickets', config }));
+        const svg = slot.querySelector('svg');
+        return {
+          groups: [...svg.querySelectorAll('g.run')].map((g) => g.getAttribute('class')),
+          links: [...svg.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+          failMarks: svg.querySelectorAll('.fail-mark').length,
+          heights: [...svg.querySelectorAll('g.run')].map((g) => Number(g.querySelector('rect').getAttribute('height'))),
+          countBars: [...svg.querySelectorAll('g.run')].map((g) => g.querySelectorAll('rect').length - 1),
+          caption: slot.querySelector('figcaption').textContent,
+          rows: [...slot.querySelectorAll('tbody tr')].map((tr) => tr.textContent),
+        };
+      })(${JSON.stringify(runs)})`,
+    );
+    const ns = stack().temporalNamespace;
+    expect(drawn).toMatchObject({
+      groups: ['run success', 'run failed'],
+      links: [
+        `${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-ok`,
+        `${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-failed`,
+      ],
+      failMarks: 1,
+      countBars: [1, 2],
+      caption: 'tickets: 2 recent runs, 1 failed',
+    });
+    // Bar heights follow the durations (1.5 s is half of 3 s).
+    const [okHeight = 0, failedHeight = 0] = (drawn as { heights: number[] }).heights;
+    expect(okHeight / failedHeight).toBeCloseTo(0.5, 5);
+    expect((drawn as { rows: string[] }).rows[0]).toContain('http_status_error: GET /tickets answered 503');
+    await page.locator('.charts').scrollIntoViewIfNeeded();
+    await shoot('chart');
+  });
+
+  it('browses the records, which carry the variable the script read, page by page and by filter', async () => {
+    await page.getByRole('link', { name: 'Browse records' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Records' }).waitFor();
+    await page.getByLabel('Page size').selectOption('10');
+    await page.getByRole('button', { name: 'Show records' }).click();
+    await page.getByRole('heading', { name: /Records 1–10/ }).waitFor();
+    const table = page.locator('table.records tbody');
+    expect(await table.locator('tr').count()).toBe(10);
+    expect(await table.locator('tr').first().textContent()).toContain('hello-from-dashboard');
+    expect(await table.textContent()).toContain('added');
+    await shoot('records');
+
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByRole('heading', { name: /Records 11–12/ }).waitFor();
+    expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+    const ids = await table.locator('th code').allTextContents();
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await page.getByRole('heading', { name: /Records 1–10/ }).waitFor();
+    const firstIds = await table.locator('th code').allTextContents();
+    expect([...firstIds, ...ids].sort()).toEqual(TICKETS.map((t) => t.id));
+
+    await page.getByLabel('deleted').check();
+    await page.getByRole('button', { name: 'Show records' }).click();
+    await page.getByRole('heading', { name: 'No records' }).waitFor();
+    expect(page.url()).toContain('filter=deleted');
+  });
+
+  it('finds the log lines of the run by text, level, sync and run', async () => {
+    await page.getByRole('link', { name: 'Logs' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor();
+    await page.getByLabel('Text').fill('tickets greeting');
+    await page.getByLabel('Sync or action').fill('tickets');
+    await page.getByRole('button', { name: 'Search' }).click();
+    // One line per run: the resume's and the trigger's.
+    await page.getByRole('heading', { name: '2 log lines' }).waitFor();
+    const messages = await page.locator('table.logs tbody td.message').allTextContents();
+    expect(messages).toEqual([
+      'saved 12 tickets greeting hello-from-dashboard',
+      'saved 12 tickets greeting hello-from-dashboard',
+    ]);
+    await shoot('logs');
+
+    await page.getByLabel('Level').selectOption('error');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('heading', { name: 'No log lines match' }).waitFor();
+
+    // A run id links to every line of that run.
+    await page.getByLabel('Level').selectOption('');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator('table.logs tbody tr td a code').first().click();
+    await page.getByRole('heading', { name: '1 log line' }).waitFor();
+    expect(await page.getByLabel('Run id').inputValue()).toMatch(/.+/);
+  });
+
+  it('edits the variable and a full resync rewrites every record with the new value', async () => {
+    await page.getByRole('link', { name: 'Environment settings' }).click();
+    const row = page.getByRole('row', { name: /GREETING/ });
+    await row.getByRole('button', { name: 'Edit GREETING' }).click();
+    await page.getByLabel('New value of GREETING').fill('second-greeting');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByText('Saved GREETING.').waitFor();
+
+    await page.goto(`${baseUrl}/dashboard/#/connections/${INTEGRATION}/acme`);
+    const syncRow = page.locator('tr[data-sync="tickets"]');
+    await syncRow.getByRole('button', { name: 'Full resync sync tickets' }).click();
+    await page.getByText('Sync tickets fully resynced.').waitFor();
+    await expect
+      .poll(() => syncRow.locator('td').nth(3).textContent(), { timeout: 45_000 })
+      .toBe('Ticket: 0 added, 12 updated, 0 deleted, 0 unchanged');
+
+    await page.goto(
+      `${baseUrl}/dashboard/#/records?integration=${INTEGRATION}&connection=acme&model=Ticket&filter=updated&limit=50`,
+    );
+    await page.getByRole('heading', { name: /Records 1–12/ }).waitFor();
+    const cells = await page.locator('table.records tbody tr').allTextContents();
+    expect(cells.every((text) => text.includes('second-greeting') && text.includes('updated'))).toBe(true);
+  });
+
+  it('rotates the secret key: the dashboard keeps working with the new key, the old one is refused', async () => {
+    await page.getByRole('link', { name: 'Environment settings' }).click();
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Rotate secret key' }).click();
+    await page.getByText('New secret key shown above').waitFor();
+    const newKey = await page.locator('#secret-key-value').textContent();
+    expect(newKey).toMatch(/^sk_/);
+    expect(newKey).not.toBe(secretKey);
+    expect((await apiGet('/environment-variables')).status).toBe(401);
+    secretKey = newKey ?? '';
+    expect((await apiGet('/environment-variables')).status).toBe(200);
+    await page.getByRole('link', { name: 'Integrations' }).click();
+    await page.getByRole('link', { name: INTEGRATION, exact: true }).waitFor();
+  });
+
+  it('is usable from the keyboard: a skip link first, then the navigation', async () => {
+    await page.goto(`${baseUrl}/dashboard/#/integrations`);
+    await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
+    // From the top of the page (a click on the header's name), Shift+Tab reaches the skip link first.
+    await page.locator('.brand').click();
+    await page.keyboard.press('Shift+Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Integrations');
+    expect(await page.evaluate('document.activeElement?.tagName')).toBe('H1');
+    expect(page.url()).toContain('#/integrations');
+    await page.locator('.brand').click();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Integrations');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Connections' }).waitFor();
+    // The new page's heading has the focus, so a screen reader starts there.
+    await expect.poll(() => page.evaluate('document.activeElement?.tagName')).toBe('H1');
+  });
+
+  it('signs out: the key leaves the tab and the pages ask for it again', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(await page.getByRole('navigation', { name: 'Main' }).isHidden()).toBe(true);
+    await page.goto(`${baseUrl}/dashboard/#/records`);
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  });
+});
