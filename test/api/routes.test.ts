@@ -592,8 +592,18 @@ describe('integrations', () => {
       status: 409,
       code: 'integration_has_connections',
     });
-    expect(await h.api.integrations.delete('second')).toEqual({ deleted: true });
+    await h.api.connections.import({
+      provider_config_key: 'second',
+      connection_id: 'z1',
+      credentials: { type: 'API_KEY', apiKey: 'kz' },
+    });
+    expect(await failure(h.api.integrations.delete('second'))).toMatchObject({
+      status: 409,
+      code: 'integration_has_connections',
+    });
+    expect(await h.api.integrations.delete('second', { delete_connections: true })).toEqual({ deleted: true });
     expect(await failure(h.api.integrations.get('second'))).toMatchObject({ status: 404 });
+    expect((await h.api.connections.list()).connections.map((c) => c.connection_id)).not.toContain('z1');
   });
 });
 
