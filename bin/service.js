@@ -11,4 +11,5 @@ process.exitCode = await runCli(process.argv.slice(2), {
   err: (text) => process.stderr.write(text),
   cwd: process.cwd(),
   env: process.env,
+  interactive: process.stdin.isTTY === true && process.env.CI !== 'true',
 });

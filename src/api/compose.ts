@@ -18,7 +18,10 @@ import { createPostgresRecordStore } from '../records/postgresRecordStore.js';
 import { createPostgresLogStore } from '../runtime/logStore.js';
 import { createPostgresScriptStore } from '../runtime/scriptStore.js';
 import { createSyncControl } from '../temporal/syncControl.js';
+import type { ConnectionScope } from '../connections/types.js';
 import type { ApiDeps } from './deps.js';
+import { checkGeneratedEndpoints } from './generated.js';
+import { ensureConnectionSyncs } from './routes/shared.js';
 
 export interface ComposeServiceOptions {
   db: Pool;
@@ -34,10 +37,13 @@ export interface ComposeServiceOptions {
 
 export function composeService(options: ComposeServiceOptions) {
   const { db, encryptor, temporal } = options;
+  // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
+  let onConnectionSaved: (scope: ConnectionScope) => Promise<void> = async () => undefined;
   const connections = createConnections({
     db,
     encryptor,
     callbackUrl: options.callbackUrl,
+    onConnectionSaved: (event) => onConnectionSaved(event.scope),
     ...(options.catalog ? { catalog: options.catalog } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
@@ -52,7 +58,11 @@ export function composeService(options: ComposeServiceOptions) {
     syncs,
     connectionIds: async (environmentId, integrationId) =>
       (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+    checkConfig: (config) => checkGeneratedEndpoints(config),
   });
+  onConnectionSaved = async (scope) => {
+    await ensureConnectionSyncs({ deployments, syncs }, scope);
+  };
   const api: ApiDeps = {
     db,
     environments: connections.environments,

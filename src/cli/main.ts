@@ -13,6 +13,8 @@ export interface CliIo {
   err(text: string): void;
   cwd: string;
   env: Record<string, string | undefined>;
+  /** A person at a terminal can answer questions (deploy's confirmation). */
+  interactive?: boolean;
 }
 
 const ROOT_OPTION =
@@ -28,6 +30,7 @@ Commands:
   generate    check service.yaml, write models.ts, create a stub for every script that has none
   compile     generate, then type-check every script and bundle each into build/
   validate    check service.yaml only and print every problem (alias: check)
+  deploy      compile, preview the changes against an environment, confirm, apply
 
 Options:
   -h, --help     help of a command: service compile --help
@@ -104,6 +107,37 @@ Examples:
   npx service check --root ./my-app
 `,
 };
+HELP['deploy'] = `service deploy: compile, show what changes in the environment, confirm, apply.
+
+Usage: service deploy [--env <name>] [--dry-run] [--yes] [--allow-destructive] [--redeploy <version>] [--root <dir>]
+
+1. compile (see service compile --help); nothing is sent when there is a problem
+2. preview: the server compares service.yaml and the bundles with what the environment runs and lists
+   every change with its reach (connections touched, records a removal would erase)
+3. confirm: a destructive change (a sync removed: its records are erased; an action removed: its
+   trigger fails) must be confirmed by typing "yes", or allowed with --allow-destructive; without a
+   terminal (CI) it fails unless the flag is given. Other changes ask y/N unless --yes.
+4. apply: the new version becomes active; syncs start, stop or take the new script per SPEC.md.
+A failed deploy changes nothing. Deploys of one environment run one at a time.
+
+Where to:
+  SERVICE_URL                   the API (default ${'http://127.0.0.1:3003'})
+  SERVICE_SECRET_KEY            the environment's secret key, or with --env prod: SERVICE_SECRET_KEY_PROD
+  (for the local dev environment of 'npm start', the key in .service-data/dev-secret-key is used)
+
+Options:
+  --env <name>          the environment whose key to use (SERVICE_SECRET_KEY_<NAME>)
+  --dry-run             show the changes only
+  --yes, -y             do not ask before a non-destructive deploy
+  --allow-destructive   go ahead with removals without asking
+  --redeploy <version>  deploy an earlier version again (rollback)
+${ROOT_OPTION}
+
+Examples:
+  npx service deploy --dry-run
+  SERVICE_URL=https://svc.example.com SERVICE_SECRET_KEY_PROD=sk_… npx service deploy --env prod --yes
+  npx service deploy --redeploy 3 --allow-destructive
+`;
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
@@ -123,6 +157,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
         root: { type: 'string' },
+        env: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        yes: { type: 'boolean', short: 'y' },
+        'allow-destructive': { type: 'boolean' },
+        redeploy: { type: 'string' },
       },
     });
   } catch (error) {
@@ -147,7 +186,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return values.help === true ? 0 : 2;
     }
     io.err(
-      `service: unknown command '${given}'. Commands: init, generate, compile, validate.\nRun 'service --help' for usage.\n`,
+      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy.\nRun 'service --help' for usage.\n`,
     );
     return 2;
   }
@@ -171,6 +210,26 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return await compile(root, io);
       case 'validate':
         return await validate(root, io);
+      case 'deploy': {
+        const redeploy = values.redeploy === undefined ? undefined : Number(values.redeploy);
+        if (redeploy !== undefined && !(Number.isInteger(redeploy) && redeploy > 0)) {
+          io.err(`service deploy: --redeploy takes a version number, got '${values.redeploy}'.\n`);
+          return 2;
+        }
+        const { deploy } = await import('./deploy.js');
+        return await deploy(
+          {
+            root,
+            env: values.env,
+            dryRun: values['dry-run'] === true,
+            yes: values.yes === true,
+            allowDestructive: values['allow-destructive'] === true,
+            redeploy,
+            interactive: io.interactive ?? false,
+          },
+          io,
+        );
+      }
       default:
         return 2;
     }

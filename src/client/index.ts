@@ -161,6 +161,8 @@ export function createClient(options: ClientOptions) {
   return {
     /** The low-level call: any method and path, the answer as received (for generated endpoints and tests). */
     raw,
+    /** The low-level call that throws ServiceApiError on an error answer and returns the JSON body. */
+    call,
     health: () => call<{ status: 'ok'; database: 'ok' }>('GET', '/health'),
     openapi: () => call<Record<string, unknown>>('GET', '/openapi.json'),
 

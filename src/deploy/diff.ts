@@ -67,7 +67,21 @@ function actionsOf(config: ServiceConfig | undefined): Map<string, ActionConfig>
   return actions;
 }
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+/**
+ * JSON with object keys sorted: a deployed config read back from jsonb has its keys in Postgres's order,
+ * not the compiler's, and must still compare equal.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner !== null && typeof inner === 'object' && !Array.isArray(inner)
+      ? Object.fromEntries(
+          Object.entries(inner as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : inner,
+  );
+}
+
+const same = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 
 /** The model definitions a sync's records follow, referenced models included, as comparable JSON. */
 function modelShape(config: ServiceConfig, names: readonly string[]): string {
@@ -79,13 +93,18 @@ function modelShape(config: ServiceConfig, names: readonly string[]): string {
     if (name === undefined || seen.has(name)) continue;
     seen.add(name);
     const model = byName.get(name);
-    if (model) pending.push(...referencedModels(JSON.stringify(model.fields)));
+    if (model) pending.push(...referencedModels(model.fields));
   }
-  return JSON.stringify([...seen].sort().map((name) => byName.get(name) ?? null));
+  return canonicalJson([...seen].sort().map((name) => byName.get(name) ?? null));
 }
 
-function referencedModels(fieldsJson: string): string[] {
-  return [...fieldsJson.matchAll(/"kind":"model","name":"([^"]+)"/g)].flatMap((match) => (match[1] ? [match[1]] : []));
+/** Names of the models a type expression tree refers to (walks any nesting). */
+function referencedModels(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(referencedModels);
+  if (value === null || typeof value !== 'object') return [];
+  const node = value as Record<string, unknown>;
+  const own = node['kind'] === 'model' && typeof node['name'] === 'string' ? [node['name']] : [];
+  return [...own, ...Object.values(node).flatMap(referencedModels)];
 }
 
 export function diffDeployments(previous: DeployedState | null, next: DeployedState): DeployChange[] {

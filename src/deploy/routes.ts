@@ -1,9 +1,11 @@
 /**
- * The deploy API used by `service deploy` and the dashboard: preview, apply, the version history,
- * re-deploying an earlier version, and reading back the deployed source of every script.
+ * The version history of deploys, used by `service deploy --redeploy` and the dashboard: list, one
+ * version with the deployed source of every script, its request, and re-deploying it. (Preview and
+ * apply are src/api/routes/postDeployPreview.ts and postDeploy.ts.)
  */
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../api/route.js';
+import { booleanFlag } from '../api/routes/shared.js';
 import { deployRequestSchema, type Deployments } from './deployments.js';
 
 const planSchema = z.object({
@@ -29,44 +31,10 @@ const deploymentSummary = z.object({
   redeployOf: z.number().int().nullable(),
 });
 
-const applyBody = deployRequestSchema.extend({ allow_destructive: z.boolean().default(false) }).strict();
 const versionParams = z.object({ version: z.coerce.number().int().min(1) }).strict();
 
 export function createDeployRoutes({ deployments }: { deployments: Deployments }): AnyRoute[] {
   return [
-    defineRoute({
-      method: 'post',
-      path: '/deploy/preview',
-      summary: 'Preview a deploy',
-      description:
-        'Compiles the service.yaml and compares it and the script bundles with what is deployed. Returns every change with its reach (connections touched, records a removal would erase). Changes nothing.',
-      tags: ['Deploy'],
-      auth: 'secret-key',
-      body: deployRequestSchema,
-      responses: { 200: { description: 'The plan', schema: planSchema } },
-      handler: ({ environment, body }) => deployments.preview(environment.id, body),
-    }),
-    defineRoute({
-      method: 'post',
-      path: '/deploy',
-      summary: 'Deploy a configuration and its scripts',
-      description:
-        'Applies the changes atomically per SPEC.md "Effects of deploying a configuration". A change that removes a sync (erasing its records) or an action fails with 409 `destructive_change_not_confirmed` unless `allow_destructive` is true. Deploys of one environment run one at a time.',
-      tags: ['Deploy'],
-      auth: 'secret-key',
-      body: applyBody,
-      responses: {
-        200: {
-          description: 'The new version, active',
-          schema: z.object({ version: z.number().int(), plan: planSchema }),
-        },
-      },
-      handler: async ({ environment, body }) => {
-        const { allow_destructive: allowDestructive, ...request } = body;
-        const { plan, deployment } = await deployments.apply(environment.id, request, { allowDestructive });
-        return { version: deployment.version, plan };
-      },
-    }),
     defineRoute({
       method: 'get',
       path: '/deployments',
@@ -96,6 +64,16 @@ export function createDeployRoutes({ deployments }: { deployments: Deployments }
       handler: ({ environment, params }) => deployments.get(environment.id, params.version),
     }),
     defineRoute({
+      method: 'get',
+      path: '/deployments/:version/request',
+      summary: 'The deploy request of a version (its service.yaml and script bundles), to deploy it again or elsewhere',
+      tags: ['Deploy'],
+      auth: 'secret-key',
+      params: versionParams,
+      responses: { 200: { description: 'A body for POST /deploy', schema: deployRequestSchema } },
+      handler: ({ environment, params }) => deployments.requestFor(environment.id, params.version),
+    }),
+    defineRoute({
       method: 'post',
       path: '/deployments/:version/redeploy',
       summary: 'Deploy an earlier version again (rollback)',
@@ -103,17 +81,17 @@ export function createDeployRoutes({ deployments }: { deployments: Deployments }
       tags: ['Deploy'],
       auth: 'secret-key',
       params: versionParams,
-      body: z.object({ allow_destructive: z.boolean().default(false) }).strict(),
+      query: z.object({ allow_destructive: booleanFlag.optional() }).strict(),
       responses: {
         200: {
           description: 'The new version, active',
           schema: z.object({ version: z.number().int(), plan: planSchema }),
         },
       },
-      handler: async ({ environment, params, body }) => {
+      handler: async ({ environment, params, query }) => {
         const request = await deployments.requestFor(environment.id, params.version);
         const { plan, deployment } = await deployments.apply(environment.id, request, {
-          allowDestructive: body.allow_destructive,
+          allowDestructive: query.allow_destructive ?? false,
           redeployOf: params.version,
         });
         return { version: deployment.version, plan };

@@ -3,7 +3,6 @@ import { deployRequestSchema } from '../../deploy/deployments.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { booleanFlag } from './shared.js';
-import { assertEndpointsDeployable } from './postDeployPreview.js';
 
 export const postDeployRoute = (deps: ApiDeps) =>
   defineRoute({
@@ -23,7 +22,6 @@ export const postDeployRoute = (deps: ApiDeps) =>
       },
     },
     handler: async ({ body, query, environment }) => {
-      assertEndpointsDeployable(body);
       const { plan, deployment } = await deps.deployments.apply(environment.id, body, {
         allowDestructive: query.allow_destructive ?? false,
       });
