@@ -201,6 +201,9 @@ describe('the dashboard', () => {
     await page.goto(`${baseUrl}/dashboard`);
     expect(page.url()).toBe(`${baseUrl}/dashboard/`);
     const keyInput = page.getByLabel('Environment secret key');
+    // Signed out, the pages show nothing but the sign-in form.
+    expect(await page.getByRole('button', { name: 'Sign out' }).isHidden()).toBe(true);
+    expect(await page.getByRole('navigation', { name: 'Main' }).isHidden()).toBe(true);
     await keyInput.fill('sk_wrong-key');
     await keyInput.press('Enter');
     await page.getByText('No environment has this secret key').waitFor();
@@ -211,6 +214,7 @@ describe('the dashboard', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
     expect(await page.evaluate('Object.values(sessionStorage)')).toEqual([secretKey]);
+    expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
     await page.getByText('Environment: env-a').waitFor();
   });
 
@@ -273,6 +277,9 @@ describe('the dashboard', () => {
 
   it('runs the sync from the connection page and shows its status change and result', async () => {
     await page.getByRole('link', { name: 'Connections' }).click();
+    await page.getByRole('row', { name: /acme/ }).waitFor();
+    expect(await page.getByRole('row', { name: /acme/ }).textContent()).toContain('API_KEY');
+    await shoot('connections');
     await page.getByRole('link', { name: 'acme' }).click();
     await page.getByRole('heading', { level: 1, name: 'Connection acme' }).waitFor();
     expect(await page.locator('dl.facts').first().textContent()).toContain('subdomain');
@@ -440,6 +447,13 @@ describe('the dashboard', () => {
       'saved 12 tickets greeting hello-from-dashboard',
       'saved 12 tickets greeting hello-from-dashboard',
     ]);
+    // Each line links to its run in the Temporal Web UI.
+    const runLinks = await Promise.all(
+      (await page.locator('table.logs a.temporal-link').all()).map((link) => link.getAttribute('href')),
+    );
+    expect(runLinks).toHaveLength(2);
+    for (const href of runLinks)
+      expect(href).toMatch(new RegExp(`^${TEMPORAL_UI}/namespaces/${stack().temporalNamespace}/workflows/.+`));
     await shoot('logs');
 
     await page.getByLabel('Level').selectOption('error');

@@ -1,3 +1,6 @@
+/* global document, window, sessionStorage, fetch */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * The REST API, called from the browser with the environment secret key as a Bearer token. The key
  * lives in sessionStorage: this tab only, gone when the tab closes or the user signs out

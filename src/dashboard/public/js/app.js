@@ -1,3 +1,6 @@
+/* global document, window, history */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * The dashboard shell: sign-in, navigation between pages (hash routes such as `#/records?…`, so the
  * server needs no route per page and every view has a link), focus management and sign-out.

@@ -1,3 +1,5 @@
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * The chart of a sync's recent runs, drawn as inline SVG: per run, its duration (failures marked)
  * and the records it added, updated and deleted. Each run links to its workflow in the Temporal Web

@@ -1,3 +1,6 @@
+/* global document, setTimeout, Node */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Building DOM without innerHTML: every value from the API becomes text, never markup, so a record or
  * a log line cannot inject script into a page that holds the secret key.

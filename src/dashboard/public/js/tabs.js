@@ -1,3 +1,6 @@
+/* global document */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Tabs as the ARIA Authoring Practices describe them: a tablist of buttons with roving tabindex,
  * arrow keys, Home and End to move between tabs, and panels labelled by their tab.

@@ -1,9 +1,12 @@
+/* global setTimeout, clearTimeout */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Connections per integration; per connection its settings and metadata (never its credentials), its
  * syncs with their status, last result and next run, the controls (trigger, pause, resume, full
  * resync) and a chart of recent runs.
  */
-import { api, ApiError, connectionHeaders, dashboardConfig } from '../api.js';
+import { api, ApiError, dashboardConfig } from '../api.js';
 import { runsChart } from '../chart.js';
 import { announce, errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
 

@@ -1,3 +1,5 @@
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Integrations: the list, and per integration its syncs, actions and models as deployed, and the
  * Script tab with the deployed source of every script, its deploy version and time.
@@ -103,9 +105,11 @@ async function renderIntegration(view, id, tab, query, app) {
   );
   const version = query.get('version') ?? undefined;
   const [integration, found] = await Promise.all([
-    api(`/integrations/${encodeURIComponent(id)}`).catch((error) =>
-      error instanceof ApiError && error.status === 404 ? null : Promise.reject(error),
-    ),
+    api(`/integrations/${encodeURIComponent(id)}`).catch((error) => {
+      // Deployed but not created as an integration: the page still shows what is deployed.
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }),
     deploymentOrNull(version),
   ]);
   if (found?.error) view.append(errorBox(`The deploy history cannot be read: ${found.error.message}`));

@@ -1,5 +1,8 @@
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /** Logs: the `svc.log` lines of scripts, searchable by text, level, integration, connection, sync and run. */
-import { api } from '../api.js';
+import { api, dashboardConfig } from '../api.js';
+import { temporalRunUrl } from '../chart.js';
 import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
 
 const LEVELS = [
@@ -13,7 +16,7 @@ const PAGE = 100;
 
 export async function renderLogs(view, _params, query, app) {
   view.append(pageTitle('Logs'));
-  const { integrations } = await api('/integrations');
+  const [{ integrations }, config] = await Promise.all([api('/integrations'), dashboardConfig()]);
   const input = (name, label, attrs = {}) =>
     field(label, h('input', { name, id: `logs-${name}`, value: query.get(name) ?? '', autocomplete: 'off', ...attrs }));
   const form = h(
@@ -130,9 +133,28 @@ export async function renderLogs(view, _params, query, app) {
                       {},
                       h(
                         'a',
-                        { href: `#/logs?run=${encodeURIComponent(line.run_id)}`, title: line.run_id },
+                        {
+                          href: `#/logs?run=${encodeURIComponent(line.run_id)}`,
+                          title: `Every line of run ${line.run_id}`,
+                        },
                         h('code', {}, shortRun(line.run_id)),
                       ),
+                      temporalRunUrl(config, line.run_id)
+                        ? [
+                            ' ',
+                            h(
+                              'a',
+                              {
+                                href: temporalRunUrl(config, line.run_id),
+                                target: '_blank',
+                                rel: 'noopener noreferrer',
+                                class: 'temporal-link',
+                              },
+                              'Temporal',
+                              h('span', { class: 'visually-hidden' }, ` Web UI: run ${line.run_id}`),
+                            ),
+                          ]
+                        : null,
                     ),
                   ),
                 ),

@@ -1,3 +1,6 @@
+/* global window, CSS */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
+   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Environment settings: environment variables (create, edit, delete; values masked until revealed),
  * the environment's keys, and where outbound webhooks go.
