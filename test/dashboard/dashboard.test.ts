@@ -273,6 +273,32 @@ describe('the dashboard', () => {
     const environment = await h.deps.environments.get(h.envA.id);
     await page.getByText(environment.publicKey).waitFor();
     await shoot('settings');
+
+    // Another variable, deleted again after a confirmation.
+    await page.getByLabel('Name', { exact: true }).fill('SCRATCH');
+    await page.getByLabel('Value', { exact: true }).fill('temporary');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    await page.getByRole('row', { name: /SCRATCH/ }).waitFor();
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete SCRATCH' }).click();
+    await page.getByText('Deleted SCRATCH.').waitFor();
+    expect(await page.getByRole('row', { name: /SCRATCH/ }).count()).toBe(0);
+    expect((await h.api.environmentVariables.list()).variables.map((v) => v.name)).toEqual(['GREETING']);
+  });
+
+  it('saves the outbound webhook URL and shows the generated signing secret once', async () => {
+    await page.getByLabel('Webhook URL').fill('https://app.example.com/hooks/service');
+    await page.getByRole('button', { name: 'Save webhook settings' }).click();
+    await page.getByText('The signing secret, shown this once').waitFor();
+    expect(await page.getByText('The signing secret, shown this once').locator('code').textContent()).toMatch(/.{16,}/);
+    expect(await h.api.webhooks.getSettings()).toEqual({
+      url: 'https://app.example.com/hooks/service',
+      has_secret: true,
+    });
+    await page.getByLabel('Webhook URL').fill('ftp://files.example.com/hooks');
+    await page.getByRole('button', { name: 'Save webhook settings' }).click();
+    await page.getByText(/Could not save: Invalid request: body\.url/).waitFor();
+    expect((await h.api.webhooks.getSettings()).url).toBe('https://app.example.com/hooks/service');
   });
 
   it('runs the sync from the connection page and shows its status change and result', async () => {
