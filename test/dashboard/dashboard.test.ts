@@ -494,7 +494,7 @@ describe('the dashboard', () => {
     expect(await page.getByLabel('Run id').inputValue()).toMatch(/.+/);
   });
 
-  it('edits the variable and a full resync rewrites every record with the new value', async () => {
+  it('edits the variable and a full resync rewrites every record with the new value; pause and resume', async () => {
     await page.getByRole('link', { name: 'Environment settings' }).click();
     const row = page.getByRole('row', { name: /GREETING/ });
     await row.getByRole('button', { name: 'Edit GREETING' }).click();
@@ -509,6 +509,21 @@ describe('the dashboard', () => {
     await expect
       .poll(() => syncRow.locator('td').nth(3).textContent(), { timeout: 45_000 })
       .toBe('Ticket: 0 added, 12 updated, 0 deleted, 0 unchanged');
+
+    // Pause: no next run until resumed; the Temporal workflow agrees.
+    await syncRow.getByRole('button', { name: 'Pause sync tickets' }).click();
+    await expect.poll(() => syncRow.getAttribute('data-status')).toBe('paused');
+    expect(await syncRow.locator('td').nth(2).textContent()).toBe('paused');
+    expect(await syncRow.getByRole('button', { name: 'Pause sync tickets' }).isDisabled()).toBe(true);
+    const paused = await h.api.syncs.status({
+      provider_config_key: INTEGRATION,
+      connection_id: 'acme',
+      syncs: ['tickets'],
+    });
+    expect(paused.syncs[0]?.status).toBe('paused');
+    await syncRow.getByRole('button', { name: 'Resume sync tickets' }).click();
+    await expect.poll(() => syncRow.getAttribute('data-status')).toBe('idle');
+    expect(await syncRow.locator('td').nth(2).locator('time').count()).toBe(1);
 
     await page.goto(
       `${baseUrl}/dashboard/#/records?integration=${INTEGRATION}&connection=acme&model=Ticket&filter=updated&limit=50`,
