@@ -9,8 +9,8 @@ import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
 import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
 import { createServer } from '../../src/api/server.js';
@@ -115,7 +115,19 @@ async function apiGet(path: string, key = secretKey) {
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
+// Without Chromium every test fails with the instruction to install it (a failed beforeAll would
+// report them as skipped).
+let browserMissing: Error | undefined;
+
 beforeAll(async () => {
+  let context: BrowserContext;
+  try {
+    context = await useBrowser();
+  } catch (error) {
+    browserMissing = error as Error;
+    return;
+  }
+  page = context.pages()[0] ?? (await context.newPage());
   await mkdir(screenshots, { recursive: true });
   h = await startApiHarness();
   h.fake.setHandler((request, response) => {
@@ -166,11 +178,13 @@ beforeAll(async () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const context = await useBrowser();
-  page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(15_000);
   // The pages must run without a script error: any fails the test it happened in.
   page.on('pageerror', (error) => pageErrors.push(error.message));
+});
+
+beforeEach(() => {
+  if (browserMissing) throw browserMissing;
 });
 
 const pageErrors: string[] = [];
