@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stack } from '../helpers/stack.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const TSX = join(here, '..', '..', 'node_modules', '.bin', 'tsx');
+// node itself with tsx's loader, not the tsx CLI: the CLI runs the script in a child process of its
+// own, so a SIGKILL sent to it would leave the real worker running as an orphan.
+const TSX_LOADER = pathToFileURL(join(here, '..', '..', 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 
 export interface WorkerChild {
   child: ChildProcess;
@@ -22,7 +24,7 @@ export async function startWorkerProcess(options: {
   env?: Record<string, string>;
 }): Promise<WorkerChild> {
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const child = spawn(TSX, [join(here, 'workerProcess.ts')], {
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, join(here, 'workerProcess.ts')], {
     env: {
       ...process.env,
       DATABASE_URL: options.databaseUrl,

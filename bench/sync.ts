@@ -1,0 +1,115 @@
+/**
+ * Sync throughput (issue 5). `npx tsx bench/sync.ts [--records N] [--page N]`.
+ *
+ * A sync script pages through a fake API on loopback with `svc.get` and saves each page with
+ * `svc.batchSave` (every call a durable step: a local activity), against a raw Postgres upsert of the
+ * same records in the same batches from this one process, in the same run. Prints records/s of each
+ * and the ratio. Then the same sync with operations as normal activities, for comparison.
+ */
+import { randomUUID } from 'node:crypto';
+import type { OperationMode, RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
+import { positiveIntegerFlags } from './lib/flags.js';
+import { formatCount, line, timed } from './lib/stats.js';
+import { bundle, startRuntimeBench } from './syncHarness.js';
+
+const { records, page } = positiveIntegerFlags({ records: 50_000, page: 100 });
+
+const makeRecord = (n: number) => ({
+  id: `r${n}`,
+  title: `record number ${n}`,
+  state: n % 3 === 0 ? 'closed' : 'open',
+  n,
+  tags: ['a', 'b'],
+});
+
+const bench = await startRuntimeBench({
+  api: (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://x');
+    const start = Number(url.searchParams.get('cursor') ?? '0');
+    const limit = Number(url.searchParams.get('limit'));
+    const total = Number(url.searchParams.get('total'));
+    const items = Array.from({ length: Math.max(0, Math.min(limit, total - start)) }, (_, i) => makeRecord(start + i));
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ items, next: start + limit < total ? String(start + limit) : null }));
+  },
+});
+
+try {
+  console.log(`sync throughput: ${formatCount(records)} records, pages of ${page}\n  (${bench.versions})`);
+  const scriptHash = await bench.scripts.put(
+    bundle(`async function (svc) {
+      for await (const items of svc.paginate({ endpoint: '/records', params: { total: ${records} }, paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${page}, limitNameInRequest: 'limit' } })) {
+        await svc.batchSave(items, 'Record');
+      }
+    }`),
+  );
+  const runSync = async (mode: OperationMode) => {
+    const input: RunSyncInput = {
+      definition: {
+        environmentId: 'bench',
+        integrationId: 'bench-api',
+        syncName: `records-${mode}`,
+        syncType: 'incremental',
+        runsMs: 86_400_000,
+        autoStart: true,
+        trackDeletes: false,
+        models: ['Record'],
+        scriptHash,
+        webhookSubscriptions: [],
+      },
+      connectionId: `bench-${randomUUID()}`,
+      mode: 'incremental',
+      options: { operationMode: mode },
+    };
+    return timed(() =>
+      bench.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
+        taskQueue: bench.taskQueue,
+        workflowId: `bench-sync-${randomUUID()}`,
+        args: [input],
+      }),
+    );
+  };
+
+  // Raw: the same records, the same batches, one INSERT … ON CONFLICT per batch into an equivalent table.
+  await bench.pool.query(
+    'CREATE TABLE raw_records (connection_id text, id text, data jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (connection_id, id))',
+  );
+  const raw = await timed(async () => {
+    for (let start = 0; start < records; start += page) {
+      const batch = Array.from({ length: Math.min(page, records - start) }, (_, i) => makeRecord(start + i));
+      await bench.pool.query(
+        `INSERT INTO raw_records (connection_id, id, data)
+         SELECT 'raw', r->>'id', r FROM jsonb_array_elements($1::jsonb) AS r
+         ON CONFLICT (connection_id, id) DO UPDATE SET data = excluded.data, updated_at = now()`,
+        [JSON.stringify(batch)],
+      );
+    }
+  });
+  const local = await runSync('local');
+  const added = local.result.models['Record']?.added ?? 0;
+  if (added !== records) throw new Error(`the sync added ${added} records, expected ${records}`);
+  const rawRate = records / (raw.ms / 1000);
+  const localRate = records / (local.ms / 1000);
+  console.log(
+    line('raw upsert (pg, one process)', `${formatCount(rawRate)} records/s (${(raw.ms / 1000).toFixed(2)} s)`),
+  );
+  console.log(
+    line(
+      'sync, svc operations as local activities',
+      `${formatCount(localRate)} records/s (${(local.ms / 1000).toFixed(2)} s, ${local.result.operations} operations)`,
+    ),
+  );
+  console.log(line('ratio sync / raw', (localRate / rawRate).toFixed(2)));
+
+  const normal = await runSync('normal');
+  const normalRate = records / (normal.ms / 1000);
+  console.log(
+    line(
+      'sync, svc operations as normal activities',
+      `${formatCount(normalRate)} records/s (${(normal.ms / 1000).toFixed(2)} s)`,
+    ),
+  );
+  console.log(line('ratio local / normal activities', (localRate / normalRate).toFixed(2)));
+} finally {
+  await bench.close();
+}
