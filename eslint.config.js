@@ -11,6 +11,8 @@ export default tseslint.config(
       'coverage/**',
       'test/fixtures/**/build/**',
       '**/service-integrations/build/**',
+      // Scripts of user projects (the examples): `service compile` type-checks them with their own settings.
+      'examples/*/service-integrations/**',
     ],
   },
   js.configs.recommended,

@@ -102,6 +102,7 @@ async function main(): Promise<void> {
         ...service.api,
         rateLimit: { perSecond: settings.RATE_LIMIT_PER_SECOND },
         bodyLimit: settings.BODY_LIMIT,
+        dashboard: { temporalUiUrl: stack.temporal.uiUrl, temporalNamespace: stack.temporal.namespace },
       });
       const server: Server = app.listen(settings.PORT, settings.HOST);
       await new Promise<void>((resolve, reject) => {

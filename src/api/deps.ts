@@ -13,6 +13,7 @@ import type { Deployments } from '../deploy/deployments.js';
 import type { RecordStore } from '../records/types.js';
 import type { ScriptLogStore } from '../runtime/logStore.js';
 import type { SyncControl } from '../temporal/syncControl.js';
+import type { DashboardOptions } from '../dashboard/index.js';
 import type { Logger } from './logger.js';
 import type { RateLimitOptions } from './rateLimit.js';
 
@@ -44,4 +45,6 @@ export interface ApiDeps {
   bodyLimit?: string | undefined;
   rateLimit?: RateLimitOptions | undefined;
   logger?: Logger | undefined;
+  /** The dashboard at /dashboard: where the Temporal Web UI is, for links from runs. */
+  dashboard?: Omit<DashboardOptions, 'environments'> | undefined;
 }

@@ -7,6 +7,7 @@
  * const app = createApi({ db, environments, connections: connections.service, integrations, variables, records, logs, syncs, deployments, encryptor, oauthFlow });
  * app.listen(3003);
  */
+import { createDashboardRouter } from '../dashboard/index.js';
 import { createOAuthRouter } from './oauthRoutes.js';
 import type { ApiDeps } from './deps.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from './routes/index.js';
@@ -24,7 +25,10 @@ export function createApi(deps: ApiDeps) {
       const environment = await deps.environments.findBySecretKey(secretKey);
       return environment ? { id: environment.id, name: environment.name } : undefined;
     },
-    mount: deps.oauthFlow ? [createOAuthRouter({ flow: deps.oauthFlow, environments: deps.environments })] : [],
+    mount: [
+      ...(deps.oauthFlow ? [createOAuthRouter({ flow: deps.oauthFlow, environments: deps.environments })] : []),
+      createDashboardRouter({ ...deps.dashboard, environments: deps.environments }),
+    ],
     fallback: createGeneratedEndpointFallback(deps),
     ...(deps.bodyLimit === undefined ? {} : { bodyLimit: deps.bodyLimit }),
     ...(deps.rateLimit === undefined ? {} : { rateLimit: deps.rateLimit }),
