@@ -9,6 +9,7 @@ import { afterAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
+import type { ConnectionService } from '../../src/connections/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definitions.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
@@ -38,10 +39,16 @@ export async function useRuntimeClient(pool: Pool): Promise<Client> {
   return new Client({ connection, namespace: temporalNamespace, dataConverter: createDataConverter({ db: pool }) });
 }
 
-/** Database, worker and client of one test file, all torn down after it. */
-export async function useRuntime(options: { worker?: boolean } = {}): Promise<RuntimeHarness> {
+/**
+ * Database, worker and client of one test file, all torn down after it. The connection service is the
+ * plain test one unless `connections` builds another (the real one) over the file's database.
+ */
+export async function useRuntime(
+  options: { worker?: boolean; connections?: (pool: Pool) => ConnectionService } = {},
+): Promise<RuntimeHarness> {
   const { pool, url } = await useDatabase();
-  const connections = new TestConnections();
+  const testConnections = new TestConnections();
+  const connections = options.connections ? options.connections(pool) : testConnections;
   const actions = new Map<string, ActionDefinition>();
   const taskQueue = uniqueName('tq');
   const client = await useRuntimeClient(pool);
@@ -72,7 +79,7 @@ export async function useRuntime(options: { worker?: boolean } = {}): Promise<Ru
     taskQueue,
     worker: worker!,
     scripts: createPostgresScriptStore({ db: pool }),
-    connections,
+    connections: testConnections,
     actions,
   };
 }
