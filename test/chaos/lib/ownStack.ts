@@ -1,0 +1,188 @@
+/**
+ * A stack of the chaos suite's own, for the tests that restart servers (the shared harness stack must
+ * stay up for every other test file): a Temporal dev server on a SQLite file (its state survives a
+ * restart on the same port), a durable Postgres cluster restarted in place with `pg_ctl restart` (same
+ * port, so every client reconnects to the same address), the migrated database, the workflow bundle,
+ * and a supervisor that runs the runtime worker in child processes and restarts each one that dies,
+ * as systemd or Kubernetes would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { createPool, type Pool } from '../../../src/db/pool.js';
+import { migrate } from '../../../src/db/migrate.js';
+import { findPostgresBinaries, startPostgres, type PostgresServer } from '../../../src/devstack/postgres.js';
+import { freePort, run, sleep } from '../../../src/devstack/process.js';
+import { startTemporal, type TemporalServer } from '../../../src/devstack/temporal.js';
+import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
+import { bundleWorkflows } from '../../../src/temporal/worker.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(here, '..', '..', '..');
+// node with tsx's loader, not the tsx CLI, so that SIGKILL reaches the worker itself (processWorker.ts).
+const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const WORKER_SCRIPT = join(ROOT, 'test', 'runtime', 'workerProcess.ts');
+
+/** The environment without the variables that make the dev stack adopt a running server. */
+function ownEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env['TEMPORAL_ADDRESS'];
+  delete env['DATABASE_URL'];
+  return env;
+}
+
+export interface OwnStack {
+  dir: string;
+  pool: Pool;
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  workflowBundlePath: string;
+  /** A client with the runtime's data converter; reconnects by itself after a Temporal restart. */
+  client: Client;
+  restartTemporal(): Promise<number>;
+  restartPostgres(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function startOwnStack(): Promise<OwnStack> {
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-stack-'));
+  // Postgres runs as its own user when we are root: it must reach the cluster inside.
+  chmodSync(dir, 0o755);
+  const env = ownEnv();
+  const port = await freePort();
+  const dbFile = join(dir, 'temporal.sqlite');
+  let temporal: TemporalServer = await startTemporal({ dbFile, port, env });
+  let postgres: PostgresServer;
+  try {
+    postgres = await startPostgres({ dataDir: join(dir, 'postgres'), database: 'chaos', env });
+  } catch (error) {
+    await temporal.stop();
+    throw error;
+  }
+  const pool = createPool({ url: postgres.url, max: 10, applicationName: 'chaos-test' });
+  await migrate(pool);
+  const workflowBundlePath = join(dir, 'workflows.js');
+  writeFileSync(workflowBundlePath, (await bundleWorkflows()).code);
+  const connection = await Connection.connect({ address: temporal.address, connectTimeout: 5000 });
+  const client = new Client({
+    connection,
+    namespace: temporal.namespace,
+    dataConverter: createDataConverter({ db: pool }),
+  });
+  return {
+    dir,
+    pool,
+    databaseUrl: postgres.url,
+    temporalAddress: temporal.address,
+    namespace: temporal.namespace,
+    workflowBundlePath,
+    client,
+    async restartTemporal() {
+      const started = Date.now();
+      await temporal.stop();
+      temporal = await startTemporal({ dbFile, port, env });
+      return Date.now() - started;
+    },
+    async restartPostgres() {
+      const started = Date.now();
+      // pg_ctl restart reuses the options of the last start (postmaster.opts): the same port.
+      const dataDir = join(dir, 'postgres');
+      // -l: the new postmaster must not inherit pg_ctl's output pipe, or pg_ctl's caller waits forever.
+      const args = [
+        join(findPostgresBinaries(env) ?? '', 'pg_ctl'),
+        ...['-D', dataDir, '-l', join(dataDir, 'server.log'), '-m', 'fast', '-w', '-t', '60', 'restart'],
+      ];
+      const result =
+        process.getuid?.() === 0
+          ? await run('runuser', ['-u', 'postgres', '--', ...args])
+          : await run(args[0]!, args.slice(1));
+      if (result.code !== 0) throw new Error(`pg_ctl restart failed: ${result.stdout}${result.stderr}`);
+      return Date.now() - started;
+    },
+    async stop() {
+      await connection.close().catch(() => undefined);
+      await pool.end().catch(() => undefined);
+      await Promise.allSettled([temporal.stop(), postgres.stop()]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface WorkerDeath {
+  code: number | null;
+  signal: string | null;
+  ms: number;
+}
+
+/** Runs test/runtime/workerProcess.ts against `stack`, restarting it whenever it exits. */
+export function superviseWorkers(
+  stack: Pick<OwnStack, 'databaseUrl' | 'temporalAddress' | 'namespace' | 'workflowBundlePath'>,
+  options: { taskQueue: string; apiBaseUrl: string; nodeOptions?: string },
+) {
+  const deaths: WorkerDeath[] = [];
+  let current: { child: ChildProcess; ready: boolean } | undefined;
+  let stopped = false;
+  let starts = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      const started = Date.now();
+      starts++;
+      const child = spawn(process.execPath, ['--import', TSX_LOADER, WORKER_SCRIPT], {
+        env: {
+          ...process.env,
+          DATABASE_URL: stack.databaseUrl,
+          TEMPORAL_ADDRESS: stack.temporalAddress,
+          TEMPORAL_NAMESPACE: stack.namespace,
+          TASK_QUEUE: options.taskQueue,
+          WORKFLOW_BUNDLE: stack.workflowBundlePath,
+          API_BASE_URL: options.apiBaseUrl,
+          NODE_OPTIONS: options.nodeOptions ?? '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      const entry = { child, ready: false };
+      child.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('ready')) entry.ready = true;
+      });
+      child.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+      current = entry;
+      const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.on('exit', (code, signal) => resolve({ code, signal })),
+      );
+      if (stopped) break;
+      deaths.push({ ...exit, ms: Date.now() - started });
+      // A worker that cannot even start (a server is down) is tried again after a pause.
+      if (!entry.ready) await sleep(500);
+    }
+  })();
+  return {
+    deaths,
+    starts: () => starts,
+    /** Resolves when a worker polls its task queue (the one running now, or its successor). */
+    async ready(timeoutMs = 120_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (!current?.ready) {
+        if (Date.now() > deadline) throw new Error(`no worker became ready in ${timeoutMs} ms`);
+        await sleep(50);
+      }
+    },
+    /** SIGKILL of the running worker process; the supervisor starts the next one. */
+    async kill(): Promise<void> {
+      while (!current) await sleep(50);
+      current.child.kill('SIGKILL');
+      const before = current;
+      while (current === before) await sleep(20);
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      current?.child.kill('SIGKILL');
+      await loop.catch(() => undefined);
+    },
+  };
+}
