@@ -227,6 +227,7 @@ const checks: Record<string, (stdout: string) => void | Promise<void>> = {
       payload: { message: 'title must not be empty', field: 'title' },
     });
   },
+  reference: (out) => expect(out.trim().split('\n')).toEqual(['"/tracker/issues"', '"/tracker/labels"']),
   logs: (out) => {
     const messages = json<{ logs: { message: string }[] }>(out).logs.map((log) => log.message);
     expect(messages).toContain('created issue 6');
@@ -276,7 +277,7 @@ describe('docs/walkthrough.md, step by step', () => {
   it('has the steps the issue asks for, each with a check', () => {
     const steps = blocks.map((block) => block.step);
     expect(steps.slice(0, 2)).toEqual(['start-service', 'start-fake-api']);
-    for (const step of ['deploy', 'register', 'connect', 'records', 'changes', 'action', 'web-ui']) {
+    for (const step of ['deploy', 'register', 'connect', 'records', 'changes', 'action', 'reference', 'web-ui']) {
       expect(steps).toContain(step);
     }
     for (const block of blocks.filter((b) => !b.background)) expect(Object.keys(checks)).toContain(block.step);
