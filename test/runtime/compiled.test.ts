@@ -11,14 +11,68 @@ import { actionDefinition, json, startFakeApi, syncDefinition, useRuntime } from
 // The project is written out by the test (its scripts import the generated models.ts, which only exists
 // after `compile`, so they cannot be linted in place).
 const PROJECT: Record<string, string> = {
-  'service.yaml':
-    '# A small project compiled by test/runtime/compiled.test.ts with `compileProject`, then run by the runtime.\nintegrations:\n  fake-api:\n    syncs:\n      items:\n        description: Every item, fetched whole at each run; items gone from the API are flagged deleted.\n        output: Item\n        endpoint: GET /items\n        sync_type: full\n        track_deletes: true\n    actions:\n      lookup:\n        description: Looks one item up; an unknown id fails with an ActionError.\n        input: LookupInput\n        output: Item\n        endpoint: POST /lookup\nmodels:\n  Item:\n    id: string\n    name: string\n  LookupInput:\n    id: string\n',
-  'tsconfig.json':
-    '{\n  "compilerOptions": {\n    "target": "ES2022",\n    "lib": ["ES2022"],\n    "module": "ESNext",\n    "moduleResolution": "Bundler",\n    "strict": true,\n    "noEmit": true,\n    "skipLibCheck": true,\n    "isolatedModules": true,\n    "types": []\n  },\n  "include": ["**/*.ts"],\n  "exclude": ["build"]\n}\n',
-  'fake-api/syncs/items.ts':
-    "import type { Item, ServiceSync } from '../../models';\n\nexport default async function fetchItems(svc: ServiceSync): Promise<void> {\n  let pages = 0;\n  for await (const page of svc.paginate<Item>({\n    endpoint: '/items',\n    paginate: { type: 'offset', offsetNameInRequest: 'offset', limit: 2, limitNameInRequest: 'limit', responsePath: 'items' },\n  })) {\n    pages++;\n    await svc.batchSave(page, 'Item');\n  }\n  await svc.log(`saved ${pages} pages`);\n}\n",
-  'fake-api/actions/lookup.ts':
-    "import { ActionError, type Item, type LookupInput, type ServiceAction } from '../../models';\n\nexport default async function lookup(svc: ServiceAction, input: LookupInput): Promise<Item> {\n  const response = await svc.get<{ items: Item[] }>({ endpoint: '/items', params: { offset: 0, limit: 100 } });\n  const found = response.data.items.find((item) => item.id === input.id);\n  if (!found) throw new ActionError({ message: 'no such item', id: input.id });\n  return found;\n}\n",
+  'service.yaml': `# A small project compiled by test/runtime/compiled.test.ts with \`compileProject\`, then run by the runtime.
+integrations:
+  fake-api:
+    syncs:
+      items:
+        description: Every item, fetched whole at each run; items gone from the API are flagged deleted.
+        output: Item
+        endpoint: GET /items
+        sync_type: full
+        track_deletes: true
+    actions:
+      lookup:
+        description: Looks one item up; an unknown id fails with an ActionError.
+        input: LookupInput
+        output: Item
+        endpoint: POST /lookup
+models:
+  Item:
+    id: string
+    name: string
+  LookupInput:
+    id: string
+`,
+  'tsconfig.json': `{
+  "compilerOptions": {
+    "target": "ES2022",
+    "lib": ["ES2022"],
+    "module": "ESNext",
+    "moduleResolution": "Bundler",
+    "strict": true,
+    "noEmit": true,
+    "skipLibCheck": true,
+    "isolatedModules": true,
+    "types": []
+  },
+  "include": ["**/*.ts"],
+  "exclude": ["build"]
+}
+`,
+  'fake-api/syncs/items.ts': `import type { Item, ServiceSync } from '../../models';
+
+export default async function fetchItems(svc: ServiceSync): Promise<void> {
+  let pages = 0;
+  for await (const page of svc.paginate<Item>({
+    endpoint: '/items',
+    paginate: { type: 'offset', offsetNameInRequest: 'offset', limit: 2, limitNameInRequest: 'limit', responsePath: 'items' },
+  })) {
+    pages++;
+    await svc.batchSave(page, 'Item');
+  }
+  await svc.log(\`saved \${pages} pages\`);
+}
+`,
+  'fake-api/actions/lookup.ts': `import { ActionError, type Item, type LookupInput, type ServiceAction } from '../../models';
+
+export default async function lookup(svc: ServiceAction, input: LookupInput): Promise<Item> {
+  const response = await svc.get<{ items: Item[] }>({ endpoint: '/items', params: { offset: 0, limit: 100 } });
+  const found = response.data.items.find((item) => item.id === input.id);
+  if (!found) throw new ActionError({ message: 'no such item', id: input.id });
+  return found;
+}
+`,
 };
 
 function writeProject(root: string): void {
