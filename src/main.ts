@@ -25,6 +25,7 @@ import { loadSettings } from './settings.js';
 import { createWorker } from './temporal/worker.js';
 
 const DEV_ENVIRONMENT = 'dev';
+const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
 
 async function main(): Promise<void> {
   const settings = loadSettings();
@@ -119,6 +120,11 @@ async function main(): Promise<void> {
     if (local) {
       const key = await ensureDevEnvironment(service.connections.environments, dataDir);
       console.log(`secret key ${key}   (environment "${DEV_ENVIRONMENT}"; send it as Authorization: Bearer …)`);
+    } else if ((await service.connections.environments.list()).length === 0) {
+      // A new deployment has no environment yet, so nothing could call the API: make the first one and
+      // show its key this once (only a hash is stored).
+      const { environment, secretKey } = await service.connections.environments.create({ name: FIRST_ENVIRONMENT });
+      console.log(`created environment "${environment.name}"; its secret key, shown only now: ${secretKey}`);
     }
     console.log('ready. Ctrl-C stops everything.');
     await Promise.race([stopped, workerDone]);

@@ -4,7 +4,7 @@
  * shows the plan and asks.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { createClient, ServiceApiError } from '../client/index.js';
 import type { DeployPlan, DeployRequest } from '../deploy/deployments.js';
@@ -39,7 +39,7 @@ export function resolveTarget(
   const fromEnv = io.env[variable];
   if (fromEnv) return { url, secretKey: fromEnv };
   // `npm start` keeps the local dev environment's key beside its data; use it when deploying there.
-  const devKey = join(options.root, io.env['SERVICE_DATA_DIR'] ?? '.service-data', 'dev-secret-key');
+  const devKey = join(resolve(options.root, io.env['SERVICE_DATA_DIR'] ?? '.service-data'), 'dev-secret-key');
   if ((!options.env || options.env === 'dev') && url === DEFAULT_URL && existsSync(devKey)) {
     return { url, secretKey: readFileSync(devKey, 'utf8').trim() };
   }

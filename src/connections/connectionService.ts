@@ -194,6 +194,16 @@ export class PostgresConnectionService implements ConnectionService {
 
     const absolute = /^https?:\/\//i.test(request.endpoint);
     let base: string | undefined = request.baseUrlOverride;
+    // The API's own origin: credentials go there and nowhere else.
+    let home: string | undefined = base;
+    if (base === undefined && provider.base_url !== undefined) {
+      home = fillTemplate(
+        provider.base_url,
+        provider,
+        row.connection_config,
+        `the base URL of provider '${resolved.integration.provider}'`,
+      );
+    }
     if (base === undefined && !absolute && provider.base_url !== undefined) {
       base = fillTemplate(
         provider.base_url,
@@ -216,6 +226,16 @@ export class PostgresConnectionService implements ConnectionService {
       });
     }
     for (const [name, value] of Object.entries(request.params)) url.searchParams.append(name, String(value));
+
+    // An absolute URL on another origin (a next-page link or a download URL that an API answered
+    // with) is sent as it is, without the connection's credentials or the provider's headers, as
+    // browsers and HTTP clients do on a cross-origin redirect: an answer must not be able to lead
+    // the credentials to another host.
+    if (absolute && home !== undefined && new URL(home).origin !== url.origin) {
+      const plain: Record<string, string> = {};
+      for (const [name, value] of Object.entries(request.headers)) setHeader(plain, name, value);
+      return { method: request.method.toUpperCase(), url: url.toString(), headers: plain };
+    }
 
     const headers: Record<string, string> = { ...provider.headers };
     for (const [name, value] of Object.entries(request.headers)) setHeader(headers, name, value);

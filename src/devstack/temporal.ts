@@ -165,7 +165,7 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
     };
   }
   const { path, tried } = await findTemporalCli(env);
-  if (!path) return startWithSdkDownload(namespace, tried);
+  if (!path) return startWithSdkDownload(namespace, tried, options);
 
   // A go-install build reports 0.0.0-DEV; the module version it was built from is known.
   const version = (await run(path, ['--version'])).stdout.trim().replace('0.0.0-DEV', `${TEMPORAL_CLI_VERSION}`);
@@ -240,16 +240,31 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Last resort for users with internet: the SDK downloads a dev server build. */
-async function startWithSdkDownload(namespace: string, tried: string[]): Promise<TemporalServer> {
+async function startWithSdkDownload(
+  namespace: string,
+  tried: string[],
+  options: StartTemporalOptions,
+): Promise<TemporalServer> {
   log('no Temporal CLI found and none could be built; trying the SDK download of the dev server…');
   try {
     const { TestWorkflowEnvironment } = await import('@temporalio/testing');
-    const environment = await TestWorkflowEnvironment.createLocal({ server: { namespace } });
+    const port = options.port ?? (await freePort());
+    const ui = options.ui ?? false;
+    if (options.dbFile) mkdirSync(dirname(options.dbFile), { recursive: true });
+    const environment = await TestWorkflowEnvironment.createLocal({
+      server: {
+        namespace,
+        ip: '127.0.0.1',
+        port,
+        ...(options.dbFile ? { dbFilename: options.dbFile } : {}),
+        ...(ui ? { ui: true, uiPort: port + 1000 } : {}),
+      },
+    });
     const address = environment.address;
     return {
       address,
       namespace,
-      uiUrl: undefined,
+      uiUrl: ui ? `http://127.0.0.1:${port + 1000}` : undefined,
       version: 'SDK-downloaded dev server',
       owned: true,
       stop: () => environment.teardown(),

@@ -204,6 +204,29 @@ describe('authorizing requests', () => {
     ).rejects.toMatchObject({ code: 'invalid_request_url' });
   });
 
+  it('sends credentials only to the API’s own origin: an absolute URL elsewhere goes without them', async () => {
+    await h.service.importConnection({
+      environmentId,
+      integrationId: 'stripe',
+      connectionId: 'c-origin',
+      credentials: { type: 'API_KEY', apiKey: 'sk_test_origin' },
+    });
+    const ref = { environmentId, integrationId: 'stripe', connectionId: 'c-origin' };
+    const sameOrigin = await h.service.authorizeRequest(ref, {
+      ...noRequest,
+      endpoint: 'https://api.stripe.com/v1/charges?starting_after=ch_1',
+    });
+    expect(sameOrigin.headers['Authorization']).toBe('Bearer sk_test_origin');
+    const elsewhere = await h.service.authorizeRequest(ref, {
+      ...noRequest,
+      endpoint: 'https://files.example.net/export.csv',
+      headers: { Accept: 'text/csv' },
+    });
+    expect(elsewhere.url).toBe('https://files.example.net/export.csv');
+    expect(elsewhere.headers).toEqual({ Accept: 'text/csv' });
+    expect(JSON.stringify(elsewhere)).not.toContain('sk_test_origin');
+  });
+
   it('takes base URL overrides per integration (a self-hosted instance)', async () => {
     await h.integrations.upsert(environmentId, {
       id: 'ghe',
