@@ -173,7 +173,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
       operationsSinceHistoryUpdate = 0;
     }
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
-    if (events > HISTORY_EVENT_BUDGET || info.historySize > HISTORY_BYTE_BUDGET) {
+    const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
+    if (events > eventBudget || info.historySize > HISTORY_BYTE_BUDGET) {
       throw ApplicationFailure.create({
         type: 'run_history_limit',
         nonRetryable: true,

@@ -53,6 +53,11 @@ export interface RunOptions {
   retryInitialIntervalMs?: number;
   /** Longest back-off between two attempts of a request, in ms. @default 60000 */
   retryMaximumIntervalMs?: number;
+  /**
+   * Events after which the run stops itself with `run_history_limit` (Temporal's hard limit is
+   * 51,200). Lower it only to test the guard. @default 48000
+   */
+  historyEventBudget?: number;
 }
 
 export interface RunSyncInput {

@@ -101,6 +101,29 @@ describe('history cost of svc operations', () => {
     expect(local.events).toBeLessThan(normal.events / 4);
   });
 
+  it('a run nearing the history limit stops itself with run_history_limit and a message saying what to do', async () => {
+    const scriptHash = await h.scripts.put(
+      bundle(
+        `async function (svc) { for (let page = 0; ; page++) await svc.get({ endpoint: '/rows', params: { page } }); }`,
+      ),
+    );
+    const input: RunSyncInput = {
+      definition: syncDefinition({ syncName: 'endless-pages', models: ['Row'], scriptHash }),
+      connectionId: 'h-guard',
+      mode: 'incremental',
+      options: { operationMode: 'normal', historyEventBudget: 60 },
+    };
+    const failure = await h.client.workflow
+      .execute('runSync', { taskQueue: h.taskQueue, workflowId: `history-guard-${randomUUID()}`, args: [input] })
+      .catch((error: unknown) => (error as { cause?: unknown }).cause);
+    expect(failure).toMatchObject({
+      type: 'run_history_limit',
+      message: expect.stringMatching(
+        /near Temporal's limit of 51,200 events \/ 50 MiB\. Save records in larger batches/,
+      ),
+    });
+  });
+
   it('a 5 MB response stays out of the history: Postgres keeps it, the history a claim', async () => {
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     const hash = await h.scripts.put(
