@@ -121,7 +121,7 @@ export interface WorkerDeath {
 /** Runs test/runtime/workerProcess.ts against `stack`, restarting it whenever it exits. */
 export function superviseWorkers(
   stack: Pick<OwnStack, 'databaseUrl' | 'temporalAddress' | 'namespace' | 'workflowBundlePath'>,
-  options: { taskQueue: string; apiBaseUrl: string; nodeOptions?: string },
+  options: { taskQueue: string; apiBaseUrl: string; nodeOptions?: string; env?: Record<string, string> },
 ) {
   const deaths: WorkerDeath[] = [];
   let current: { child: ChildProcess; ready: boolean } | undefined;
@@ -141,6 +141,7 @@ export function superviseWorkers(
           WORKFLOW_BUNDLE: stack.workflowBundlePath,
           API_BASE_URL: options.apiBaseUrl,
           NODE_OPTIONS: options.nodeOptions ?? '',
+          ...options.env,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
