@@ -1,5 +1,9 @@
+import type { Encryptor } from '../src/connections/encryption.js';
 import type { Pool } from '../src/db/pool.js';
+import { createRunHistory } from '../src/runtime/runHistory.js';
 import { createRuntimeActivities, type RuntimeDeps } from './runtime.js';
+import { createSyncRunActivities } from './syncRuns.js';
+import { createWebhookActivities } from './webhooks.js';
 
 export type { RuntimeDeps, ActionResolver } from './runtime.js';
 
@@ -9,7 +13,7 @@ export interface ActivityDeps {
    * What the script runtime's activities need (records cache, connections, script bundles, logs).
    * Without it the worker serves the health check only, and sync and action runs fail to schedule.
    */
-  runtime?: Omit<RuntimeDeps, 'db'> | undefined;
+  runtime?: (Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor }) | undefined;
 }
 
 export interface HealthCheckRow {
@@ -44,7 +48,14 @@ function createHealthActivities({ db }: { db: Pool }) {
 export function createActivities({ db, runtime }: ActivityDeps) {
   return {
     ...createHealthActivities({ db }),
-    ...(runtime ? createRuntimeActivities({ db, ...runtime }) : {}),
+    ...(runtime
+      ? {
+          ...createRuntimeActivities({ db, ...runtime }),
+          // What the sync entity does after each run: the run history and the outbound webhooks.
+          ...createSyncRunActivities({ runHistory: createRunHistory({ db }) }),
+          ...createWebhookActivities({ db, encryptor: runtime.encryptor }),
+        }
+      : {}),
   };
 }
 

@@ -15,12 +15,16 @@ import {
   proxyActivities,
   setHandler,
   sleep,
+  ParentClosePolicy,
+  proxyLocalActivities,
   startChild,
   TerminatedFailure,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RuntimeActivities } from '../activities/runtime.js';
+import type { SyncRunActivities } from '../activities/syncRuns.js';
+import type { deliverWebhook } from './deliverWebhook.js';
 import type { RunawayVerdict } from '../src/temporal/runaway.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
@@ -47,6 +51,12 @@ const { watchRun } = proxyActivities<RuntimeActivities>({
   startToCloseTimeout: '30 days',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+// One row in the run history: a short database write, retried through a restarting Postgres.
+const { recordSyncRun } = proxyLocalActivities<SyncRunActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 // Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
@@ -171,6 +181,8 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
 
   running = true;
   state.executions++;
+  const startedAt = new Date().toISOString();
+  let runId = '';
   const watchdog = new CancellationScope();
   let verdict: RunawayVerdict | null = null;
   let watching: Promise<void> = Promise.resolve();
@@ -181,6 +193,7 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
       workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
       staticSummary: `${definition.syncName} ${webhook ? `webhook ${webhook.type}` : mode}`,
     });
+    runId = child.workflowId;
     watching = watchdog
       .run(() => watchRun(child.workflowId))
       .then((found) => {
@@ -217,6 +230,42 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     state.nextRunAt = new Date(Date.now() + definition.runsMs).toISOString();
   }
 
+  // After the schedule is settled, so that a signal arriving meanwhile (a resume) is not overwritten.
+  const succeeded = state.latestError === null && state.latestResult !== null && state.latestResult.runId === runId;
+  if (runId !== '') {
+    await recordSyncRun({
+      runId,
+      environmentId: definition.environmentId,
+      integrationId: definition.integrationId,
+      connectionId: input.connectionId,
+      syncName: definition.syncName,
+      mode,
+      status: succeeded ? 'success' : 'failed',
+      startedAt: succeeded && state.latestResult ? state.latestResult.startedAt : startedAt,
+      finishedAt: state.finishedAt,
+      models: succeeded && state.latestResult ? state.latestResult.models : {},
+      error: succeeded ? null : state.latestError,
+    });
+    // The application hears of the run (per model counts, or the error) through its webhook. A child of
+    // its own, abandoned: a slow or failing application never delays this sync's next run.
+    await startChild<typeof deliverWebhook>('deliverWebhook', {
+      workflowId: `${runId}:webhook`,
+      args: [
+        {
+          event: {
+            environmentId: definition.environmentId,
+            integrationId: definition.integrationId,
+            connectionId: input.connectionId,
+            syncName: definition.syncName,
+            result: succeeded ? state.latestResult : null,
+            error: succeeded ? null : state.latestError,
+          },
+        },
+      ],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      staticSummary: `webhook of ${definition.syncName} for ${input.connectionId}`,
+    });
+  }
   // Signals that arrived during the run are in `state`; let their handlers finish, then start afresh.
   await condition(allHandlersFinished);
   await continueAsNew<typeof manageSync>({

@@ -16,6 +16,7 @@ import type { Pool } from '../db/pool.js';
 import { createDeployments } from '../deploy/deployments.js';
 import { createPostgresRecordStore } from '../records/postgresRecordStore.js';
 import { createPostgresLogStore } from '../runtime/logStore.js';
+import { createRunHistory } from '../runtime/runHistory.js';
 import { createPostgresScriptStore } from '../runtime/scriptStore.js';
 import { createSyncControl } from '../temporal/syncControl.js';
 import type { ConnectionScope } from '../connections/types.js';
@@ -49,6 +50,7 @@ export function composeService(options: ComposeServiceOptions) {
   });
   const records = createPostgresRecordStore({ db });
   const logs = createPostgresLogStore({ db });
+  const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
   const syncs = createSyncControl({ client: temporal, taskQueue: options.taskQueue });
   const deployments = createDeployments({
@@ -71,22 +73,24 @@ export function composeService(options: ComposeServiceOptions) {
     variables: connections.variables,
     records,
     logs,
+    runHistory,
     syncs,
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,
   };
-  const runtime: Omit<RuntimeDeps, 'db'> = {
+  const runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor } = {
     records,
     connections: connections.service,
     environmentVariables: connections.variables,
     scripts,
     logs,
     temporal,
+    encryptor,
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
   };
-  return { api, runtime, connections, deployments, records, scripts, logs, syncs };
+  return { api, runtime, connections, deployments, records, scripts, logs, runHistory, syncs };
 }
 
 export type ComposedService = ReturnType<typeof composeService>;

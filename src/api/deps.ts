@@ -12,6 +12,7 @@ import type { Pool } from '../db/pool.js';
 import type { Deployments } from '../deploy/deployments.js';
 import type { RecordStore } from '../records/types.js';
 import type { ScriptLogStore } from '../runtime/logStore.js';
+import type { RunHistory } from '../runtime/runHistory.js';
 import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
 import type { Logger } from './logger.js';
@@ -34,6 +35,8 @@ export interface ApiDeps {
   variables: PostgresEnvironmentVariableStore;
   records: RecordStore;
   logs: ScriptLogStore;
+  /** The history of sync runs (GET /sync/runs). */
+  runHistory: RunHistory;
   syncs: SyncControl;
   deployments: Deployments;
   /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */

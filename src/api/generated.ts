@@ -33,6 +33,7 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'POST', path: '/sync/pause' },
   { method: 'POST', path: '/sync/start' },
   { method: 'GET', path: '/sync/status' },
+  { method: 'GET', path: '/sync/runs' },
   { method: 'GET', path: '/connections' },
   { method: 'POST', path: '/connections' },
   { method: 'GET', path: '/connections/:connection_id' },
@@ -58,8 +59,15 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/webhook-deliveries' },
   { method: 'POST', path: '/deploy/preview' },
   { method: 'POST', path: '/deploy' },
+  { method: 'GET', path: '/deployments' },
+  { method: 'GET', path: '/deployments/:version' },
+  { method: 'GET', path: '/deployments/:version/request' },
+  { method: 'POST', path: '/deployments/:version/redeploy' },
   { method: 'GET', path: '/oauth/connect/:integration' },
   { method: 'GET', path: '/oauth/callback' },
+  // The dashboard's router: its pages, files and small routes.
+  { method: '*', path: '/dashboard' },
+  { method: '*', path: '/dashboard/*path' },
 ];
 
 export interface EndpointProblem {

@@ -44,9 +44,13 @@ beforeAll(async () => {
     connection_id: 'c1',
     credentials: { type: 'API_KEY', apiKey: 'k' },
   });
-  secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
+  const { temporalAddress, temporalNamespace } = stack();
+  const connection = await Connection.connect({ address: temporalAddress });
+  temporal = new Client({ connection, namespace: temporalNamespace });
 
-  // A real run's result, as the sync entity would hand it over.
+  // A real run's result, as the sync entity hands it over. Its own delivery (the sync entity starts
+  // one after every run; test/api/syncRuns.test.ts covers it) finds no URL yet and sends nothing, so
+  // the deliveries below are the ones this file starts.
   await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
   const ref = { environmentId: h.envA.id, integrationId: INTEGRATION, connectionId: 'c1', syncName: 'issues' };
   result = await eventually(
@@ -54,10 +58,19 @@ beforeAll(async () => {
     45_000,
     'the sync run',
   );
-
-  const { temporalAddress, temporalNamespace } = stack();
-  const connection = await Connection.connect({ address: temporalAddress });
-  temporal = new Client({ connection, namespace: temporalNamespace });
+  const ownDelivery = await eventually(
+    async () => {
+      try {
+        return await temporal.workflow.getHandle<typeof deliverWebhook>(`${result.runId}:webhook`).result();
+      } catch {
+        return undefined;
+      }
+    },
+    45_000,
+    'the sync entity’s own delivery',
+  );
+  expect(ownDelivery).toEqual({ delivered: 0, failed: 0 });
+  secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
   taskQueue = uniqueName('webhooks');
   // Bundled here from workflows/deliverWebhook.ts, until workflows/index.ts exports it.
   const workflowBundle = await bundleWorkflowCode({

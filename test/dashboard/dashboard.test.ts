@@ -132,6 +132,7 @@ beforeAll(async () => {
   h = await startApiHarness();
   h.fake.setHandler((request, response) => {
     if (request.url === '/api/tickets') return json(response, 200, { tickets: TICKETS });
+    if (request.url === '/hooks/service') return json(response, 200, {}); // the outbound webhooks of the runs
     json(response, 404, { error: 'not found' });
   });
   secretKey = h.envA.secretKey;
@@ -301,18 +302,20 @@ describe('the dashboard', () => {
   });
 
   it('saves the outbound webhook URL and shows the generated signing secret once', async () => {
-    await page.getByLabel('Webhook URL').fill('https://app.example.com/hooks/service');
+    // A loopback URL: the sync runs below deliver their webhooks to it, and tests reach no other host.
+    const hookUrl = `${h.fake.url}/hooks/service`;
+    await page.getByLabel('Webhook URL').fill(hookUrl);
     await page.getByRole('button', { name: 'Save webhook settings' }).click();
     await page.getByText('The signing secret, shown this once').waitFor();
     expect(await page.getByText('The signing secret, shown this once').locator('code').textContent()).toMatch(/.{16,}/);
     expect(await h.api.webhooks.getSettings()).toEqual({
-      url: 'https://app.example.com/hooks/service',
+      url: hookUrl,
       has_secret: true,
     });
     await page.getByLabel('Webhook URL').fill('ftp://files.example.com/hooks');
     await page.getByRole('button', { name: 'Save webhook settings' }).click();
     await page.getByText(/Could not save: Invalid request: body\.url/).waitFor();
-    expect((await h.api.webhooks.getSettings()).url).toBe('https://app.example.com/hooks/service');
+    expect((await h.api.webhooks.getSettings()).url).toBe(hookUrl);
   });
 
   it('runs the sync from the connection page and shows its status change and result', async () => {

@@ -3,6 +3,8 @@
  * connections area (no OAuth, no encryption): plain data, no vitest imports, so the worker child
  * process of the crash test can use it too.
  */
+import { randomBytes } from 'node:crypto';
+import { Encryptor } from '../../src/connections/encryption.js';
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../../src/connections/types.js';
 import { ServiceError } from '../../src/errors.js';
 import type { Client } from '@temporalio/client';
@@ -113,5 +115,6 @@ export function runtimeDeps(
     logs: createPostgresLogStore({ db: pool }),
     resolveAction,
     temporal,
+    encryptor: new Encryptor([randomBytes(32)]),
   };
 }

@@ -20,6 +20,7 @@ import { getLogsRoute } from './getLogs.js';
 import { getOpenApiRoute } from './getOpenApi.js';
 import { getRecordsRoute } from './getRecords.js';
 import { getReferenceRoute } from './getReference.js';
+import { getSyncRunsRoute } from './getSyncRuns.js';
 import { getSyncStatusRoute } from './getSyncStatus.js';
 import { getWebhookDeliveriesRoute } from './getWebhookDeliveries.js';
 import { getWebhookSettingsRoute } from './getWebhookSettings.js';
@@ -51,6 +52,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     postSyncPauseRoute(deps),
     postSyncStartRoute(deps),
     getSyncStatusRoute(deps),
+    getSyncRunsRoute(deps),
     getConnectionsRoute(deps),
     postConnectionsRoute(deps),
     // Before GET/DELETE /connections/:connection_id only by habit: their methods differ.

@@ -1,0 +1,99 @@
+/**
+ * The history of sync runs: what each finished execution did, for charts and for GET /sync/runs. The
+ * entity workflow records a run once it has its outcome; the latest result alone lives in the
+ * workflow's state (the status query).
+ */
+import type { Pool } from '../db/pool.js';
+import type { WriteSummary } from '../records/types.js';
+
+export interface SyncRunRecord {
+  runId: string;
+  environmentId: string;
+  integrationId: string;
+  connectionId: string;
+  syncName: string;
+  mode: string;
+  status: 'success' | 'failed';
+  startedAt: string;
+  finishedAt: string;
+  models: Record<string, WriteSummary>;
+  error: { code: string; message: string } | null;
+}
+
+export interface ListSyncRunsOptions {
+  environmentId: string;
+  integrationId: string;
+  connectionId?: string | undefined;
+  syncNames?: readonly string[] | undefined;
+  /** Newest first; @default 50, at most 500. */
+  limit?: number | undefined;
+}
+
+interface SyncRunRow {
+  run_id: string;
+  environment_id: string;
+  integration_id: string;
+  connection_id: string;
+  sync_name: string;
+  mode: string;
+  status: 'success' | 'failed';
+  started_at: Date;
+  finished_at: Date;
+  models: Record<string, WriteSummary>;
+  error_code: string | null;
+  error_message: string | null;
+}
+
+export function createRunHistory({ db }: { db: Pool }) {
+  return {
+    /** Idempotent: a replayed or retried write of the same run changes nothing. */
+    async record(run: SyncRunRecord): Promise<void> {
+      await db.query(
+        `INSERT INTO sync_runs (run_id, environment_id, integration_id, connection_id, sync_name, mode, status,
+                                started_at, finished_at, models, error_code, error_message)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (run_id) DO NOTHING`,
+        [
+          run.runId,
+          run.environmentId,
+          run.integrationId,
+          run.connectionId,
+          run.syncName,
+          run.mode,
+          run.status,
+          run.startedAt,
+          run.finishedAt,
+          JSON.stringify(run.models),
+          run.error?.code ?? null,
+          run.error?.message ?? null,
+        ],
+      );
+    },
+
+    async list(options: ListSyncRunsOptions): Promise<SyncRunRecord[]> {
+      const limit = Math.min(Math.max(options.limit ?? 50, 1), 500);
+      const result = await db.query<SyncRunRow>(
+        `SELECT * FROM sync_runs
+          WHERE environment_id = $1 AND integration_id = $2
+            AND ($3::text IS NULL OR connection_id = $3)
+            AND ($4::text[] IS NULL OR sync_name = ANY($4))
+          ORDER BY finished_at DESC LIMIT $5`,
+        [options.environmentId, options.integrationId, options.connectionId ?? null, options.syncNames ?? null, limit],
+      );
+      return result.rows.map((row) => ({
+        runId: row.run_id,
+        environmentId: row.environment_id,
+        integrationId: row.integration_id,
+        connectionId: row.connection_id,
+        syncName: row.sync_name,
+        mode: row.mode,
+        status: row.status,
+        startedAt: row.started_at.toISOString(),
+        finishedAt: row.finished_at.toISOString(),
+        models: row.models,
+        error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
+      }));
+    },
+  };
+}
+
+export type RunHistory = ReturnType<typeof createRunHistory>;

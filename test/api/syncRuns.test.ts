@@ -1,0 +1,125 @@
+/**
+ * What the sync entity does when a run ends, on the real stack: the run enters the history that
+ * GET /sync/runs reads (the dashboard's chart), and the application's webhook hears of it, signed,
+ * with per-model counts or the error.
+ */
+import { createHmac } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
+import { eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+
+let h: ApiHarness;
+let app: Awaited<ReturnType<typeof startFakeServer>>;
+let secret = '';
+let failing = false;
+
+interface Run {
+  run_id: string;
+  sync: string;
+  status: string;
+  duration_ms: number;
+  models: Record<string, { added: number; updated: number; deleted: number }>;
+  error: { code: string; message: string } | null;
+}
+
+const runs = async () =>
+  (
+    await h.api.call<{ runs: Run[] }>('GET', '/sync/runs', {
+      query: { provider_config_key: INTEGRATION, connection_id: 'c1' },
+    })
+  ).runs;
+
+beforeAll(async () => {
+  h = await startApiHarness();
+  app = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
+  h.fake.setHandler((_request, response) =>
+    failing
+      ? json(response, 404, { error: 'gone' })
+      : json(response, 200, {
+          issues: [
+            { id: '1', title: 'one' },
+            { id: '2', title: 'two' },
+          ],
+        }),
+  );
+  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+  await h.deploy(h.envA.id, deployRequest());
+  await h.api.connections.import({
+    provider_config_key: INTEGRATION,
+    connection_id: 'c1',
+    credentials: { type: 'API_KEY', apiKey: 'k' },
+  });
+  secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
+});
+
+describe('after each sync run', () => {
+  it('records a successful run with its per-model counts, and tells the application, signed', async () => {
+    await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
+    const [run] = await eventually(
+      async () => ((await runs()).length === 1 ? runs() : undefined),
+      45_000,
+      'the run in the history',
+    );
+    expect(run).toMatchObject({
+      sync: 'issues',
+      status: 'success',
+      error: null,
+      models: { Issue: { added: 2, updated: 0, deleted: 0 } },
+    });
+    expect(run!.run_id).toMatch(/^sync:.*:issues:run:/);
+    expect(run!.duration_ms).toBeGreaterThanOrEqual(0);
+
+    const delivery = await eventually(
+      async () => app.requests.find((request) => request.url === '/hooks'),
+      30_000,
+      'the webhook',
+    );
+    const signature = createHmac('sha256', secret).update(delivery.body).digest('hex');
+    expect(delivery.headers['x-service-hmac-sha256']).toBe(signature);
+    expect(JSON.parse(delivery.body)).toMatchObject({
+      type: 'sync',
+      connection_id: 'c1',
+      sync_name: 'issues',
+      success: true,
+      model: 'Issue',
+    });
+  });
+
+  it('records a failed run with its error, and the application hears of the failure', async () => {
+    failing = true;
+    await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
+    const [latest] = await eventually(
+      async () => ((await runs()).length === 2 ? runs() : undefined),
+      45_000,
+      'the failed run',
+    );
+    expect(latest).toMatchObject({ sync: 'issues', status: 'failed', models: {} });
+    expect(latest!.error?.code).toBeTruthy();
+    const failure = await eventually(
+      async () =>
+        app.requests.find(
+          (request) =>
+            request.url === '/hooks' && (JSON.parse(request.body) as { success?: boolean }).success === false,
+        ),
+      30_000,
+      'the failure webhook',
+    );
+    expect(JSON.parse(failure.body)).toMatchObject({
+      sync_name: 'issues',
+      success: false,
+      error: { code: latest!.error!.code },
+    });
+  });
+
+  it('is refused without a key, validated, and scoped to the environment', async () => {
+    expect((await h.anonymous.raw('GET', '/sync/runs', { query: { provider_config_key: INTEGRATION } })).status).toBe(
+      401,
+    );
+    const invalid = await h.api.raw('GET', '/sync/runs', { query: { provider_config_key: INTEGRATION, limit: 0 } });
+    expect(invalid.status).toBe(400);
+    const other = await h.apiB.call<{ runs: Run[] }>('GET', '/sync/runs', {
+      query: { provider_config_key: INTEGRATION },
+    });
+    expect(other.runs).toEqual([]);
+  });
+});
