@@ -6,9 +6,11 @@
  * SERVICE_ROLE=api or SERVICE_ROLE=worker runs one half only, for scaling out against a Temporal
  * cluster and a managed Postgres (docs/operations.md).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
@@ -31,6 +33,11 @@ async function main(): Promise<void> {
   const settings = loadSettings();
   const dataDir = resolve(settings.SERVICE_DATA_DIR);
   const local = !settings.DATABASE_URL || !settings.TEMPORAL_ADDRESS;
+  // The worker child of a supervised `all` process: its parent already said where everything is.
+  const child = process.env['SERVICE_SUPERVISED_CHILD'] === '1';
+  const say = (line: string): void => {
+    if (!child) console.log(line);
+  };
   Runtime.install({ logger: new DefaultLogger('WARN') });
 
   const cleanups: (() => Promise<void>)[] = [];
@@ -43,7 +50,7 @@ async function main(): Promise<void> {
   const shutdown = (): void => {
     if (stopping) return;
     stopping = true;
-    console.log('\nstopping…');
+    say('\nstopping…');
     wake();
   };
   process.on('SIGINT', shutdown);
@@ -53,14 +60,14 @@ async function main(): Promise<void> {
     if (local) console.log(`starting the integration service (local state in ${dataDir})…`);
     const stack: Stack = await startStack({ dataDir, ui: true, temporalPort: 7233 });
     cleanups.push(() => stack.stop());
-    console.log(`Temporal   ${stack.temporal.address}  (${stack.temporal.version})`);
-    if (stack.temporal.uiUrl) console.log(`Web UI     ${stack.temporal.uiUrl}`);
-    console.log(`Postgres   ${redactUrl(stack.postgres.url)}  (${stack.postgres.version})`);
+    say(`Temporal   ${stack.temporal.address}  (${stack.temporal.version})`);
+    if (stack.temporal.uiUrl) say(`Web UI     ${stack.temporal.uiUrl}`);
+    say(`Postgres   ${redactUrl(stack.postgres.url)}  (${stack.postgres.version})`);
 
     const db = createPool({ url: stack.postgres.url, max: settings.DATABASE_POOL_SIZE });
     cleanups.push(() => db.end());
     const applied = await migrate(db);
-    console.log(`migrations ${applied.length === 0 ? 'up to date' : `applied ${applied.length}`}`);
+    say(`migrations ${applied.length === 0 ? 'up to date' : `applied ${applied.length}`}`);
 
     // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
     const encryptor = loadEncryptor(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {});
@@ -78,8 +85,23 @@ async function main(): Promise<void> {
     });
 
     let worker: Worker | undefined;
-    let workerDone: Promise<void> = Promise.resolve();
-    if (settings.SERVICE_ROLE !== 'api') {
+    let workerDone: Promise<void> = new Promise<void>(() => undefined);
+    // With SERVICE_ROLE=all the worker runs in a child process that is restarted when it dies: a
+    // script that exhausts memory or never yields can take its worker process down
+    // (docs/architecture.md), and must not take the API with it.
+    const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
+    if (supervise) {
+      const supervisor = superviseWorker({
+        DATABASE_URL: stack.postgres.url,
+        TEMPORAL_ADDRESS: stack.temporal.address,
+        TEMPORAL_NAMESPACE: stack.temporal.namespace,
+        // Locally the key was generated into the data folder; the child reads the same key.
+        SERVICE_ENCRYPTION_KEY:
+          process.env['SERVICE_ENCRYPTION_KEY'] || readFileSync(join(dataDir, 'encryption.key'), 'utf8').trim(),
+      });
+      cleanups.push(() => supervisor.stop());
+      console.log(`worker     task queue ${settings.TEMPORAL_TASK_QUEUE} (child process, restarted if it dies)`);
+    } else if (settings.SERVICE_ROLE !== 'api') {
       const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
       worker = await createWorker({
         connection: workerConnection,
@@ -95,7 +117,7 @@ async function main(): Promise<void> {
         await workerDone;
         await workerConnection.close();
       });
-      console.log(`worker     task queue ${settings.TEMPORAL_TASK_QUEUE}`);
+      say(`worker     task queue ${settings.TEMPORAL_TASK_QUEUE}`);
     }
 
     if (settings.SERVICE_ROLE !== 'worker') {
@@ -117,21 +139,61 @@ async function main(): Promise<void> {
       console.log(`API        ${publicUrl}   (reference: ${publicUrl}/reference, dashboard: ${publicUrl}/dashboard)`);
     }
 
-    if (local) {
+    if (local && !child) {
       const key = await ensureDevEnvironment(service.connections.environments, dataDir);
       console.log(`secret key ${key}   (environment "${DEV_ENVIRONMENT}"; send it as Authorization: Bearer …)`);
-    } else if ((await service.connections.environments.list()).length === 0) {
+    } else if (settings.SERVICE_ROLE !== 'worker' && (await service.connections.environments.list()).length === 0) {
       // A new deployment has no environment yet, so nothing could call the API: make the first one and
       // show its key this once (only a hash is stored).
       const { environment, secretKey } = await service.connections.environments.create({ name: FIRST_ENVIRONMENT });
       console.log(`created environment "${environment.name}"; its secret key, shown only now: ${secretKey}`);
     }
-    console.log('ready. Ctrl-C stops everything.');
+    say('ready. Ctrl-C stops everything.');
     await Promise.race([stopped, workerDone]);
   } finally {
     await stopAll();
-    console.log('stopped.');
+    say('stopped.');
   }
+}
+
+/**
+ * Runs the worker as a child process of this one (same entry, SERVICE_ROLE=worker) and starts it again
+ * when it exits unexpectedly, waiting 1 s, then twice as long after each quick failure, up to 30 s.
+ */
+function superviseWorker(env: Record<string, string>): { stop(): Promise<void> } {
+  let current: ChildProcess | undefined;
+  let stopping = false;
+  let delay = 1000;
+  const start = (): void => {
+    const startedAt = Date.now();
+    const worker = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
+      env: { ...process.env, ...env, SERVICE_ROLE: 'worker', SERVICE_SUPERVISED_CHILD: '1' },
+      stdio: 'inherit',
+    });
+    current = worker;
+    worker.on('exit', (code, signal) => {
+      if (stopping) return;
+      // A worker that ran for a minute was healthy: its next failure starts the back-off afresh.
+      delay = Date.now() - startedAt > 60_000 ? 1000 : Math.min(delay * 2, 30_000);
+      console.error(`worker exited (${signal ?? `code ${code}`}); starting it again in ${delay / 1000} s`);
+      setTimeout(() => {
+        if (!stopping) start();
+      }, delay);
+    });
+  };
+  start();
+  return {
+    async stop() {
+      stopping = true;
+      const worker = current;
+      if (!worker || worker.exitCode !== null || worker.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      worker.kill('SIGTERM');
+      const timer = setTimeout(() => worker.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**
