@@ -39,7 +39,7 @@ const {
 } = positiveIntegerFlags({
   connections: 1000,
   minutes: 5,
-  actions: 4,
+  actions: 2,
 });
 const INTEGRATION = 'load-api';
 const TASK_QUEUE = 'bench-load';
@@ -262,7 +262,12 @@ async function main(): Promise<void> {
     const window = samples.filter((s) => s.at >= cpuBefore.at && s.at <= cpuAfter.at);
     const steadyCpu = (cpuAfter.cpuS - cpuBefore.cpuS) / ((cpuAfter.at - cpuBefore.at) / 1000);
 
-    // 50 concurrent action triggers, in bursts.
+    log(
+      `scheduled start delay p50 ${round(percentile(delays, 50))} ms, p99 ${round(percentile(delays, 99))} ms; ` +
+        `worker ${round(steadyCpu, 2)} cores, RSS ${round(Math.max(...samples.map((s) => s.rssMb)))} MB`,
+    );
+
+    // 50 concurrent action triggers, in bursts (behind whatever sync runs are queued at that moment).
     const latencies: number[] = [];
     let errors = 0;
     for (let burst = 0; burst < ACTION_BURSTS; burst++) {
