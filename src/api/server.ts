@@ -62,6 +62,24 @@ export function createServer(options: CreateServerOptions): express.Express {
     });
     next();
   });
+  // Postgres cannot store U+0000 in text, and no name, id or query value of this API needs it: refuse
+  // it once here, for the path, the query and the headers, instead of failing deep in a query.
+  app.use((req, _res, next) => {
+    const headerValues = Object.values(req.headers).flat();
+    if (/%00/.test(req.url) || req.url.includes('\u0000') || headerValues.some((value) => value?.includes('\u0000'))) {
+      next(
+        new ServiceError(
+          'invalid_request',
+          'NUL characters (U+0000) are not allowed in paths, query strings or headers.',
+          {
+            status: 400,
+          },
+        ),
+      );
+      return;
+    }
+    next();
+  });
   app.use(
     express.json({
       limit: options.bodyLimit ?? '5mb',

@@ -199,3 +199,13 @@ describe('API server: what every route shares', () => {
     expect(operation.security).toEqual([{ secretKey: [] }]);
   });
 });
+
+describe('API server: NUL characters', () => {
+  it('refuses U+0000 in the path, the query and headers with 400, not a database error', async () => {
+    for (const url of [`${base}/echo/a%00b`, `${base}/boom?x=%00`]) {
+      const response = await fetch(url, { method: 'POST', headers: good, body: '{"text":"x"}' });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+    }
+  });
+});
