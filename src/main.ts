@@ -71,7 +71,7 @@ async function main(): Promise<void> {
 
     // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
     const encryptor = loadEncryptor(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {});
-    const dataConverter = createDataConverter({ db });
+    const dataConverter = createDataConverter({ db, encryptor });
     const clientConnection = await Connection.connect({ address: stack.temporal.address, connectTimeout: 10_000 });
     cleanups.push(() => clientConnection.close());
     const temporal = new Client({ connection: clientConnection, namespace: stack.temporal.namespace, dataConverter });

@@ -18,7 +18,11 @@ const KEY_BYTES = 32;
  * copied into an environment variable's column (say) fails to decrypt instead of being accepted.
  */
 export type EncryptionPurpose =
-  'connection_credentials' | 'integration_client_secret' | 'environment_variable' | 'oauth_session_secret';
+  | 'connection_credentials'
+  | 'integration_client_secret'
+  | 'environment_variable'
+  | 'oauth_session_secret'
+  | 'temporal_payload';
 
 export interface EncryptionKey {
   /** First 8 hex characters of the key's SHA-256: identifies the key without revealing it. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
 
 /**
@@ -91,7 +92,66 @@ export function createClaimCheckCodec({
   };
 }
 
-/** The data converter of the worker and of every client that starts runs or reads their results. */
-export function createDataConverter({ db, threshold }: { db: Pool; threshold?: number }) {
-  return { payloadCodecs: [createClaimCheckCodec({ db, ...(threshold === undefined ? {} : { threshold }) })] };
+/** Metadata encoding of an encrypted payload: its data is the Encryptor's ciphertext of the payload. */
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+
+/**
+ * Encrypts every payload with the service's key before it reaches Temporal: a script's
+ * `svc.getConnection()` result holds credentials, and API responses hold users' data, and neither may
+ * sit in clear in a workflow history. Step names (summaries) stay readable in the Web UI; payloads
+ * show as ciphertext there.
+ */
+export function createEncryptionCodec(encryptor: Encryptor): PayloadCodec {
+  return {
+    async encode(payloads) {
+      return payloads.map((payload) => {
+        const plain = JSON.stringify({
+          metadata: Object.fromEntries(
+            Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+          ),
+          data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64'),
+        });
+        return {
+          metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING) },
+          data: encoder.encode(encryptor.encrypt(plain, 'temporal_payload')),
+        };
+      });
+    },
+    async decode(payloads) {
+      return payloads.map((payload) => {
+        const encoding = payload.metadata?.['encoding'];
+        if (!encoding || decoder.decode(encoding) !== ENCRYPTED_ENCODING) return payload;
+        const plain = JSON.parse(
+          encryptor.decrypt(decoder.decode(payload.data ?? new Uint8Array()), 'temporal_payload'),
+        ) as {
+          metadata: Record<string, string>;
+          data: string;
+        };
+        return {
+          metadata: Object.fromEntries(
+            Object.entries(plain.metadata).map(([key, value]) => [key, new Uint8Array(Buffer.from(value, 'base64'))]),
+          ),
+          data: new Uint8Array(Buffer.from(plain.data, 'base64')),
+        };
+      });
+    },
+  };
+}
+
+/**
+ * The data converter of the worker and of every client that starts runs or reads their results. With
+ * an encryptor (the service always passes one) every payload is encrypted first, then a large one is
+ * claim-checked (so stored blobs are ciphertext too).
+ */
+export function createDataConverter({
+  db,
+  threshold,
+  encryptor,
+}: {
+  db: Pool;
+  threshold?: number;
+  encryptor?: Encryptor;
+}) {
+  const claimCheck = createClaimCheckCodec({ db, ...(threshold === undefined ? {} : { threshold }) });
+  return { payloadCodecs: encryptor ? [createEncryptionCodec(encryptor), claimCheck] : [claimCheck] };
 }

@@ -10,7 +10,11 @@ export const logsQuery = z
     run_id: z.string().min(1).optional(),
     level: z.enum(['debug', 'info', 'warn', 'error']).optional(),
     text: z.string().min(1).max(500).optional().describe('Case-insensitive substring of the message.'),
-    before: z.string().regex(/^\d+$/, 'a log id').optional().describe('`next_before` of the previous page.'),
+    before: z
+      .string()
+      .regex(/^\d{1,18}$/, 'a log id (a bigint)')
+      .optional()
+      .describe('`next_before` of the previous page.'),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
   })
   .strict();

@@ -7,7 +7,10 @@ export const webhookDeliveriesQuery = z
   .object({
     status: z.enum(['pending', 'delivered', 'failed']).optional(),
     connection_id: z.string().min(1).optional(),
-    before: z.string().regex(/^\d+$/, 'a delivery id').optional(),
+    before: z
+      .string()
+      .regex(/^\d{1,18}$/, 'a delivery id (a bigint)')
+      .optional(),
     limit: z.coerce.number().int().min(1).max(500).default(50),
   })
   .strict();

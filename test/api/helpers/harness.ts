@@ -85,7 +85,7 @@ export async function startApiHarness(
   const encryptor = new Encryptor([randomBytes(32)]);
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = uniqueName('tq');
-  const dataConverter = createDataConverter({ db: pool });
+  const dataConverter = createDataConverter({ db: pool, encryptor });
   const clientConnection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
   const temporal = new Client({ connection: clientConnection, namespace: temporalNamespace, dataConverter });
   const service = composeService({
