@@ -13,6 +13,7 @@ import { createWebhookActivities } from '../../activities/webhooks.js';
 import type { SyncFinishedEvent } from '../../src/api/webhooks/deliveries.js';
 import type { DeliverWebhookInput, deliverWebhook } from '../../workflows/deliverWebhook.js';
 import type { SyncRunResult } from '../../src/runtime/definitions.js';
+import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { stack, uniqueName } from '../helpers/stack.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
 import { eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
@@ -47,6 +48,12 @@ beforeAll(async () => {
   const { temporalAddress, temporalNamespace } = stack();
   const connection = await Connection.connect({ address: temporalAddress });
   temporal = new Client({ connection, namespace: temporalNamespace });
+  // The service's own workflows carry encrypted payloads: reading their results needs its converter.
+  const serviceClient = new Client({
+    connection,
+    namespace: temporalNamespace,
+    dataConverter: createDataConverter({ db: h.pool, encryptor: h.deps.encryptor }),
+  });
 
   // A real run's result, as the sync entity hands it over. Its own delivery (the sync entity starts
   // one after every run; test/api/syncRuns.test.ts covers it) finds no URL yet and sends nothing, so
@@ -61,7 +68,7 @@ beforeAll(async () => {
   const ownDelivery = await eventually(
     async () => {
       try {
-        return await temporal.workflow.getHandle<typeof deliverWebhook>(`${result.runId}:webhook`).result();
+        return await serviceClient.workflow.getHandle<typeof deliverWebhook>(`${result.runId}:webhook`).result();
       } catch {
         return undefined;
       }
