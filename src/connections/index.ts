@@ -1,10 +1,11 @@
 /**
- * Builds the connections area from its dependencies: what the worker and the API server compose.
+ * Builds the connections area from its dependencies. The service composes it in src/api/compose.ts
+ * (composeService), which hands `service` and `variables` to the runtime's activities and the rest to
+ * the API.
  *
  * @example
  * const connections = createConnections({ db, encryptor: loadEncryptor(), callbackUrl: 'https://svc.example.com/oauth/callback' });
  * app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
- * createActivities({ connections: connections.service, environmentVariables: connections.variables, … });
  */
 import type { Pool } from '../db/pool.js';
 import { PostgresConnectionService, type ConnectionSavedEvent } from './connectionService.js';
