@@ -110,33 +110,13 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     },
 
     async saveRecords(input: RecordWriteInput): Promise<WriteSummary> {
-      return translated(() =>
-        onceForStep(input.runId, () =>
-          records.saveRecords({
-            environmentId: input.environmentId,
-            integrationId: input.integrationId,
-            connectionId: input.connectionId,
-            syncName: input.syncName,
-            model: input.model,
-            runId: input.runId,
-            records: input.records,
-          }),
-        ),
-      );
+      return translated(() => onceForStep(input.runId, () => records.saveRecords(input)));
     },
 
     async deleteRecords(input: RecordWriteInput): Promise<WriteSummary> {
       return translated(() =>
         onceForStep(input.runId, () =>
-          records.deleteRecords({
-            environmentId: input.environmentId,
-            integrationId: input.integrationId,
-            connectionId: input.connectionId,
-            syncName: input.syncName,
-            model: input.model,
-            runId: input.runId,
-            records: input.records.map((record) => ({ id: record['id'] })),
-          }),
+          records.deleteRecords({ ...input, records: input.records.map((record) => ({ id: record['id'] })) }),
         ),
       );
     },
