@@ -12,7 +12,7 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { composeService } from './api/compose.js';
 import { createApi } from './api/index.js';
@@ -24,7 +24,8 @@ import { redactUrl } from './devstack/postgres.js';
 import { isServiceError } from './errors.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
-import { createWorker } from './temporal/worker.js';
+import { actionTaskQueue } from './temporal/taskQueues.js';
+import { createRuntimeWorkers } from './temporal/worker.js';
 
 const DEV_ENVIRONMENT = 'dev';
 const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
@@ -84,11 +85,11 @@ async function main(): Promise<void> {
       callbackUrl: process.env['SERVICE_CALLBACK_URL'] ?? `${publicUrl}/oauth/callback`,
     });
 
-    let worker: Worker | undefined;
     let workerDone: Promise<void> = new Promise<void>(() => undefined);
     // With SERVICE_ROLE=all the worker runs in a child process that is restarted when it dies: a
     // script that exhausts memory or never yields can take its worker process down
     // (docs/architecture.md), and must not take the API with it.
+    const queues = `${settings.TEMPORAL_TASK_QUEUE} and ${actionTaskQueue(settings.TEMPORAL_TASK_QUEUE)} (actions)`;
     const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
     if (supervise) {
       const supervisor = superviseWorker({
@@ -100,24 +101,25 @@ async function main(): Promise<void> {
           process.env['SERVICE_ENCRYPTION_KEY'] || readFileSync(join(dataDir, 'encryption.key'), 'utf8').trim(),
       });
       cleanups.push(() => supervisor.stop());
-      console.log(`worker     task queue ${settings.TEMPORAL_TASK_QUEUE} (child process, restarted if it dies)`);
+      console.log(`worker     task queues ${queues} (child process, restarted if it dies)`);
     } else if (settings.SERVICE_ROLE !== 'api') {
       const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
-      worker = await createWorker({
+      // Sync runs and action runs on queues of their own, both served by this process: a failure of
+      // either worker ends workerDone, and with it the process (a supervisor starts it again).
+      const workers = await createRuntimeWorkers({
         connection: workerConnection,
         namespace: stack.temporal.namespace,
         taskQueue: settings.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ db, runtime: service.runtime }),
         dataConverter,
       });
-      workerDone = worker.run();
-      const running = worker;
+      workerDone = workers.run();
       cleanups.push(async () => {
-        if (running.getState() === 'RUNNING') running.shutdown();
+        workers.shutdown();
         await workerDone;
         await workerConnection.close();
       });
-      say(`worker     task queue ${settings.TEMPORAL_TASK_QUEUE}`);
+      say(`worker     task queues ${queues}`);
     }
 
     if (settings.SERVICE_ROLE !== 'worker') {

@@ -25,12 +25,14 @@ import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
 import { actionWorkflowId, syncWorkflowId } from './connection.js';
 import { stopIfRunaway, type RunawayVerdict } from './runaway.js';
+import { actionTaskQueue } from './taskQueues.js';
 
 // How often a caller waiting for an action checks that its script is not runaway.
 const ACTION_WATCH_INTERVAL_MS = 2000;
 
 export interface SyncControlOptions {
   client: Client;
+  /** The main task queue; action runs go to its action queue (actionTaskQueue), never behind sync runs. */
   taskQueue: string;
 }
 
@@ -123,7 +125,7 @@ export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
       let watching: Promise<void> = Promise.resolve();
       try {
         const handle = await client.workflow.start<typeof runAction>('runAction', {
-          taskQueue,
+          taskQueue: actionTaskQueue(taskQueue),
           workflowId,
           args: [input],
           workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,

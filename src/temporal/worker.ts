@@ -8,6 +8,7 @@ import {
 } from '@temporalio/worker';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { actionTaskQueue } from './taskQueues.js';
 
 /** Entry of the deterministic workflow code that the worker bundles. */
 export const WORKFLOWS_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'index.ts');
@@ -58,4 +59,44 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     ...options.tuning,
   });
+}
+
+/**
+ * The runtime's workers of one process: `main` polls the task queue (sync entities, sync runs,
+ * webhooks), `actions` polls its action queue (actionTaskQueue), with the same activities, bundle,
+ * data converter and tuning. Two Workers, so the action runs have slots and a poller of their own and
+ * never wait behind a sync backlog (docs/reliability.md, finding 4); one process, so a deployment
+ * still runs a single worker process (an operator may start more, each serves both queues).
+ */
+export interface RuntimeWorkers {
+  main: Worker;
+  actions: Worker;
+  /**
+   * Runs both until shutdown. When either stops (a failure, or a shutdown of only one), the other is
+   * shut down too and a failure is rethrown: a process is never left serving one queue only, and its
+   * supervisor restarts it.
+   */
+  run(): Promise<void>;
+  /** Shuts down whichever of the two is still running; `run()` resolves once both are done. */
+  shutdown(): void;
+}
+
+export async function createRuntimeWorkers(options: CreateWorkerOptions): Promise<RuntimeWorkers> {
+  // Bundled once for both (bundling takes seconds and the code is the same).
+  const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
+  const main = await createWorker({ ...options, workflowBundle });
+  const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
+  const shutdown = (): void => {
+    for (const worker of [main, actions]) if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  return {
+    main,
+    actions,
+    shutdown,
+    async run() {
+      const results = await Promise.allSettled([main, actions].map((worker) => worker.run().finally(shutdown)));
+      const failed = results.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+  };
 }

@@ -14,7 +14,7 @@ import type { Pool } from '../../src/db/pool.js';
 import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definitions.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
-import { createWorker } from '../../src/temporal/worker.js';
+import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 
@@ -24,8 +24,10 @@ export interface RuntimeHarness {
   pool: Pool;
   dbUrl: string;
   client: Client;
+  /** The main task queue; action runs go to actionTaskQueue(taskQueue), served by `actionWorker`. */
   taskQueue: string;
   worker: Worker;
+  actionWorker: Worker;
   scripts: ScriptStore;
   connections: TestConnections;
   actions: Map<string, ActionDefinition>;
@@ -44,7 +46,12 @@ export async function useRuntimeClient(pool: Pool): Promise<Client> {
  * plain test one unless `connections` builds another (the real one) over the file's database.
  */
 export async function useRuntime(
-  options: { worker?: boolean; connections?: (pool: Pool) => ConnectionService } = {},
+  options: {
+    worker?: boolean;
+    connections?: (pool: Pool) => ConnectionService;
+    /** Tunables of both workers (each has its own slots). */
+    tuning?: CreateWorkerOptions['tuning'];
+  } = {},
 ): Promise<RuntimeHarness> {
   const { pool, url } = await useDatabase();
   const testConnections = new TestConnections();
@@ -53,21 +60,24 @@ export async function useRuntime(
   const taskQueue = uniqueName('tq');
   const client = await useRuntimeClient(pool);
   let worker: Worker | undefined;
+  let actionWorker: Worker | undefined;
   if (options.worker !== false) {
     const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
     const connection = await NativeConnection.connect({ address: temporalAddress });
-    worker = await createWorker({
+    const workers = await createRuntimeWorkers({
       connection,
       namespace: temporalNamespace,
       taskQueue,
       activities: createActivities({ db: pool, runtime: runtimeDeps(pool, connections, actions, client) }),
       workflowBundle: { codePath: workflowBundlePath },
       dataConverter: createDataConverter({ db: pool }),
+      ...(options.tuning ? { tuning: options.tuning } : {}),
     });
-    const running = worker.run();
-    const started = worker;
+    worker = workers.main;
+    actionWorker = workers.actions;
+    const running = workers.run();
     afterAll(async () => {
-      if (started.getState() === 'RUNNING') started.shutdown();
+      workers.shutdown();
       await running;
       await connection.close();
     });
@@ -78,6 +88,7 @@ export async function useRuntime(
     client,
     taskQueue,
     worker: worker!,
+    actionWorker: actionWorker!,
     scripts: createPostgresScriptStore({ db: pool }),
     connections: testConnections,
     actions,

@@ -9,7 +9,7 @@ import { createActivities } from '../../activities/index.js';
 import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPool } from '../../src/db/pool.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
-import { createWorker } from '../../src/temporal/worker.js';
+import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
 
 function required(name: string): string {
@@ -28,7 +28,8 @@ const client = new Client({
   namespace: required('TEMPORAL_NAMESPACE'),
   dataConverter: createDataConverter({ db }),
 });
-const worker = await createWorker({
+// Both queues, as the service's worker process serves them (src/main.ts).
+const workers = await createRuntimeWorkers({
   connection,
   namespace: required('TEMPORAL_NAMESPACE'),
   taskQueue: required('TASK_QUEUE'),
@@ -40,8 +41,8 @@ const worker = await createWorker({
   dataConverter: createDataConverter({ db }),
   tuning: process.env['WORKER_REUSE_V8'] === '0' ? { reuseV8Context: false } : {},
 });
-process.on('SIGTERM', () => worker.shutdown());
-const running = worker.run();
+process.on('SIGTERM', () => workers.shutdown());
+const running = workers.run();
 process.stdout.write('ready\n');
 await running;
 await connection.close();

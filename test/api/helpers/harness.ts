@@ -19,7 +19,7 @@ import { Encryptor } from '../../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
 import type { Pool } from '../../../src/db/pool.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
-import { createWorker } from '../../../src/temporal/worker.js';
+import { createRuntimeWorkers } from '../../../src/temporal/worker.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
 import { INTEGRATION, PROVIDER } from '../fixtures.js';
 
@@ -109,7 +109,7 @@ export async function startApiHarness(
   const { connections, deployments } = service;
 
   const workerConnection = await NativeConnection.connect({ address: temporalAddress });
-  const worker = await createWorker({
+  const workers = await createRuntimeWorkers({
     connection: workerConnection,
     namespace: temporalNamespace,
     taskQueue,
@@ -117,7 +117,7 @@ export async function startApiHarness(
     workflowBundle: { codePath: workflowBundlePath },
     dataConverter,
   });
-  const running = worker.run();
+  const running = workers.run();
 
   const logs: string[] = [];
   const deps: ApiDeps = {
@@ -138,7 +138,7 @@ export async function startApiHarness(
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-    if (worker.getState() === 'RUNNING') worker.shutdown();
+    workers.shutdown();
     await running;
     await workerConnection.close();
     await clientConnection.close();
