@@ -27,7 +27,7 @@ import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
 import { startTemporal } from '../src/devstack/temporal.js';
 import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
-import { createWorker } from '../src/temporal/worker.js';
+import { createRuntimeWorkers } from '../src/temporal/worker.js';
 import { useBenchDatabase } from './lib/database.js';
 import { formatCount, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
 
@@ -116,16 +116,16 @@ async function main(): Promise<void> {
     });
     const { connections, records } = service;
     const workerConnection = await NativeConnection.connect({ address: temporalServer.address });
-    const worker = await createWorker({
+    const workers = await createRuntimeWorkers({
       connection: workerConnection,
       namespace: temporalServer.namespace,
       taskQueue,
       dataConverter,
       activities: createActivities({ db: pool, runtime: service.runtime }),
     });
-    const running = worker.run();
+    const running = workers.run();
     stops.push(async () => {
-      worker.shutdown();
+      workers.shutdown();
       await running;
       await workerConnection.close();
     });

@@ -1,13 +1,13 @@
 /**
  * What the runtime benchmarks (bench/sync.ts, bench/action.ts) share: an ephemeral dev stack
- * (Temporal CLI dev server + Postgres, durability off as in tests), a migrated database, a worker with
- * the runtime's activities and data converter in this process, a client, and a fake API on loopback.
+ * (Temporal CLI dev server + Postgres, durability off as in tests), a migrated database, the runtime's
+ * workers (main and action queue) with the runtime's activities and data converter in this process, a client, and a fake API on loopback.
  * The connection service is the plain one of the runtime tests (API key, base URL from the fake API).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
@@ -15,7 +15,7 @@ import { startStack } from '../src/devstack/index.js';
 import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
-import { createWorker } from '../src/temporal/worker.js';
+import { createRuntimeWorkers } from '../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js';
 
 export interface RuntimeBench {
@@ -48,7 +48,8 @@ export async function startRuntimeBench(options: {
   });
   const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
   const taskQueue = 'bench-runtime';
-  const worker: Worker = await createWorker({
+  // Both queues, as the service's worker process serves them: action runs go to the action queue.
+  const workers = await createRuntimeWorkers({
     connection: workerConnection,
     namespace: stack.temporal.namespace,
     taskQueue,
@@ -66,7 +67,7 @@ export async function startRuntimeBench(options: {
     },
     dataConverter: createDataConverter({ db: pool }),
   });
-  const running = worker.run();
+  const running = workers.run();
   return {
     pool,
     client,
@@ -75,7 +76,7 @@ export async function startRuntimeBench(options: {
     apiUrl,
     versions: `${stack.temporal.version}; ${stack.postgres.version}`,
     async close() {
-      worker.shutdown();
+      workers.shutdown();
       await running;
       await workerConnection.close();
       await clientConnection.close();
