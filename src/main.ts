@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     // With SERVICE_ROLE=all the worker runs in a child process that is restarted when it dies: a
     // script that exhausts memory or never yields can take its worker process down
     // (docs/architecture.md), and must not take the API with it.
-    const queues = `${settings.TEMPORAL_TASK_QUEUE} and ${actionTaskQueue(settings.TEMPORAL_TASK_QUEUE)} (actions)`;
+    const queues = `${settings.TEMPORAL_TASK_QUEUE}, ${actionTaskQueue(settings.TEMPORAL_TASK_QUEUE)}`;
     const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
     if (supervise) {
       const supervisor = superviseWorker({
