@@ -162,13 +162,15 @@ async function main(): Promise<void> {
     stops.unshift(async () => clearInterval(sampler));
 
     // The API in this process (not measured), as the composition root builds it.
-    const dataConverter = createDataConverter({ db });
+    // The worker encrypts every payload with the service key: the API's client must read them.
+    const encryptor = new Encryptor([key]);
+    const dataConverter = createDataConverter({ db, encryptor });
     const connection = await Connection.connect({ address: stack.temporal.address });
     stops.unshift(() => connection.close());
     const temporal = new Client({ connection, namespace: stack.temporal.namespace, dataConverter });
     const service = composeService({
       db,
-      encryptor: new Encryptor([key]),
+      encryptor,
       temporal,
       taskQueue: TASK_QUEUE,
       callbackUrl: 'http://127.0.0.1:1/oauth/callback',
