@@ -14,6 +14,7 @@ import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { sendRequest } from '../src/runtime/http.js';
 import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
+import { budgetFunctionName, instrumentScript } from '../src/runtime/instrument.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
 import type { HttpRequestInput, HttpResult } from '../src/runtime/svcTypes.js';
 
@@ -37,7 +38,7 @@ export interface RuntimeDeps {
 }
 
 // How often the watchdog looks at a running sync run: a runaway run is stopped within about
-// RUNAWAY_ATTEMPTS workflow-task attempts (~25 s) plus this.
+// RUNAWAY_ATTEMPTS workflow-task attempts (~10 s) plus this.
 const WATCH_INTERVAL_MS = 5000;
 
 export interface RecordWriteInput extends SyncScope {
@@ -50,6 +51,15 @@ export interface RecordWriteInput extends SyncScope {
  * Translates the service's error taxonomy into Temporal's at the activity boundary: a ServiceError
  * keeps its code as the failure type and is retried only when it says trying again can help.
  */
+/** A bundle as the run workflow evaluates it. */
+export interface LoadedScript {
+  code: string;
+  /** The name of the loop-protection function the code calls. */
+  budget: string;
+}
+
+const LOADED_SCRIPTS_KEPT = 50;
+
 async function translated<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
@@ -98,10 +108,33 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     return summary;
   }
 
+  // Bundles are immutable by hash; a few instrumented ones are kept to spare a parse per run.
+  const loadedScripts = new Map<string, LoadedScript>();
+
   return {
-    /** The deployed bundle with this content hash. */
-    async loadScript(hash: string): Promise<string> {
-      return translated(() => deps.scripts.get(hash));
+    /**
+     * The deployed bundle with this content hash, with loop protection inserted
+     * (src/runtime/instrument.ts): `budget` is the name of the function its loops call.
+     */
+    async loadScript(hash: string): Promise<LoadedScript> {
+      const cached = loadedScripts.get(hash);
+      if (cached) return cached;
+      const code = await translated(() => deps.scripts.get(hash));
+      const budget = budgetFunctionName(code);
+      let instrumented: string;
+      try {
+        instrumented = instrumentScript(code, budget);
+      } catch (error) {
+        throw ApplicationFailure.create({
+          type: 'invalid_script',
+          nonRetryable: true,
+          message: `the bundle ${hash.slice(0, 12)} does not parse: ${error instanceof Error ? error.message : String(error)}`,
+        });
+      }
+      const loaded = { code: instrumented, budget };
+      loadedScripts.set(hash, loaded);
+      if (loadedScripts.size > LOADED_SCRIPTS_KEPT) loadedScripts.delete(loadedScripts.keys().next().value!);
+      return loaded;
     },
 
     /** One attempt of an HTTP request with the connection's credentials; see src/runtime/http.ts. */
@@ -198,6 +231,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
           .catch(() => undefined);
         if (description?.status.name !== 'RUNNING') return null;
       }
+    },
+
+    /** The verdict of a run the watchdog (or a worker process) terminated; null for any other run. */
+    async runawayVerdict(workflowId: string): Promise<RunawayVerdict | null> {
+      return stopIfRunaway(deps.temporal, workflowId);
     },
 
     /** The deployed action `svc.triggerAction` names, resolved when the call is made. */

@@ -16,6 +16,7 @@ import {
   setHandler,
   sleep,
   ParentClosePolicy,
+  patched,
   proxyLocalActivities,
   startChild,
   TerminatedFailure,
@@ -51,6 +52,13 @@ const { watchRun } = proxyActivities<RuntimeActivities>({
   startToCloseTimeout: '30 days',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+// Why a terminated run was stopped, when the watchdog could not say in time (its activity may have
+// been on the worker the run took down; a worker process can stop a run itself, scriptThreads.ts).
+const { runawayVerdict } = proxyLocalActivities<RuntimeActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
 });
 
 // One row in the run history: a short database write, retried through a restarting Postgres.
@@ -210,8 +218,11 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     if (cause instanceof TerminatedFailure) {
       // The watchdog terminates and then reports; its answer may arrive just after the termination.
       await Promise.race([watching, sleep('10 seconds')]);
+      if (verdict === null && patched('runaway-verdict-of-termination')) {
+        verdict = await runawayVerdict(runId).catch(() => null);
+      }
     }
-    const found = verdict as RunawayVerdict | null;
+    const found: RunawayVerdict | null = verdict;
     state.latestError = found
       ? { code: found.code, message: found.message }
       : {

@@ -4,11 +4,18 @@
  * inside the workflow sandbox and hands it `svc`. Whatever the script throws becomes a typed,
  * non-retryable failure of this run only.
  */
-import { ApplicationFailure, isCancellation, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, defineSignal, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { WriteSummary } from '../src/records/types.js';
-import type { RunActionInput, RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
+import {
+  SCRIPT_INCIDENT_SIGNAL,
+  type RunActionInput,
+  type RunSyncInput,
+  type SyncRunResult,
+} from '../src/runtime/definitions.js';
 import { PaginationError } from '../src/runtime/paginate.js';
 import { ActionError, type ServiceAction, type ServiceSync } from '../src/runtime/public.js';
+import type { LoadedScript } from '../activities/runtime.js';
+import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createSvc, OperationError, type SvcRuntime } from './svc.js';
 
 type ScriptFunction = (svc: ServiceSync | ServiceAction, input?: unknown) => unknown;
@@ -20,7 +27,10 @@ const RUNTIME_MODULE = 'integration-service/runtime';
  * Evaluates a CommonJS bundle string inside this sandbox and returns its default export. Node's
  * globals are not there to begin with; the few that a bundler's output may probe are shadowed too.
  */
-export function evaluateBundle(code: string, name: string): ScriptFunction {
+export function evaluateBundle(loaded: LoadedScript | string, name: string, budget: ScriptBudget): ScriptFunction {
+  // Runs started before loop protection recorded the bundle as a plain string; they replay it as such.
+  const { code, budget: budgetName } =
+    typeof loaded === 'string' ? { code: loaded, budget: '__svcBudgetUnused' } : loaded;
   const module: { exports: Record<string, unknown> } = { exports: {} };
   const requireShim = (id: string): unknown => {
     if (id === RUNTIME_MODULE) return { ActionError };
@@ -29,7 +39,7 @@ export function evaluateBundle(code: string, name: string): ScriptFunction {
   let factory: (...args: unknown[]) => unknown;
   try {
     // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluating the deployed bundle is the point
-    factory = new Function('module', 'exports', 'require', 'process', 'global', code) as typeof factory;
+    factory = new Function('module', 'exports', 'require', 'process', 'global', budgetName, code) as typeof factory;
   } catch (error) {
     throw ApplicationFailure.create({
       type: 'invalid_script',
@@ -38,7 +48,7 @@ export function evaluateBundle(code: string, name: string): ScriptFunction {
     });
   }
   try {
-    factory(module, module.exports, requireShim, undefined, undefined);
+    factory(module, module.exports, requireShim, undefined, undefined, budget.tick);
   } catch (error) {
     throw scriptFailure(error, name);
   }
@@ -77,14 +87,26 @@ export function scriptFailure(error: unknown, name: string): unknown {
   if (error instanceof OperationError || error instanceof PaginationError) {
     return ApplicationFailure.create({ type: error.code, nonRetryable: true, message: `${name}: ${error.message}` });
   }
-  const message =
-    error instanceof Error ? `${error.name}: ${error.message}` : `a non-Error value was thrown: ${safeString(error)}`;
+  // Duck-typed: an error raised by the worker's own realm (a refused escape, a Node error) is not an
+  // instance of this sandbox's Error.
+  const errorLike = isErrorLike(error) ? error : undefined;
+  const message = errorLike
+    ? `${errorLike.name}: ${errorLike.message}${typeof errorLike.code === 'string' ? ` (${errorLike.code})` : ''}`
+    : `a non-Error value was thrown: ${safeString(error)}`;
   return ApplicationFailure.create({
     type: 'script_error',
     nonRetryable: true,
     message: `script ${name} failed: ${message}`,
-    details: error instanceof Error && error.stack ? [{ stack: error.stack.split('\n').slice(0, 12).join('\n') }] : [],
+    details:
+      typeof errorLike?.stack === 'string' ? [{ stack: errorLike.stack.split('\n').slice(0, 12).join('\n') }] : [],
   });
+}
+
+function isErrorLike(value: unknown): value is { name: string; message: string; stack?: unknown; code?: unknown } {
+  if (value instanceof Error) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as { name?: unknown; message?: unknown };
+  return typeof candidate.name === 'string' && typeof candidate.message === 'string';
 }
 
 function safeString(value: unknown): string {
@@ -95,19 +117,26 @@ function safeString(value: unknown): string {
   }
 }
 
+// Sent by a worker process whose workflow thread died while this run was executing
+// (src/temporal/scriptThreads.ts). Only its presence in the history matters, to the watchdog.
+const scriptIncident = defineSignal<[unknown]>(SCRIPT_INCIDENT_SIGNAL);
+
 async function execute(
   runtime: SvcRuntime,
+  budget: ScriptBudget,
   name: string,
   scriptHash: string,
   call: (script: ScriptFunction) => unknown,
 ): Promise<unknown> {
+  setHandler(scriptIncident, () => undefined);
   try {
-    const code = await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]);
-    const script = evaluateBundle(code, name);
-    return await call(script);
+    const loaded = await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]);
+    const script = evaluateBundle(loaded, name, budget);
+    // A script that catches the budget's error (or never settles after it) still ends here.
+    return await Promise.race([call(script), budget.exhausted]);
   } catch (error) {
     await runtime.flushLogs().catch(() => undefined);
-    throw scriptFailure(error, name);
+    throw budget.failure() ?? scriptFailure(error, name);
   }
 }
 
@@ -118,7 +147,9 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
   const startedAt = new Date().toISOString();
   const full = definition.syncType === 'full' || input.mode !== 'incremental';
   const scope = { environmentId: definition.environmentId, integrationId: definition.integrationId, connectionId };
+  const budget = createScriptBudget(definition.syncName);
   const runtime = createSvc({
+    budget,
     kind: 'sync',
     scope,
     scriptName: definition.syncName,
@@ -134,7 +165,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
     await runtime.step('clearRecords', 'clearCache', [syncScope]);
   }
   await runtime.step('beginRun', 'beginRun', [syncScope]);
-  await execute(runtime, definition.syncName, definition.scriptHash, (script) => script(runtime.svc));
+  await execute(runtime, budget, definition.syncName, definition.scriptHash, (script) => script(runtime.svc));
 
   const models: Record<string, WriteSummary> = {};
   for (const model of definition.models) {
@@ -165,7 +196,9 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
 /** One execution of an action: the script's output, or a failure of type `action_script_failure`. */
 export async function runAction(input: RunActionInput): Promise<unknown> {
   const { definition, connectionId } = input;
+  const budget = createScriptBudget(definition.actionName);
   const runtime = createSvc({
+    budget,
     kind: 'action',
     scope: { environmentId: definition.environmentId, integrationId: definition.integrationId, connectionId },
     scriptName: definition.actionName,
@@ -175,7 +208,7 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     lastSyncDate: undefined,
     webhook: undefined,
   });
-  const output = await execute(runtime, definition.actionName, definition.scriptHash, (script) =>
+  const output = await execute(runtime, budget, definition.actionName, definition.scriptHash, (script) =>
     script(runtime.svc, input.input),
   );
   await runtime.flushLogs();

@@ -24,6 +24,7 @@ import type { WriteSummary } from '../src/records/types.js';
 import type { RunActionInput, RunOptions } from '../src/runtime/definitions.js';
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate } from '../src/runtime/paginate.js';
+import type { ScriptBudget } from './scriptBudget.js';
 import {
   ActionError,
   type ConnectionRecord,
@@ -92,6 +93,8 @@ const local = proxyLocalActivities<RuntimeActivities>({ startToCloseTimeout: STO
 const normal = proxyActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
 
 export interface SvcContext {
+  /** Loop protection (workflows/scriptBudget.ts): told when the script awaits an operation and resumes. */
+  budget?: Pick<ScriptBudget, 'yielded' | 'resumed'>;
   kind: 'sync' | 'action';
   scope: ConnectionScope;
   /** The sync or action name. */
@@ -191,8 +194,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
     name: K,
     summary: string,
     args: Parameters<RuntimeActivities[K]>,
-    overrides: { startToCloseTimeout?: Duration; retry?: RetryPolicy } = {},
+    overrides: { startToCloseTimeout?: Duration; retry?: RetryPolicy; bookkeeping?: boolean } = {},
   ): Promise<Awaited<ReturnType<RuntimeActivities[K]>>> {
+    // The run's own steps (and the final log flush) go on after the script's budget ran out.
+    if (!overrides.bookkeeping) context.budget?.yielded();
     guardHistory();
     operations++;
     operationsSinceHistoryUpdate++;
@@ -204,7 +209,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // executeWithOptions keeps one proxy per mode while naming each step for the Web UI.
     type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
     const proxy = (mode === 'local' ? local[name] : normal[name]) as unknown as { executeWithOptions: Call };
-    return proxy.executeWithOptions(options, args) as Promise<Awaited<ReturnType<RuntimeActivities[K]>>>;
+    try {
+      return (await proxy.executeWithOptions(options, args)) as Awaited<ReturnType<RuntimeActivities[K]>>;
+    } finally {
+      context.budget?.resumed();
+    }
   }
 
   const logContext = {
@@ -214,10 +223,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
     runId: context.runId,
   };
 
-  async function flushLogs(): Promise<void> {
+  async function flushLogs(bookkeeping = false): Promise<void> {
     if (logBuffer.length === 0) return;
     const entries = logBuffer.splice(0, logBuffer.length);
-    await run('writeLogs', `log ×${entries.length}`, [logContext, entries]);
+    await run('writeLogs', `log ×${entries.length}`, [logContext, entries], { bookkeeping });
   }
 
   async function request<T>(method: HttpMethod, config: RequestConfig): Promise<ServiceResponse<T>> {
@@ -301,9 +310,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
     name: K,
     summary: string,
     args: Parameters<RuntimeActivities[K]>,
+    bookkeeping = false,
   ): Promise<Awaited<ReturnType<RuntimeActivities[K]>>> {
     try {
-      return await run(name, summary, args);
+      return await run(name, summary, args, { bookkeeping });
     } catch (error) {
       throw operationFailure(error, summary);
     }
@@ -347,6 +357,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
         input,
         options: context.options,
       };
+      context.budget?.yielded();
       try {
         return (await executeChild('runAction', {
           // A sync run's child action goes to the action queue, as API-triggered ones do; an action run's stays on its own.
@@ -364,6 +375,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
           throw new OperationError(cause.type ?? 'action_failed', `action ${actionName} failed: ${cause.message}`);
         }
         throw error;
+      } finally {
+        context.budget?.resumed();
       }
     },
     getMetadata: <T>() => simple('getMetadata', 'getMetadata', [scope]) as Promise<T>,
@@ -384,5 +397,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     batchDelete: (records, model) => write('batchDelete', records, model),
   };
 
-  return { svc, summaries, operations: () => operations, flushLogs, step: simple };
+  return {
+    svc,
+    summaries,
+    operations: () => operations,
+    flushLogs: () => flushLogs(true),
+    step: (name, summary, args) => simple(name, summary, args, true),
+  };
 }

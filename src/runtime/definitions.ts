@@ -124,6 +124,11 @@ export interface SyncStatus {
  * 5 s after the crash. (The default, 10 s, doubles both.)
  */
 export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 5000;
+/**
+ * The runtime worker's isolate execution timeout: one activation of a run may compute this long.
+ * Shorter than RUN_WORKFLOW_TASK_TIMEOUT_MS, so that the failure it causes is still recorded.
+ */
+export const ISOLATE_TIMEOUT_MS = 3000;
 
 /** Error codes a run fails with (ApplicationFailure types). Part of the public interface. */
 export const RUN_ERROR_CODES = {
@@ -144,3 +149,13 @@ export const RUN_ERROR_CODES = {
   runTimeout: 'run_timeout',
   actionNotFound: 'action_not_found',
 } as const;
+
+/**
+ * Blame for a dead worker (src/temporal/scriptThreads.ts, workflows/scriptBudget.ts): each workflow
+ * thread keeps the id of the run it is executing in a file of THREAD_MARK_BYTES bytes in the folder
+ * named by this environment variable (set by the worker process before its threads start); the
+ * signal records an incident in the history of a run that was executing when its worker died.
+ */
+export const THREAD_MARKS_DIR_VARIABLE = 'SERVICE_THREAD_MARKS_DIR';
+export const THREAD_MARK_BYTES = 512;
+export const SCRIPT_INCIDENT_SIGNAL = 'scriptIncident';

@@ -1,3 +1,4 @@
+import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import {
   bundleWorkflowCode,
@@ -8,6 +9,8 @@ import {
 } from '@temporalio/worker';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
+import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue } from './taskQueues.js';
 
 /** Entry of the deterministic workflow code that the worker bundles. */
@@ -42,10 +45,19 @@ export interface CreateWorkerOptions {
 
 /**
  * Worker settings of the script runtime (docs/architecture.md "Runaway scripts"): a plain Error that
- * escapes a run's workflow code fails that run instead of retrying its workflow task forever.
+ * escapes a run's workflow code fails that run instead of retrying its workflow task forever. The
+ * isolate timeout, which interrupts an activation that loop protection could not stop (one endless
+ * statement, a flood of microtasks), is shorter than a run's workflow task timeout
+ * (RUN_WORKFLOW_TASK_TIMEOUT_MS, 5 s), so that its failure is still recorded in the run's history,
+ * where the watchdog finds it.
  */
 export const RUNTIME_WORKER_DEFAULTS = {
   workflowFailureErrorTypes: { '*': [], runSync: ['Error'], runAction: ['Error'] },
+  // Two workflow threads (with reuseV8Context the SDK's default is one): a script that computes up to
+  // its budget, or a thread lost to memory exhaustion, stalls half of the runs, not all.
+  workflowThreadPoolSize: 2,
+  // Not in WorkerOptions' type in SDK 1.24, but read by Worker.create (worker-options.js, default 5 s).
+  ...({ isolateExecutionTimeout: ISOLATE_TIMEOUT_MS } as Partial<WorkerOptions>),
 } satisfies Partial<WorkerOptions>;
 
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
@@ -84,6 +96,17 @@ export interface RuntimeWorkers {
 export async function createRuntimeWorkers(options: CreateWorkerOptions): Promise<RuntimeWorkers> {
   // Bundled once for both (bundling takes seconds and the code is the same).
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
+  // Before the Workers start their workflow threads, which read the folder from the environment.
+  const marks = prepareThreadMarks();
+  const orphans = marks.collectOrphans();
+  if (orphans.length > 0) {
+    const client = new Client({
+      connection: options.connection,
+      namespace: options.namespace,
+      ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    });
+    await reportIncidents(client, orphans);
+  }
   const main = await createWorker({ ...options, workflowBundle });
   const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
   const shutdown = (): void => {
@@ -96,7 +119,9 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
     async run() {
       const results = await Promise.allSettled([main, actions].map((worker) => worker.run().finally(shutdown)));
       const failed = results.find((result) => result.status === 'rejected');
+      // After a failure the marks stay: the next process blames the run a dying thread was executing.
       if (failed) throw failed.reason;
+      marks.clear();
     },
   };
 }

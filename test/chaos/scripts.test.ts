@@ -34,14 +34,30 @@ const MISBEHAVING: { name: string; body: string; code: RegExp; message: RegExp }
   {
     name: 'loops',
     body: `await svc.getMetadata(); for (;;) {}`,
+    code: /^script_timeout$/,
+    message: /ran for more than 1 s without awaiting a svc operation/,
+  },
+  {
+    // One statement that never ends (catastrophic backtracking): no loop to protect. The isolate
+    // timeout interrupts it, and the watchdog finds that in the run's history (script_timeout); when
+    // the interruption aborted the worker before the failure was recorded, the worker processes
+    // blame the run that was executing (script_runaway).
+    name: 'backtracks',
+    body: `await svc.getMetadata(); return /^(a+)+$/.test('a'.repeat(40) + '!');`,
     code: /^script_(timeout|runaway)$/,
-    message: /without awaiting a svc operation/,
+    message: /in one statement|a statement that never ends/,
   },
   {
     name: 'hogs-memory',
     body: `const a = []; for (;;) { a.push(new Array(1e7).fill(a.length)); await svc.getMetadata(); }`,
-    code: /^script_runaway$/,
+    code: /^script_out_of_memory$/,
     message: /exhausting its memory/,
+  },
+  {
+    name: 'host-escape',
+    body: `URL.constructor('return process')().exit(1);`,
+    code: /^script_error$/,
+    message: /scripts cannot compile code of the worker/,
   },
   { name: 'reads-process', body: `return process.env;`, code: /^script_error$/, message: /process|undefined/ },
   {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stack } from '../helpers/stack.js';
@@ -31,6 +32,8 @@ export async function startWorkerProcess(options: {
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_NAMESPACE: temporalNamespace,
       TASK_QUEUE: options.taskQueue,
+      // Thread marks of this test's workers only (src/temporal/scriptThreads.ts).
+      SERVICE_THREAD_MARKS_DIR: join(tmpdir(), 'integration-service-threads-test', options.taskQueue),
       WORKFLOW_BUNDLE: workflowBundlePath,
       API_BASE_URL: options.apiBaseUrl,
       NODE_OPTIONS: options.nodeOptions ?? '',

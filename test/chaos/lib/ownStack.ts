@@ -138,6 +138,8 @@ export function superviseWorkers(
           TEMPORAL_ADDRESS: stack.temporalAddress,
           TEMPORAL_NAMESPACE: stack.namespace,
           TASK_QUEUE: options.taskQueue,
+          // Thread marks of this test's workers only (src/temporal/scriptThreads.ts).
+          SERVICE_THREAD_MARKS_DIR: join(tmpdir(), 'integration-service-threads-test', options.taskQueue),
           WORKFLOW_BUNDLE: stack.workflowBundlePath,
           API_BASE_URL: options.apiBaseUrl,
           NODE_OPTIONS: options.nodeOptions ?? '',

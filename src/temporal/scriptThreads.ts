@@ -1,0 +1,138 @@
+/**
+ * Which run killed a worker (docs/architecture.md "Runaway scripts"). A script that exhausts memory
+ * makes V8 abort the whole worker process (a large allocation past the heap limit is fatal even in a
+ * worker thread), or terminate its workflow thread, after which the SDK fails the Worker: either way
+ * every run of the process loses its workflow task, and the dying process can do nothing more.
+ *
+ * So each workflow thread keeps the id of the run whose script it is executing in a small file
+ * (workflows/scriptBudget.ts), rewritten in place whenever that changes. The next worker process on
+ * the host reads the files its dead predecessors left and signals `scriptIncident` to each run named
+ * there; the watchdog (src/temporal/runaway.ts) stops a run with two such incidents. Runs that were only
+ * waiting are never named, and continue after the restart.
+ */
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { SCRIPT_INCIDENT_SIGNAL, THREAD_MARKS_DIR_VARIABLE } from '../runtime/definitions.js';
+import { convict, INCIDENTS_TO_STOP } from './runaway.js';
+
+export interface ScriptIncident {
+  cause: string;
+}
+
+const MARK_FILE = /^(\d+)-(\d+)$/;
+
+/** A stretch of script that grew the heap this much was filling it, whoever allocated last. */
+const HEAVY_BYTES = 8 * 1024 * 1024;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A run blamed for a worker's death, and whether it had just filled the heap. */
+export interface Blamed {
+  workflowId: string;
+  heavy: boolean;
+  /** Incidents of this run on this host so far, this one included. */
+  incidents: number;
+}
+
+/**
+ * The run to blame from a thread's mark (workflows/scriptBudget.ts): the run whose recent stretch of
+ * script grew the heap by HEAVY_BYTES or more, or else the run that was executing.
+ */
+export function blame(mark: string): Omit<Blamed, 'incidents'> | undefined {
+  const [executing = '', heaviest = '', grew = '0'] = mark.trimEnd().split('\n');
+  if (heaviest && Number(grew) >= HEAVY_BYTES) return { workflowId: heaviest, heavy: true };
+  return executing ? { workflowId: executing, heavy: false } : undefined;
+}
+
+export interface ThreadMarks {
+  dir: string;
+  /**
+   * Runs to blame for the death of workers of this host (each dead thread's file is claimed by one
+   * process), with the number of incidents each has had on this host so far.
+   */
+  collectOrphans(): Blamed[];
+  /** Removes this process's files, after a clean shutdown (nobody is to blame). */
+  clear(): void;
+}
+
+/**
+ * Prepares the folder of thread marks and tells the workflow threads about it (through the
+ * environment, which worker threads copy when they start): call before the Workers are created.
+ */
+export function prepareThreadMarks(
+  dir = process.env[THREAD_MARKS_DIR_VARIABLE] ?? join(tmpdir(), 'integration-service-threads'),
+): ThreadMarks {
+  mkdirSync(dir, { recursive: true });
+  process.env[THREAD_MARKS_DIR_VARIABLE] = dir;
+  return {
+    dir,
+    collectOrphans() {
+      const blamed: Blamed[] = [];
+      const countsFile = join(dir, 'incidents.json');
+      for (const name of readdirSync(dir)) {
+        const match = MARK_FILE.exec(name);
+        if (!match || Number(match[1]) === process.pid || alive(Number(match[1]))) continue;
+        const claimed = join(dir, `${name}.claimed-${process.pid}`);
+        try {
+          renameSync(join(dir, name), claimed);
+        } catch {
+          continue; // another process of this host claimed it first
+        }
+        const suspect = blame(readFileSync(claimed, 'utf8'));
+        rmSync(claimed, { force: true });
+        if (suspect) blamed.push({ ...suspect, incidents: 0 });
+      }
+      if (blamed.length === 0) return blamed;
+      // Counted on this host, so that a run is convicted even if its incident signals (which reset
+      // its workflow task's attempt count) keep the watchdog from seeing its failures.
+      let counts: Record<string, number> = {};
+      try {
+        counts = JSON.parse(readFileSync(countsFile, 'utf8')) as Record<string, number>;
+      } catch {
+        // none yet, or unreadable: start over
+      }
+      for (const entry of blamed) entry.incidents = counts[entry.workflowId] = (counts[entry.workflowId] ?? 0) + 1;
+      const recent = Object.entries(counts).slice(-1000);
+      writeFileSync(countsFile, JSON.stringify(Object.fromEntries(recent)));
+      return blamed;
+    },
+    clear() {
+      for (const name of readdirSync(dir)) {
+        if (MARK_FILE.exec(name)?.[1] === String(process.pid)) rmSync(join(dir, name), { force: true });
+      }
+    },
+  };
+}
+
+/**
+ * Records, in the history of each run blamed, that its worker died while it was executing (or had
+ * just filled the heap), and stops a run with INCIDENTS_TO_STOP incidents.
+ */
+export async function reportIncidents(client: Client, blamed: Blamed[]): Promise<void> {
+  const cause = 'a worker died while this run was executing its script or had just filled the heap';
+  await Promise.all(
+    blamed.map(async ({ workflowId, incidents, heavy }) => {
+      try {
+        if (incidents >= INCIDENTS_TO_STOP) {
+          const verdict = await convict(client, workflowId, { incidents, heavy });
+          console.warn(`[worker] run ${workflowId} stopped after ${incidents} worker deaths: ${verdict.code}`);
+        } else {
+          await client.workflow.getHandle(workflowId).signal<[ScriptIncident]>(SCRIPT_INCIDENT_SIGNAL, { cause });
+          console.warn(`[worker] a worker died while run ${workflowId} was executing its script: incident recorded`);
+        }
+      } catch (error) {
+        // The run may have ended since.
+        console.warn(`[worker] could not record an incident for run ${workflowId}: ${(error as Error).message}`);
+      }
+    }),
+  );
+}

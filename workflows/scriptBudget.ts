@@ -1,0 +1,196 @@
+/**
+ * What keeps a script inside its own run (docs/architecture.md "Runaway scripts" and "Script sandbox").
+ *
+ * The workflow sandbox is a `vm` context, and a few of its globals (URL, TextEncoder, assert, console)
+ * are objects of the worker thread's own realm: from any of them, `.constructor` leads to that realm's
+ * `Function`, and `Function('return process')()` to the process. `hostRealm()` closes that door once
+ * per thread, before any script runs, by replacing the `constructor` of that realm's function
+ * prototypes. It keeps for the runtime the two host facilities it needs: a real clock, and a slot that
+ * says which run the thread is executing (read after the worker died, src/temporal/scriptThreads.ts).
+ *
+ * `createScriptBudget` is the sandbox side of loop protection (src/runtime/instrument.ts inserts its
+ * calls into every loop and function body): a script that runs SCRIPT_CPU_BUDGET_MS without awaiting a
+ * svc operation fails its own run with `script_timeout`, well before the isolate timeout would take the
+ * worker process down.
+ */
+import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import { THREAD_MARK_BYTES, THREAD_MARKS_DIR_VARIABLE } from '../src/runtime/definitions.js';
+
+/** Continuous script execution without awaiting a svc operation after which a run is stopped. */
+export const SCRIPT_CPU_BUDGET_MS = 1000;
+/** Budget calls between two looks at the clock. */
+const CHECK_EVERY = 1024;
+/** A pause this long between two looks at the clock means the script was waiting, not running. */
+const WAITED_MS = 50;
+
+interface HostRealm {
+  /** A monotonic real clock in milliseconds (the sandbox's Date is the workflow's deterministic time). */
+  now(): number;
+  /** Marks the run whose script this thread is executing; '' when none. */
+  mark(workflowId: string): void;
+}
+
+let host: HostRealm | undefined;
+// The thread's facilities hang off its realm's Function.prototype under this registered symbol.
+const REALM_KEY = 'integration-service.hostRealm';
+
+/**
+ * The worker thread's realm, sealed. Runs its setup in that realm (through a function constructor
+ * reached from a host object) exactly once per thread; later calls and later sandboxes of the same
+ * thread get the same facilities.
+ */
+export function hostRealm(): HostRealm {
+  if (host) return host;
+  const hostFunctionPrototype = Object.getPrototypeOf(URL) as Record<symbol, HostRealm | undefined> & {
+    constructor: (source: string) => () => typeof hostSetup;
+  };
+  if ((hostFunctionPrototype as object) === Function.prototype) {
+    throw new Error('expected the sandbox URL class to come from the worker thread realm');
+  }
+  // A thread already sealed (by the sandbox of another run, without reuseV8Context) kept its
+  // facilities on that prototype; otherwise its function constructor is still there to run the setup.
+  host = hostFunctionPrototype[Symbol.for(REALM_KEY)];
+  if (!host) {
+    const setup = hostFunctionPrototype.constructor(`return (${hostSetup.toString()})`)();
+    host = setup(THREAD_MARKS_DIR_VARIABLE, THREAD_MARK_BYTES, REALM_KEY);
+  }
+  return host;
+}
+
+/**
+ * Evaluated in the worker thread's realm (it is turned into source and compiled there): must not
+ * close over anything of the sandbox.
+ */
+function hostSetup(marksDirVariable: string, markBytes: number, key: string): HostRealm {
+  /* eslint-disable */
+  const g = globalThis as any;
+  const proc = g.process;
+  const hrtime = proc.hrtime.bigint;
+  // The slot is a file of fixed size, rewritten in place: it outlives a process that V8 aborts. It
+  // names the run executing now and the run whose last stretch of script grew the heap the most:
+  // memory runs out at whatever allocation comes last, often in another run or in the SDK, while
+  // the run that filled the heap is the one that allocated most.
+  const dir = proc.env[marksDirVariable];
+  let write = (_text: string) => {};
+  if (dir) {
+    const fs = proc.getBuiltinModule('node:fs');
+    const { threadId } = proc.getBuiltinModule('node:worker_threads');
+    const fd = fs.openSync(`${dir}/${proc.pid}-${threadId}`, 'w');
+    const record = g.Buffer.alloc(markBytes);
+    write = (text: string) => {
+      record.fill(0x20);
+      record.write(text, 0, markBytes - 1, 'utf8');
+      fs.writeSync(fd, record, 0, markBytes, 0);
+    };
+    write('');
+  }
+  const v8 = proc.getBuiltinModule('node:v8');
+  const heapUsed = () => v8.getHeapStatistics().used_heap_size as number;
+  let current = '';
+  let heapAtResume = 0;
+  let heaviest = { workflowId: '', grew: 0 };
+  const realm = Object.freeze({
+    now: () => Number(hrtime()) / 1e6,
+    mark: (workflowId: string) => {
+      if (workflowId === current) return;
+      if (current) {
+        const grew = heapUsed() - heapAtResume;
+        // The record decays, so that an old peak does not stay blamed forever.
+        if (grew > heaviest.grew * 0.99) heaviest = { workflowId: current, grew };
+        else heaviest.grew *= 0.99;
+      }
+      current = workflowId;
+      if (workflowId) heapAtResume = heapUsed();
+      write(`${workflowId}\n${heaviest.workflowId}\n${Math.round(heaviest.grew)}`);
+    },
+  });
+  Object.defineProperty(Function.prototype, Symbol.for(key), { value: realm });
+  // Seal: no function constructor of this realm is reachable from a function of it any more. The one
+  // source the SDK itself compiles this way (vm-shared.js getActivator, on every promise it tracks for
+  // stack traces) is still answered, with a function compiled once; it reads a global of the sandbox
+  // and yields nothing outside one.
+  const activatorSource = 'return globalThis.__TEMPORAL_ACTIVATOR__';
+  const activator = Function(activatorSource);
+  const blocked = {
+    Function(...args: unknown[]) {
+      if (args.length === 1 && args[0] === activatorSource) return activator;
+      throw new EvalError('scripts cannot compile code of the worker: use svc for everything outside the script');
+    },
+  }.Function;
+  const prototypes = [
+    Function.prototype,
+    Object.getPrototypeOf(async function () {}),
+    Object.getPrototypeOf(function* () {}),
+    Object.getPrototypeOf(async function* () {}),
+  ];
+  for (const prototype of prototypes) {
+    Object.defineProperty(prototype, 'constructor', { value: blocked, writable: false, configurable: false });
+  }
+  return realm;
+  /* eslint-enable */
+}
+
+export interface ScriptBudget {
+  /** The function the instrumented script calls in every loop and function body. */
+  tick: () => void;
+  /** The script awaits a svc operation: its continuous execution ends here. */
+  yielded: () => void;
+  /** A svc operation returned: the script runs again. */
+  resumed: () => void;
+  /** Rejects when the budget is exhausted; raced against the script, so a script that swallows the error still ends. */
+  exhausted: Promise<never>;
+  /** The failure of an exhausted run, if it is. */
+  failure: () => ApplicationFailure | undefined;
+}
+
+export function createScriptBudget(scriptName: string): ScriptBudget {
+  const realm = hostRealm();
+  const { workflowId } = workflowInfo();
+  let calls = 0;
+  let since = realm.now();
+  let lastLook = since;
+  let failure: ApplicationFailure | undefined;
+  let reject: (error: unknown) => void = () => undefined;
+  const exhausted = new Promise<never>((_, rejectWith) => {
+    reject = rejectWith;
+  });
+  // Never unhandled: the run workflow races it, but only while the script runs.
+  exhausted.catch(() => undefined);
+
+  function look(): void {
+    const now = realm.now();
+    if (now - lastLook > WAITED_MS) since = now;
+    lastLook = now;
+    // A replay re-executes stretches that completed before; only a live stretch can be over budget.
+    if (workflowInfo().unsafe.isReplaying) return;
+    realm.mark(workflowId);
+    if (now - since <= SCRIPT_CPU_BUDGET_MS) return;
+    failure = ApplicationFailure.create({
+      type: 'script_timeout',
+      nonRetryable: true,
+      message:
+        `script ${scriptName} ran for more than ${SCRIPT_CPU_BUDGET_MS / 1000} s without awaiting a svc operation ` +
+        '(an endless loop?): run stopped',
+    });
+    reject(failure);
+    throw failure;
+  }
+
+  return {
+    tick() {
+      if (failure) throw failure;
+      if (++calls % CHECK_EVERY === 0) look();
+    },
+    yielded() {
+      if (failure) throw failure;
+      realm.mark('');
+    },
+    resumed() {
+      since = lastLook = realm.now();
+      // Only live execution is marked: a worker that dies replaying was killed from outside.
+      if (!workflowInfo().unsafe.isReplaying) realm.mark(workflowId);
+    },
+    exhausted,
+    failure: () => failure,
+  };
+}
