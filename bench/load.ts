@@ -8,7 +8,7 @@
  * From Temporal's visibility, each entity's scheduled second run against its plan (the end of the first
  * run plus the interval): the delay p50/p99/max. The worker's RSS and
  * CPU are sampled from /proc throughout. Last, bursts of 50 concurrent POST /action/trigger: p50, p99,
- * errors.
+ * errors, and the sync runs open when each burst starts.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -272,7 +272,12 @@ async function main(): Promise<void> {
     // 50 concurrent action triggers, in bursts (behind whatever sync runs are queued at that moment).
     const latencies: number[] = [];
     let errors = 0;
+    // The sync runs open when each burst starts: the backlog the actions would queue behind if they
+    // shared the sync runs' task queue (they have a queue of their own, src/temporal/taskQueues.ts).
+    const openSyncRuns: number[] = [];
     for (let burst = 0; burst < ACTION_BURSTS; burst++) {
+      const open = await temporal.workflow.count("WorkflowType = 'runSync' AND ExecutionStatus = 'Running'");
+      openSyncRuns.push(open.count);
       await Promise.all(
         Array.from({ length: 50 }, async (_, i) => {
           const t = performance.now();
@@ -310,6 +315,7 @@ async function main(): Promise<void> {
       workerCpuSteadyCores: round(steadyCpu, 2),
       workerCpuTotalS: round(samples.at(-1)!.cpuS, 1),
       actionTriggers: latencies.length,
+      syncRunsOpenAtBursts: openSyncRuns.join(' '),
       actionP50Ms: round(percentile(latencies, 50)),
       actionP99Ms: round(percentile(latencies, 99)),
       actionErrors: errors,
