@@ -37,6 +37,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await pool.end();
   }
   const bundleDir = mkdtempSync(join(tmpdir(), 'service-workflows-'));
+  // Thread marks (src/temporal/scriptThreads.ts) of this run's in-process workers only, so that a run
+  // never blames a workflow for the death of another run's worker; the test forks inherit it.
+  process.env['SERVICE_THREAD_MARKS_DIR'] ??= join(bundleDir, 'thread-marks');
   const bundle = await bundleWorkflows();
   const workflowBundlePath = join(bundleDir, 'workflows.js');
   writeFileSync(workflowBundlePath, bundle.code);

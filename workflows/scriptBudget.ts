@@ -1,5 +1,5 @@
 /**
- * What keeps a script inside its own run (docs/architecture.md "Runaway scripts" and "Script sandbox").
+ * What keeps a script inside its own run (docs/architecture.md "Runaway scripts").
  *
  * The workflow sandbox is a `vm` context, and a few of its globals (URL, TextEncoder, assert, console)
  * are objects of the worker thread's own realm: from any of them, `.constructor` leads to that realm's
@@ -75,14 +75,19 @@ function hostSetup(marksDirVariable: string, markBytes: number, key: string): Ho
   if (dir) {
     const fs = proc.getBuiltinModule('node:fs');
     const { threadId } = proc.getBuiltinModule('node:worker_threads');
-    const fd = fs.openSync(`${dir}/${proc.pid}-${threadId}`, 'w');
     const record = g.Buffer.alloc(markBytes);
-    write = (text: string) => {
-      record.fill(0x20);
-      record.write(text, 0, markBytes - 1, 'utf8');
-      fs.writeSync(fd, record, 0, markBytes, 0);
-    };
-    write('');
+    try {
+      const fd = fs.openSync(`${dir}/${proc.pid}-${threadId}`, 'w');
+      write = (text: string) => {
+        record.fill(0x20);
+        record.write(text, 0, markBytes - 1, 'utf8');
+        fs.writeSync(fd, record, 0, markBytes, 0);
+      };
+      write('');
+    } catch (error) {
+      // Without its file the thread runs scripts all the same; only the blame for a death is lost.
+      console.warn(`[worker] thread marks disabled: ${(error as Error).message}`);
+    }
   }
   const v8 = proc.getBuiltinModule('node:v8');
   const heapUsed = () => v8.getHeapStatistics().used_heap_size as number;
@@ -104,6 +109,8 @@ function hostSetup(marksDirVariable: string, markBytes: number, key: string): Ho
       write(`${workflowId}\n${heaviest.workflowId}\n${Math.round(heaviest.grew)}`);
     },
   });
+  // Reachable by scripts too (they can read a prototype): the clock is harmless, and a script that
+  // marks another run can only mislead the blame for a death that it causes itself.
   Object.defineProperty(Function.prototype, Symbol.for(key), { value: realm });
   // Seal: no function constructor of this realm is reachable from a function of it any more. The one
   // source the SDK itself compiles this way (vm-shared.js getActivator, on every promise it tracks for

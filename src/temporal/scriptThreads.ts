@@ -23,6 +23,9 @@ export interface ScriptIncident {
 
 const MARK_FILE = /^(\d+)-(\d+)$/;
 
+/** How long an incident counts towards stopping a run. */
+const INCIDENT_MEMORY_MS = 30 * 60 * 1000;
+
 /** A stretch of script that grew the heap this much was filling it, whoever allocated last. */
 const HEAVY_BYTES = 8 * 1024 * 1024;
 
@@ -93,16 +96,23 @@ export function prepareThreadMarks(
       }
       if (blamed.length === 0) return blamed;
       // Counted on this host, so that a run is convicted even if its incident signals (which reset
-      // its workflow task's attempt count) keep the watchdog from seeing its failures.
-      let counts: Record<string, number> = {};
+      // its workflow task's attempt count) keep the watchdog from seeing its failures. Incidents
+      // older than INCIDENT_MEMORY_MS are forgotten: two far-apart coincidences convict nobody.
+      const now = Date.now();
+      let counts: Record<string, { count: number; at: number }> = {};
       try {
-        counts = JSON.parse(readFileSync(countsFile, 'utf8')) as Record<string, number>;
+        counts = JSON.parse(readFileSync(countsFile, 'utf8')) as typeof counts;
       } catch {
         // none yet, or unreadable: start over
       }
-      for (const entry of blamed) entry.incidents = counts[entry.workflowId] = (counts[entry.workflowId] ?? 0) + 1;
-      const recent = Object.entries(counts).slice(-1000);
-      writeFileSync(countsFile, JSON.stringify(Object.fromEntries(recent)));
+      const recent = Object.entries(counts).filter(([, entry]) => now - entry.at < INCIDENT_MEMORY_MS);
+      counts = Object.fromEntries(recent.slice(-1000));
+      for (const entry of blamed) {
+        const count = (counts[entry.workflowId]?.count ?? 0) + 1;
+        counts[entry.workflowId] = { count, at: now };
+        entry.incidents = count;
+      }
+      writeFileSync(countsFile, JSON.stringify(counts));
       return blamed;
     },
     clear() {
