@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -40,6 +40,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Thread marks (src/temporal/scriptThreads.ts) of this run's in-process workers only, so that a run
   // never blames a workflow for the death of another run's worker; the test forks inherit it.
   process.env['SERVICE_THREAD_MARKS_DIR'] ??= join(bundleDir, 'thread-marks');
+  mkdirSync(process.env['SERVICE_THREAD_MARKS_DIR'], { recursive: true });
   const bundle = await bundleWorkflows();
   const workflowBundlePath = join(bundleDir, 'workflows.js');
   writeFileSync(workflowBundlePath, bundle.code);

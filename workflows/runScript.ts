@@ -135,8 +135,14 @@ async function execute(
     // A script that catches the budget's error (or never settles after it) still ends here.
     return await Promise.race([call(script), budget.exhausted]);
   } catch (error) {
+    // A run whose budget ran out fails in this very workflow task, without another step: a later
+    // replay of the task would run the endless stretch again, without the live clock to stop it.
+    const exhausted = budget.failure();
+    if (exhausted) throw exhausted;
     await runtime.flushLogs().catch(() => undefined);
-    throw budget.failure() ?? scriptFailure(error, name);
+    throw scriptFailure(error, name);
+  } finally {
+    budget.finished();
   }
 }
 

@@ -14,13 +14,17 @@
  * worker process down.
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
-import { THREAD_MARK_BYTES, THREAD_MARKS_DIR_VARIABLE } from '../src/runtime/definitions.js';
+import {
+  THREAD_MARK_BYTES,
+  THREAD_MARKS_DIR_VARIABLE,
+  THREAD_MARKS_OWNER_VARIABLE,
+} from '../src/runtime/definitions.js';
 
 /** Continuous script execution without awaiting a svc operation after which a run is stopped. */
 export const SCRIPT_CPU_BUDGET_MS = 1000;
 /** Budget calls between two looks at the clock. */
 const CHECK_EVERY = 1024;
-/** A pause this long between two looks at the clock means the script was waiting, not running. */
+/** A pause at least this long (and much longer than usual) between two looks means waiting, not running. */
 const WAITED_MS = 50;
 
 interface HostRealm {
@@ -52,7 +56,7 @@ export function hostRealm(): HostRealm {
   host = hostFunctionPrototype[Symbol.for(REALM_KEY)];
   if (!host) {
     const setup = hostFunctionPrototype.constructor(`return (${hostSetup.toString()})`)();
-    host = setup(THREAD_MARKS_DIR_VARIABLE, THREAD_MARK_BYTES, REALM_KEY);
+    host = setup(THREAD_MARKS_DIR_VARIABLE, THREAD_MARKS_OWNER_VARIABLE, THREAD_MARK_BYTES, REALM_KEY);
   }
   return host;
 }
@@ -61,7 +65,7 @@ export function hostRealm(): HostRealm {
  * Evaluated in the worker thread's realm (it is turned into source and compiled there): must not
  * close over anything of the sandbox.
  */
-function hostSetup(marksDirVariable: string, markBytes: number, key: string): HostRealm {
+function hostSetup(marksDirVariable: string, ownerVariable: string, markBytes: number, key: string): HostRealm {
   /* eslint-disable */
   const g = globalThis as any;
   const proc = g.process;
@@ -77,7 +81,8 @@ function hostSetup(marksDirVariable: string, markBytes: number, key: string): Ho
     const { threadId } = proc.getBuiltinModule('node:worker_threads');
     const record = g.Buffer.alloc(markBytes);
     try {
-      const fd = fs.openSync(`${dir}/${proc.pid}-${threadId}`, 'w');
+      const owner = proc.env[ownerVariable] || `${proc.pid}-0`;
+      const fd = fs.openSync(`${dir}/${owner}-${threadId}`, 'w');
       write = (text: string) => {
         record.fill(0x20);
         record.write(text, 0, markBytes - 1, 'utf8');
@@ -96,11 +101,17 @@ function hostSetup(marksDirVariable: string, markBytes: number, key: string): Ho
   let heaviest = { workflowId: '', grew: 0 };
   const realm = Object.freeze({
     now: () => Number(hrtime()) / 1e6,
-    mark: (workflowId: string) => {
+    mark: (id: string) => {
+      // One line of a plain id: a script calling this cannot write a line of its own.
+      const workflowId = String(id)
+        .replace(/[\r\n]/g, ' ')
+        .slice(0, (markBytes >> 1) - 32);
       if (workflowId === current) return;
       if (current) {
+        // Heap growth between this run's resume and now: what its stretch of script allocated
+        // (less what a collection freed meanwhile). The record decays, so that an old peak does not
+        // stay blamed forever.
         const grew = heapUsed() - heapAtResume;
-        // The record decays, so that an old peak does not stay blamed forever.
         if (grew > heaviest.grew * 0.99) heaviest = { workflowId: current, grew };
         else heaviest.grew *= 0.99;
       }
@@ -133,6 +144,34 @@ function hostSetup(marksDirVariable: string, markBytes: number, key: string): Ho
   for (const prototype of prototypes) {
     Object.defineProperty(prototype, 'constructor', { value: blocked, writable: false, configurable: false });
   }
+  // What a script can reach of this realm (through the sandbox's URL, TextEncoder, assert, console,
+  // AbortController and the errors they throw) must not let it plant a getter that this realm's code
+  // later calls with `process` (a prototype-pollution gadget), or an Error.prepareStackTrace that
+  // sees other runs' frames. Host timers are refused: their callbacks would run outside any
+  // activation, where no timeout interrupts them.
+  const refuse = {
+    timeout() {
+      throw new EvalError('AbortSignal.timeout is not available to scripts: use svc');
+    },
+  }.timeout;
+  const signal = g.AbortSignal;
+  for (const name of ['timeout', 'any']) {
+    if (typeof signal?.[name] === 'function') {
+      Object.defineProperty(signal, name, { value: refuse, writable: false, configurable: false });
+    }
+  }
+  const ErrorClass = g.Error;
+  Object.defineProperty(ErrorClass, 'prepareStackTrace', {
+    value: ErrorClass.prepareStackTrace,
+    writable: false,
+    configurable: false,
+  });
+  // A getter planted on Object.prototype is the usual gadget: the realm's code reads options and
+  // settings objects through it. Only that prototype is frozen: freezing the others too (Error,
+  // Array, Promise, the function prototypes, the injected classes) broke the SDK's replay of a
+  // recorded history in this realm (measured: test/runtime/crash.test.ts).
+  Object.freeze(Object.prototype);
+
   return realm;
   /* eslint-enable */
 }
@@ -140,10 +179,15 @@ function hostSetup(marksDirVariable: string, markBytes: number, key: string): Ho
 export interface ScriptBudget {
   /** The function the instrumented script calls in every loop and function body. */
   tick: () => void;
-  /** The script awaits a svc operation: its continuous execution ends here. */
-  yielded: () => void;
-  /** A svc operation returned: the script runs again. */
+  /**
+   * The run awaits an operation: its continuous execution ends here. `strict` (a script's own
+   * operation) throws once the budget ran out.
+   */
+  yielded: (strict?: boolean) => void;
+  /** An operation returned: the run executes again. */
   resumed: () => void;
+  /** The script is done (or failed): the thread no longer executes it. */
+  finished: () => void;
   /** Rejects when the budget is exhausted; raced against the script, so a script that swallows the error still ends. */
   exhausted: Promise<never>;
   /** The failure of an exhausted run, if it is. */
@@ -156,6 +200,9 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
   let calls = 0;
   let since = realm.now();
   let lastLook = since;
+  // The usual time between two looks: a pause much longer than that is the script waiting (on a
+  // timer, say), not computing. Adaptive, so that a loop with slow turns is still seen as computing.
+  let usualPause = 0;
   let failure: ApplicationFailure | undefined;
   let reject: (error: unknown) => void = () => undefined;
   const exhausted = new Promise<never>((_, rejectWith) => {
@@ -166,7 +213,9 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
 
   function look(): void {
     const now = realm.now();
-    if (now - lastLook > WAITED_MS) since = now;
+    const pause = now - lastLook;
+    if (pause > Math.max(WAITED_MS, 8 * usualPause)) since = now;
+    usualPause = usualPause === 0 ? pause : 0.8 * usualPause + 0.2 * pause;
     lastLook = now;
     // A replay re-executes stretches that completed before; only a live stretch can be over budget.
     if (workflowInfo().unsafe.isReplaying) return;
@@ -188,14 +237,18 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
       if (failure) throw failure;
       if (++calls % CHECK_EVERY === 0) look();
     },
-    yielded() {
-      if (failure) throw failure;
+    yielded(strict = true) {
+      if (strict && failure) throw failure;
       realm.mark('');
     },
     resumed() {
       since = lastLook = realm.now();
-      // Only live execution is marked: a worker that dies replaying was killed from outside.
+      usualPause = 0;
+      // Only live execution is marked: a replay re-executes what completed before.
       if (!workflowInfo().unsafe.isReplaying) realm.mark(workflowId);
+    },
+    finished() {
+      realm.mark('');
     },
     exhausted,
     failure: () => failure,

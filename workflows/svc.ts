@@ -196,8 +196,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
     args: Parameters<RuntimeActivities[K]>,
     overrides: { startToCloseTimeout?: Duration; retry?: RetryPolicy; bookkeeping?: boolean } = {},
   ): Promise<Awaited<ReturnType<RuntimeActivities[K]>>> {
-    // The run's own steps (and the final log flush) go on after the script's budget ran out.
-    if (!overrides.bookkeeping) context.budget?.yielded();
+    // The script waits from here (the thread is no longer executing it). Only script operations are
+    // refused once its budget ran out; the run's own steps go on.
+    context.budget?.yielded(!overrides.bookkeeping);
     guardHistory();
     operations++;
     operationsSinceHistoryUpdate++;

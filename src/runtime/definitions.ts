@@ -157,5 +157,7 @@ export const RUN_ERROR_CODES = {
  * signal records an incident in the history of a run that was executing when its worker died.
  */
 export const THREAD_MARKS_DIR_VARIABLE = 'SERVICE_THREAD_MARKS_DIR';
-export const THREAD_MARK_BYTES = 512;
+/** Set by the worker process for its threads: the prefix of their marks files, `<pid>-<nonce>`. */
+export const THREAD_MARKS_OWNER_VARIABLE = 'SERVICE_THREAD_MARKS_OWNER';
+export const THREAD_MARK_BYTES = 1024;
 export const SCRIPT_INCIDENT_SIGNAL = 'scriptIncident';

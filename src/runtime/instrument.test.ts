@@ -45,6 +45,13 @@ describe('loop protection (instrumentScript)', () => {
     expect(result).toBe(true);
   });
 
+  it('a directive without a semicolon and a return at the top of the bundle stay valid', () => {
+    const { result } = run(
+      "module.exports.default = function () {\n  'use strict'\n  return (function () { return this; })() === undefined;\n};\nreturn;",
+    );
+    expect(result).toBe(true);
+  });
+
   it('labels, continue and nested single-statement loops stay valid', () => {
     const { result } = run(`module.exports.default = function () {
       let n = 0;

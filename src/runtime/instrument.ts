@@ -51,10 +51,12 @@ function children(node: AnyNode): AnyNode[] {
  */
 export function instrumentScript(code: string, budget: string): string {
   const call = `${budget}();`;
+  // The bundle becomes the body of a function (workflows/runScript.ts): `return` at its top is legal.
   const program = parse(code, {
     ecmaVersion: 'latest',
     sourceType: 'script',
     allowHashBang: true,
+    allowReturnOutsideFunction: true,
   }) as unknown as AnyNode;
   const insertions: Insertion[] = [];
 
@@ -76,11 +78,14 @@ export function instrumentScript(code: string, budget: string): string {
     }
     const statements = body['body'] as AnyNode[];
     let at = body.start + 1;
+    let afterDirective = false;
     for (const statement of statements) {
       if (statement.type !== 'ExpressionStatement' || typeof statement['directive'] !== 'string') break;
       at = statement.end;
+      afterDirective = true;
     }
-    insertions.push({ at, text: call, order: 0 });
+    // A directive may end without a semicolon ('use strict' then a new line): supply one.
+    insertions.push({ at, text: afterDirective ? `;${call}` : call, order: 0 });
   }
 
   const stack: AnyNode[] = [program];

@@ -47,7 +47,9 @@ export async function stopIfRunaway(client: Client, workflowId: string): Promise
     throw error;
   }
   if (attempt < RUNAWAY_ATTEMPTS) return null;
-  const events = (await handle.fetchHistory()).events ?? [];
+  // Only what happened since the run last made progress counts: an old incident or an interrupted
+  // statement that a later workflow task got past is not evidence against it now.
+  const events = sinceLastProgress((await handle.fetchHistory()).events ?? []);
   const incidents = events.filter(
     (event) => event.workflowExecutionSignaledEventAttributes?.signalName === SCRIPT_INCIDENT_SIGNAL,
   ).length;
@@ -68,6 +70,11 @@ export async function stopIfRunaway(client: Client, workflowId: string): Promise
 type HistoryEvents = NonNullable<
   Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events']
 >;
+
+function sinceLastProgress(events: HistoryEvents): HistoryEvents {
+  const last = events.findLastIndex((event) => event.workflowTaskCompletedEventAttributes != null);
+  return events.slice(last + 1);
+}
 
 /** An interrupted statement, recorded by the SDK in the run's history as a failed workflow task. */
 function isolateTimeoutVerdict(events: HistoryEvents, attempts: number): RunawayVerdict | null {
@@ -92,7 +99,7 @@ export async function convict(
   workflowId: string,
   evidence: { incidents: number; heavy: boolean },
 ): Promise<RunawayVerdict> {
-  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const events = sinceLastProgress((await client.workflow.getHandle(workflowId).fetchHistory()).events ?? []);
   const verdict: RunawayVerdict =
     isolateTimeoutVerdict(events, evidence.incidents) ??
     (evidence.heavy

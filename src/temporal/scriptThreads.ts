@@ -11,23 +11,37 @@
  * waiting are never named, and continue after the restart.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { SCRIPT_INCIDENT_SIGNAL, THREAD_MARKS_DIR_VARIABLE } from '../runtime/definitions.js';
+import {
+  SCRIPT_INCIDENT_SIGNAL,
+  THREAD_MARKS_DIR_VARIABLE,
+  THREAD_MARKS_OWNER_VARIABLE,
+} from '../runtime/definitions.js';
 import { convict, INCIDENTS_TO_STOP } from './runaway.js';
 
 export interface ScriptIncident {
   cause: string;
 }
 
-const MARK_FILE = /^(\d+)-(\d+)$/;
+// <pid>-<process nonce>-<thread id>: the nonce tells a restarted container's process (often the same
+// PID) from its predecessor.
+const MARK_FILE = /^(\d+)-([0-9a-z]+)-(\d+)$/;
+const OWNER = `${process.pid}-${randomBytes(6).toString('hex')}`;
 
 /** How long an incident counts towards stopping a run. */
 const INCIDENT_MEMORY_MS = 30 * 60 * 1000;
 
 /** A stretch of script that grew the heap this much was filling it, whoever allocated last. */
 const HEAVY_BYTES = 8 * 1024 * 1024;
+
+/** Is this Worker failure the death of a workflow thread (memory exhaustion), not a lost server? */
+export function isThreadDeath(error: unknown): boolean {
+  const text = error instanceof Error ? `${error.message} ${String(error.cause)}` : String(error);
+  return /Workflow Worker Thread exited|ERR_WORKER_OUT_OF_MEMORY|memory limit/.test(text);
+}
 
 function alive(pid: number): boolean {
   try {
@@ -76,6 +90,7 @@ export function prepareThreadMarks(
 ): ThreadMarks {
   mkdirSync(dir, { recursive: true });
   process.env[THREAD_MARKS_DIR_VARIABLE] = dir;
+  process.env[THREAD_MARKS_OWNER_VARIABLE] = OWNER;
   return {
     dir,
     collectOrphans() {
@@ -83,7 +98,11 @@ export function prepareThreadMarks(
       const countsFile = join(dir, 'incidents.json');
       for (const name of readdirSync(dir)) {
         const match = MARK_FILE.exec(name);
-        if (!match || Number(match[1]) === process.pid || alive(Number(match[1]))) continue;
+        if (!match || name.startsWith(`${OWNER}-`)) continue;
+        const pid = Number(match[1]);
+        // Another owner with this process's PID is a predecessor (a restarted container); any other
+        // PID is dead when no such process exists (this folder belongs to one host or pod).
+        if (pid !== process.pid && alive(pid)) continue;
         const claimed = join(dir, `${name}.claimed-${process.pid}`);
         try {
           renameSync(join(dir, name), claimed);
@@ -112,12 +131,14 @@ export function prepareThreadMarks(
         counts[entry.workflowId] = { count, at: now };
         entry.incidents = count;
       }
-      writeFileSync(countsFile, JSON.stringify(counts));
+      // Replaced whole, so that a process that dies writing it leaves the previous counts.
+      writeFileSync(`${countsFile}.${process.pid}`, JSON.stringify(counts));
+      renameSync(`${countsFile}.${process.pid}`, countsFile);
       return blamed;
     },
     clear() {
       for (const name of readdirSync(dir)) {
-        if (MARK_FILE.exec(name)?.[1] === String(process.pid)) rmSync(join(dir, name), { force: true });
+        if (name.startsWith(`${OWNER}-`)) rmSync(join(dir, name), { force: true });
       }
     },
   };

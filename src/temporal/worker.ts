@@ -10,7 +10,7 @@ import {
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
-import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
+import { isThreadDeath, prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue } from './taskQueues.js';
 
 /** Entry of the deterministic workflow code that the worker bundles. */
@@ -119,9 +119,10 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
     async run() {
       const results = await Promise.allSettled([main, actions].map((worker) => worker.run().finally(shutdown)));
       const failed = results.find((result) => result.status === 'rejected');
-      // After a failure the marks stay: the next process blames the run a dying thread was executing.
+      // After a workflow thread died the marks stay: the next process blames the run it was executing.
+      // Any other end (a shutdown, a lost server) blames nobody.
+      if (!failed || !isThreadDeath(failed.reason)) marks.clear();
       if (failed) throw failed.reason;
-      marks.clear();
     },
   };
 }

@@ -49,6 +49,45 @@ describe('the script sandbox', () => {
     });
   });
 
+  it("the worker realm's shared objects cannot be changed, and its timers are refused", async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const hostObjectPrototype = `Object.getPrototypeOf(URL.prototype)`;
+    const probes: Record<string, string> = {
+      // A getter on the realm's Object.prototype that its own code would later call with \`process\`.
+      'plant a getter': `Object.defineProperty(${hostObjectPrototype}, 'traceProcessWarnings', { get() { return true; } })`,
+      'assign to a prototype': `${hostObjectPrototype}.polluted = 1`,
+      // A stack trace hook that would see the frames (and receivers) of other runs.
+      prepareStackTrace: `(() => { try { new URL('::'); } catch (error) { Object.getPrototypeOf(error.constructor).prepareStackTrace = () => 'x'; } })()`,
+      'host timer via a signal': `new AbortController().signal.constructor.timeout(10)`,
+    };
+    const outcomes = await Promise.all(
+      Object.entries(probes).map(async ([name, statement], index) => {
+        const hash = await h.scripts.put(
+          bundle(`async function () {
+            'use strict';
+            try { ${statement}; } catch (error) { return { refused: error.name }; }
+            return { done: true };
+          }`),
+        );
+        return {
+          name,
+          outcome: await control.runAction({
+            definition: actionDefinition(`realm${index}`, hash),
+            connectionId: 'c',
+            input: {},
+          }),
+        };
+      }),
+    );
+    for (const { name, outcome } of outcomes) {
+      expect({ name, outcome }).toEqual({
+        name,
+        outcome: { ok: true, output: { refused: expect.stringMatching(/^(TypeError|EvalError)$/) as unknown } },
+      });
+    }
+  });
+
   it('an endless loop fails its own run with script_timeout, caught or not, and the worker carries on', async () => {
     const h = await useRuntime();
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
