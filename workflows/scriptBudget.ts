@@ -23,7 +23,7 @@ import {
 /** Continuous script execution without awaiting a svc operation after which a run is stopped. */
 export const SCRIPT_CPU_BUDGET_MS = 1000;
 /** Budget calls between two looks at the clock. */
-const CHECK_EVERY = 1024;
+const CHECK_EVERY = 256;
 /** A pause at least this long (and much longer than usual) between two looks means waiting, not running. */
 const WAITED_MS = 50;
 

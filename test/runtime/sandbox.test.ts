@@ -98,6 +98,8 @@ describe('the script sandbox', () => {
       'never settles': `async function () { try { while (true) {} } catch { return new Promise(() => {}); } }`,
       'microtask loop': `async function () { const spin = () => Promise.resolve().then(spin); await spin(); }`,
       'at load time': `(() => { for (;;) {} })()`,
+      // Each turn takes ~0.1 ms: the budget must not take the time between two looks for waiting.
+      'slow turns': `async function () { const s = JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ i, name: 'item ' + i }))); for (;;) JSON.parse(s); }`,
     };
     const started = Date.now();
     // One after another: several loops at once on one workflow thread would each wait for the
