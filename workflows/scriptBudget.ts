@@ -204,6 +204,7 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
   // timer, say), not computing. Adaptive, so that a loop with slow turns is still seen as computing.
   let usualPause = 0;
   let failure: ApplicationFailure | undefined;
+  let finished = false;
   let reject: (error: unknown) => void = () => undefined;
   const exhausted = new Promise<never>((_, rejectWith) => {
     reject = rejectWith;
@@ -244,10 +245,12 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
     resumed() {
       since = lastLook = realm.now();
       usualPause = 0;
-      // Only live execution is marked: a replay re-executes what completed before.
-      if (!workflowInfo().unsafe.isReplaying) realm.mark(workflowId);
+      // Only live execution of the script is marked: a replay re-executes what completed before, and
+      // the run's closing steps run no script.
+      if (!finished && !workflowInfo().unsafe.isReplaying) realm.mark(workflowId);
     },
     finished() {
+      finished = true;
       realm.mark('');
     },
     exhausted,
