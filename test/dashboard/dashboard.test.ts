@@ -297,6 +297,8 @@ describe('the dashboard', () => {
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Delete SCRATCH' }).click();
     await page.getByText('Deleted SCRATCH.').waitFor();
+    // The notice shows as soon as the API answers; the table is redrawn just after it.
+    await page.getByRole('row', { name: /SCRATCH/ }).waitFor({ state: 'detached', timeout: 5000 });
     expect(await page.getByRole('row', { name: /SCRATCH/ }).count()).toBe(0);
     expect((await h.api.environmentVariables.list()).variables.map((v) => v.name)).toEqual(['GREETING']);
   });
