@@ -22,6 +22,8 @@ import { migrate } from './db/migrate.js';
 import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
 import { isServiceError } from './errors.js';
+import { startRecordsMaintenance } from './records/maintenance.js';
+import { createPostgresRecordStore } from './records/postgresRecordStore.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
@@ -114,7 +116,10 @@ async function main(): Promise<void> {
         dataConverter,
       });
       workerDone = workers.run();
+      // Every worker process also deletes what interrupted erases left in the records cache.
+      const maintenance = startRecordsMaintenance(createPostgresRecordStore({ db }));
       cleanups.push(async () => {
+        await maintenance.stop();
         workers.shutdown();
         await workerDone;
         await workerConnection.close();
