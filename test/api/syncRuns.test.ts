@@ -5,8 +5,15 @@
  */
 import { createHmac } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import { INTEGRATION } from './fixtures.js';
+import {
+  deployWithConnection,
+  eventually,
+  json,
+  startApiHarness,
+  startFakeServer,
+  type ApiHarness,
+} from './helpers/harness.js';
 
 let h: ApiHarness;
 let app: Awaited<ReturnType<typeof startFakeServer>>;
@@ -42,13 +49,7 @@ beforeAll(async () => {
           ],
         }),
   );
-  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, deployRequest());
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: 'k' },
-  });
+  await deployWithConnection(h, 'k');
   secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
 });
 

@@ -15,8 +15,15 @@ import type { DeliverWebhookInput, deliverWebhook } from '../../workflows/delive
 import type { SyncRunResult } from '../../src/runtime/definitions.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { stack, uniqueName } from '../helpers/stack.js';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import { INTEGRATION } from './fixtures.js';
+import {
+  deployWithConnection,
+  eventually,
+  json,
+  startApiHarness,
+  startFakeServer,
+  type ApiHarness,
+} from './helpers/harness.js';
 
 const WORKFLOW = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'deliverWebhook.ts');
 
@@ -38,13 +45,7 @@ beforeAll(async () => {
       ],
     }),
   );
-  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, deployRequest());
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: 'k' },
-  });
+  await deployWithConnection(h, 'k');
   const { temporalAddress, temporalNamespace } = stack();
   const connection = await Connection.connect({ address: temporalAddress });
   temporal = new Client({ connection, namespace: temporalNamespace });

@@ -6,8 +6,8 @@
  * src/config/fuzz.test.ts.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { deployRequest, INTEGRATION, PROVIDER } from '../api/fixtures.js';
-import { json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
+import { INTEGRATION } from '../api/fixtures.js';
+import { deployWithConnection, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
 import { recordFigures, size } from './lib/figures.js';
 import { Random } from './lib/random.js';
 
@@ -32,13 +32,7 @@ let operations: Operation[];
 beforeAll(async () => {
   h = await startApiHarness({ bodyLimit: BODY_LIMIT });
   h.fake.setHandler((_request, response) => json(response, 200, { ok: true }));
-  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, deployRequest());
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: 'fuzz-key' },
-  });
+  await deployWithConnection(h, 'fuzz-key');
   const spec = (await (
     await fetch(`${h.baseUrl}/openapi.json`, { headers: { authorization: `Bearer ${h.envA.secretKey}` } })
   ).json()) as { paths: Record<string, Record<string, OpenApiOperation>> };

@@ -74,21 +74,17 @@ beforeAll(async () => {
     await client.integrations.create({ id: INTEGRATION, provider: PROVIDER });
     await h.deploy(env.id, withProbe);
   }
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: KEY_A1 },
-  });
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c2',
-    credentials: { type: 'API_KEY', apiKey: KEY_A2 },
-  });
-  await h.apiB.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: KEY_B1 },
-  });
+  for (const [client, connectionId, apiKey] of [
+    [h.api, 'c1', KEY_A1],
+    [h.api, 'c2', KEY_A2],
+    [h.apiB, 'c1', KEY_B1],
+  ] as const) {
+    await client.connections.import({
+      provider_config_key: INTEGRATION,
+      connection_id: connectionId,
+      credentials: { type: 'API_KEY', apiKey },
+    });
+  }
   await h.api.connections.setMetadata({
     provider_config_key: INTEGRATION,
     connection_id: 'c1',

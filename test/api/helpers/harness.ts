@@ -21,7 +21,7 @@ import type { Pool } from '../../../src/db/pool.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
 import { createRuntimeWorkers } from '../../../src/temporal/worker.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
-import { INTEGRATION, PROVIDER } from '../fixtures.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
 
 export type FakeHandler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
 
@@ -187,3 +187,17 @@ export async function eventually<T>(
 }
 
 export const connectionOf = (connectionId: string): ConnectionRef => ({ connectionId, providerConfigKey: INTEGRATION });
+
+/**
+ * The usual starting point of a test: environment A has the fixture integration, the fixture
+ * deployment (test/api/fixtures.ts) and one connection with an API key.
+ */
+export async function deployWithConnection(h: ApiHarness, apiKey: string, connectionId = 'c1'): Promise<void> {
+  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+  await h.deploy(h.envA.id, deployRequest());
+  await h.api.connections.import({
+    provider_config_key: INTEGRATION,
+    connection_id: connectionId,
+    credentials: { type: 'API_KEY', apiKey },
+  });
+}
