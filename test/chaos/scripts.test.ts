@@ -6,6 +6,7 @@
  * crowd.
  */
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { stack } from '../helpers/stack.js';
@@ -98,16 +99,6 @@ const MISBEHAVING: { name: string; body: string; code: RegExp; message: RegExp }
   },
 ];
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
-}
-
 const ONLY_EXCLUDE = (process.env['CHAOS_EXCLUDE'] ?? '').split(',');
 MISBEHAVING.splice(0, MISBEHAVING.length, ...MISBEHAVING.filter((m) => !ONLY_EXCLUDE.includes(m.name)));
 describe('misbehaving scripts among healthy syncs', () => {
@@ -158,10 +149,14 @@ describe('misbehaving scripts among healthy syncs', () => {
       }
       const outcomes = await Promise.all(
         refs.map(async ({ name, ref, bad }) => {
-          const status = await waitFor<SyncStatus>(`sync ${name} to finish`, 240_000, async () => {
-            const current = await control.status(ref);
-            return current.latestError || current.latestResult ? current : undefined;
-          });
+          const status = await eventually<SyncStatus>(
+            async () => {
+              const current = await control.status(ref);
+              return current.latestError || current.latestResult ? current : undefined;
+            },
+            240_000,
+            `sync ${name} to finish`,
+          );
           return { name, bad, status, seconds: (Date.now() - started) / 1000 };
         }),
       );

@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import { createPool } from '../../src/db/pool.js';
 import { startRecordsMaintenance } from '../../src/records/maintenance.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import { freePort } from '../../src/devstack/process.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
-
-async function waitFor(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('records maintenance (the worker purges what interrupted erases left)', () => {
   it('deletes erased records left behind at start and on every round after', async () => {
@@ -34,13 +27,13 @@ describe('records maintenance (the worker purges what interrupted erases left)',
     const lines: string[] = [];
     const maintenance = startRecordsMaintenance(store, { intervalMs: 300, log: (line) => lines.push(line) });
     try {
-      await waitFor('the first purge', 10_000, async () => (await rows()) === 0);
+      await eventually(async () => ((await rows()) === 0 ? true : undefined), 10_000, 'the first purge');
       const second = scope();
       await interrupted.saveRecords({ ...second, model: 'Issue', runId: 'r', records: [{ id: 'a' }, { id: 'b' }] });
       const kept = scope();
       await interrupted.saveRecords({ ...kept, model: 'Issue', runId: 'r', records: [{ id: 'k' }] });
       await interrupted.eraseSync({ ...second, connectionId: second.connectionId });
-      await waitFor('a later round', 10_000, async () => (await rows()) === 1);
+      await eventually(async () => ((await rows()) === 1 ? true : undefined), 10_000, 'a later round');
       // What was not erased stays.
       expect((await store.listRecords({ ...kept, model: 'Issue' })).records.map((r) => r.id)).toEqual(['k']);
     } finally {
@@ -61,7 +54,7 @@ describe('records maintenance (the worker purges what interrupted erases left)',
       log: (line) => lines.push(line),
     });
     try {
-      await waitFor('two failed rounds', 10_000, async () => lines.length >= 2);
+      await eventually(async () => (lines.length >= 2 ? true : undefined), 10_000, 'two failed rounds');
     } finally {
       await maintenance.stop();
       await db.end();

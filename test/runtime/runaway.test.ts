@@ -1,19 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionDefinition, bundle, syncDefinition, useRuntime } from './helpers.js';
 import { startWorkerProcess, type WorkerChild } from './processWorker.js';
-
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
 
 describe('runaway scripts fail their own run with a clear error', () => {
   it('a script that throws fails its run as script_error', async () => {
@@ -37,10 +28,14 @@ describe('runaway scripts fail their own run with a clear error', () => {
       const definition = syncDefinition({ syncName: 'spinner', scriptHash: spin });
       const ref = { ...definition, connectionId: 'c' };
       await control.ensureSync(definition, 'c');
-      const status = await waitFor<SyncStatus>('the runaway sync to fail', 60_000, async () => {
-        const current = await control.status(ref).catch(() => undefined);
-        return current?.latestError ? current : undefined;
-      });
+      const status = await eventually<SyncStatus>(
+        async () => {
+          const current = await control.status(ref).catch(() => undefined);
+          return current?.latestError ? current : undefined;
+        },
+        60_000,
+        'the runaway sync to fail',
+      );
       console.log(
         `[runaway] endless loop: worker deaths ${JSON.stringify(supervisor.deaths)}, error ${JSON.stringify(status.latestError)}`,
       );

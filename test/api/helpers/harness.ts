@@ -21,6 +21,7 @@ import type { Pool } from '../../../src/db/pool.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
 import { createRuntimeWorkers } from '../../../src/temporal/worker.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
+export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
 
 export type FakeHandler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
@@ -163,27 +164,6 @@ export async function startApiHarness(
     },
     logs,
   };
-}
-
-/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  timeoutMs = 30_000,
-  what = 'condition',
-): Promise<T> {
-  const started = Date.now();
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() - started > timeoutMs)
-      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 export const connectionOf = (connectionId: string): ConnectionRef => ({ connectionId, providerConfigKey: INTEGRATION });
