@@ -1,6 +1,7 @@
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { Pool } from '../src/db/pool.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
+import { createRunAuthorities } from '../src/temporal/runAuthority.js';
 import { createRuntimeActivities, type RuntimeDeps } from './runtime.js';
 import { createSyncRunActivities } from './syncRuns.js';
 import { createWebhookActivities } from './webhooks.js';
@@ -46,14 +47,16 @@ function createHealthActivities({ db }: { db: Pool }) {
  * database (samples-typescript `activities-dependency-injection`).
  */
 export function createActivities({ db, runtime }: ActivityDeps) {
+  // One cache of verified callers for every activity of the worker (src/temporal/runAuthority.ts).
+  const authorities = runtime ? (runtime.authorities ?? createRunAuthorities({ client: runtime.temporal })) : undefined;
   return {
     ...createHealthActivities({ db }),
-    ...(runtime
+    ...(runtime && authorities
       ? {
-          ...createRuntimeActivities({ db, ...runtime }),
+          ...createRuntimeActivities({ db, ...runtime, authorities }),
           // What the sync entity does after each run: the run history and the outbound webhooks.
-          ...createSyncRunActivities({ runHistory: createRunHistory({ db }) }),
-          ...createWebhookActivities({ db, encryptor: runtime.encryptor }),
+          ...createSyncRunActivities({ runHistory: createRunHistory({ db }), authorities }),
+          ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities }),
         }
       : {}),
   };

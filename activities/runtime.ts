@@ -7,6 +7,16 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../src/db/pool.js';
 import { stopIfRunaway, type RunawayVerdict } from '../src/temporal/runaway.js';
+import {
+  createRunAuthorities,
+  requireConnection,
+  requireEnvironment,
+  requireIntegration,
+  requireSyncRun,
+  scopeDenied,
+  type RunAuthorities,
+  type RunAuthority,
+} from '../src/temporal/runAuthority.js';
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../src/connections/types.js';
 import { isServiceError } from '../src/errors.js';
 import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.js';
@@ -35,6 +45,8 @@ export interface RuntimeDeps {
   resolveAction: ActionResolver;
   /** A client of the same namespace: the runaway watchdog inspects and terminates runs with it. */
   temporal: Client;
+  /** Verifies which run calls an activity (src/temporal/runAuthority.ts); built from `temporal` when omitted. */
+  authorities?: RunAuthorities | undefined;
 }
 
 // How often the watchdog looks at a running sync run: a runaway run is stopped within about
@@ -47,10 +59,6 @@ export interface RecordWriteInput extends SyncScope {
   records: Record<string, unknown>[];
 }
 
-/**
- * Translates the service's error taxonomy into Temporal's at the activity boundary: a ServiceError
- * keeps its code as the failure type and is retried only when it says trying again can help.
- */
 /** A bundle as the run workflow evaluates it. */
 export interface LoadedScript {
   code: string;
@@ -60,7 +68,11 @@ export interface LoadedScript {
 
 const LOADED_SCRIPTS_KEPT = 50;
 
-async function translated<T>(work: () => Promise<T>): Promise<T> {
+/**
+ * Translates the service's error taxonomy into Temporal's at the activity boundary: a ServiceError
+ * keeps its code as the failure type and is retried only when it says trying again can help.
+ */
+export async function translated<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -85,8 +97,24 @@ function currentStep(): string {
   return `${info.workflowExecution?.runId ?? ''}:${info.activityId}`;
 }
 
+/** The verified run that scheduled the running activity (src/temporal/runAuthority.ts). */
+export async function callingRun(authorities: RunAuthorities): Promise<RunAuthority> {
+  const info = Context.current().info;
+  const execution = info.workflowExecution;
+  if (!execution?.runId || !info.workflowType) {
+    throw scopeDenied(`activity ${info.activityType} was not scheduled by a workflow`);
+  }
+  return authorities.verify({
+    workflowId: execution.workflowId,
+    runId: execution.runId,
+    workflowType: info.workflowType,
+  });
+}
+
 export function createRuntimeActivities(deps: RuntimeDeps) {
   const { db, records } = deps;
+  const authorities = deps.authorities ?? createRunAuthorities({ client: deps.temporal });
+  const caller = () => callingRun(authorities);
 
   /**
    * Exactly-once record writes per step: a step whose result was lost with a crashed worker runs
@@ -108,18 +136,22 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     return summary;
   }
 
-  // Bundles are immutable by hash; a few instrumented ones are kept to spare a parse per run.
+  // Bundles are immutable by hash; a few instrumented ones are kept to spare a parse per run, keyed by
+  // environment too: a run loads only what was deployed to its own environment.
   const loadedScripts = new Map<string, LoadedScript>();
 
   return {
     /**
      * The deployed bundle with this content hash, with loop protection inserted
-     * (src/runtime/instrument.ts): `budget` is the name of the function its loops call.
+     * (src/runtime/instrument.ts): `budget` is the name of the function its loops call. Only a bundle
+     * deployed to the calling run's environment is handed out.
      */
     async loadScript(hash: string): Promise<LoadedScript> {
-      const cached = loadedScripts.get(hash);
+      const run = await translated(caller);
+      const key = `${run.environmentId}\n${hash}`;
+      const cached = loadedScripts.get(key);
       if (cached) return cached;
-      const code = await translated(() => deps.scripts.get(hash));
+      const code = await translated(() => deps.scripts.get(hash, run.environmentId));
       const budget = budgetFunctionName(code);
       let instrumented: string;
       try {
@@ -132,53 +164,66 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         });
       }
       const loaded = { code: instrumented, budget };
-      loadedScripts.set(hash, loaded);
+      loadedScripts.set(key, loaded);
       if (loadedScripts.size > LOADED_SCRIPTS_KEPT) loadedScripts.delete(loadedScripts.keys().next().value!);
       return loaded;
     },
 
     /** One attempt of an HTTP request with the connection's credentials; see src/runtime/http.ts. */
     async httpRequest(scope: ConnectionScope, request: HttpRequestInput): Promise<HttpResult> {
+      requireConnection(await translated(caller), scope);
       return sendRequest(deps.connections, scope, request);
     },
 
     async saveRecords(input: RecordWriteInput): Promise<WriteSummary> {
-      return translated(() => onceForStep(input.runId, () => records.saveRecords(input)));
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        return onceForStep(input.runId, () => records.saveRecords(input));
+      });
     },
 
     async deleteRecords(input: RecordWriteInput): Promise<WriteSummary> {
-      return translated(() =>
-        onceForStep(input.runId, () =>
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        return onceForStep(input.runId, () =>
           records.deleteRecords({ ...input, records: input.records.map((record) => ({ id: record['id'] })) }),
-        ),
-      );
+        );
+      });
     },
 
     /** `track_deletes` after a successful full run. */
     async markUnseenDeleted(input: SyncScope & { model: string; runId: string }): Promise<WriteSummary> {
-      return translated(() => onceForStep(input.runId, () => records.markUnseenDeleted(input)));
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        return onceForStep(input.runId, () => records.markUnseenDeleted(input));
+      });
     },
 
     /** `sync_mode: full_refresh_and_clear_cache`: erases this connection's records of the sync. */
     async clearRecords(input: SyncScope): Promise<number> {
-      return translated(() =>
-        records.eraseSync({
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        return records.eraseSync({
           environmentId: input.environmentId,
           integrationId: input.integrationId,
           syncName: input.syncName,
           connectionId: input.connectionId,
-        }),
-      );
+        });
+      });
     },
 
     /** Makes this run the one that owns the sync's records (fences off writes of an older run). */
     async beginRun(input: SyncScope & { runId: string }): Promise<void> {
-      return translated(() => records.beginRun(input));
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        await records.beginRun(input);
+      });
     },
 
     /** Records per model in the cache, deleted ones excluded. */
     async countRecords(input: ConnectionScope & { models: string[] }): Promise<Record<string, number>> {
       return translated(async () => {
+        requireConnection(await caller(), input);
         const counts: Record<string, number> = {};
         for (const model of input.models) {
           counts[model] = await records.countRecords({ ...input, model, includeDeleted: false });
@@ -188,37 +233,59 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     },
 
     async writeLogs(context: ScriptLogContext, entries: ScriptLogEntry[]): Promise<void> {
-      return translated(() => deps.logs.append(context, entries));
+      return translated(async () => {
+        const run = await caller();
+        requireConnection(run, context);
+        if (context.runId !== run.workflowId) throw scopeDenied(`run ${run.workflowId} may log only as itself`);
+        await deps.logs.append(context, entries);
+      });
     },
 
     async getEnvironmentVariables(environmentId: string): Promise<EnvironmentVariable[]> {
-      return translated(() => deps.environmentVariables.list(environmentId));
+      return translated(async () => {
+        requireEnvironment(await caller(), environmentId);
+        return deps.environmentVariables.list(environmentId);
+      });
     },
 
     async getConnection(
       scope: ConnectionScope,
       options: { forceRefresh: boolean; refreshToken: boolean },
     ): Promise<ConnectionRecord> {
-      return translated(() => deps.connections.getConnection(scope, options));
+      return translated(async () => {
+        requireConnection(await caller(), scope);
+        return deps.connections.getConnection(scope, options);
+      });
     },
 
     async getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>> {
-      return translated(() => deps.connections.getMetadata(scope));
+      return translated(async () => {
+        requireConnection(await caller(), scope);
+        return deps.connections.getMetadata(scope);
+      });
     },
 
     async setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
-      return translated(() => deps.connections.setMetadata(scope, metadata));
+      return translated(async () => {
+        requireConnection(await caller(), scope);
+        await deps.connections.setMetadata(scope, metadata);
+      });
     },
 
     async updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
-      return translated(() => deps.connections.updateMetadata(scope, metadata));
+      return translated(async () => {
+        requireConnection(await caller(), scope);
+        await deps.connections.updateMetadata(scope, metadata);
+      });
     },
 
     /**
      * Watches a sync run until it closes; terminates it when its script is runaway (never yields, or
      * crashes the worker) and returns why. Heartbeats, so cancelling it (the run ended) is immediate.
+     * Only the sync entity may watch, and only its own runs.
      */
     async watchRun(workflowId: string): Promise<RunawayVerdict | null> {
+      await translated(async () => requireOwnRun(await caller(), workflowId));
       const context = Context.current();
       for (;;) {
         await context.sleep(WATCH_INTERVAL_MS);
@@ -235,6 +302,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
 
     /** The verdict of a run the watchdog (or a worker process) terminated; null for any other run. */
     async runawayVerdict(workflowId: string): Promise<RunawayVerdict | null> {
+      await translated(async () => requireOwnRun(await caller(), workflowId));
       return stopIfRunaway(deps.temporal, workflowId);
     },
 
@@ -244,6 +312,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       integrationId: string;
       actionName: string;
     }): Promise<ActionDefinition> {
+      requireIntegration(await translated(caller), options);
       const found = await deps.resolveAction(options);
       if (!found) {
         throw ApplicationFailure.create({
@@ -255,6 +324,13 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       return found;
     },
   };
+}
+
+/** Only a sync entity acts on runs, and only on its own (`<entity id>:run:<uuid>`). */
+function requireOwnRun(run: RunAuthority, workflowId: string): void {
+  if (run.workflowType !== 'manageSync' || !workflowId.startsWith(`${run.workflowId}:run:`)) {
+    throw scopeDenied(`workflow ${run.workflowId} may not watch or stop ${workflowId}`);
+  }
 }
 
 export type RuntimeActivities = ReturnType<typeof createRuntimeActivities>;

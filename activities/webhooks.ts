@@ -2,7 +2,6 @@
  * The activities of outbound webhooks (workflows/deliverWebhook.ts): record the deliveries of a
  * finished sync run, send one attempt, give one up. The retry policy of the workflow does the back-off.
  */
-import { Context } from '@temporalio/activity';
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { Pool } from '../src/db/pool.js';
 import {
@@ -12,28 +11,58 @@ import {
   type SyncFinishedEvent,
 } from '../src/api/webhooks/deliveries.js';
 import { createWebhookSettingsStore } from '../src/api/webhooks/settings.js';
+import { requireSyncWebhook, scopeDenied, type RunAuthorities } from '../src/temporal/runAuthority.js';
+import { callingRun, translated } from './runtime.js';
 
 export interface WebhookActivityDeps {
   db: Pool;
   encryptor: Encryptor;
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** Verifies the calling workflow (src/temporal/runAuthority.ts): only a sync's own webhook workflow acts here. */
+  authorities: RunAuthorities;
 }
 
-export function createWebhookActivities({ db, encryptor, fetch }: WebhookActivityDeps) {
+export function createWebhookActivities({ db, encryptor, fetch, authorities }: WebhookActivityDeps) {
   const settings = createWebhookSettingsStore({ db, encryptor });
+
+  /** The calling deliverWebhook workflow, verified to be a child of the sync entity it reports on. */
+  async function deliveringWorkflow(): Promise<string> {
+    const run = await callingRun(authorities);
+    if (run.workflowType !== 'deliverWebhook') {
+      throw scopeDenied(`workflow ${run.workflowId} (${run.workflowType}) does not deliver webhooks`);
+    }
+    return run.workflowId;
+  }
+
+  /** Refuses a delivery that the calling workflow did not record. */
+  async function ownDelivery(id: string): Promise<void> {
+    const workflowId = await deliveringWorkflow();
+    const { rows } = await db.query<{ delivery_key: string }>(
+      'SELECT delivery_key FROM webhook_deliveries WHERE id = $1',
+      [id],
+    );
+    if (!rows[0]?.delivery_key.startsWith(`${workflowId}:`)) {
+      throw scopeDenied(`workflow ${workflowId} did not record webhook delivery ${id}`);
+    }
+  }
+
   return {
     /** The delivery rows of a finished run (idempotent per workflow); their ids, none without a webhook URL. */
     async recordWebhookDeliveries(event: SyncFinishedEvent): Promise<string[]> {
-      const key = Context.current().info.workflowExecution?.workflowId;
-      if (key === undefined) throw new Error('recordWebhookDeliveries runs only as an activity of a workflow');
-      return recordSyncDeliveries(db, settings, event, key);
+      return translated(async () => {
+        const run = await callingRun(authorities);
+        requireSyncWebhook(run, event);
+        return recordSyncDeliveries(db, settings, event, run.workflowId);
+      });
     },
     /** One attempt; throws (retryable) unless the application answered 2xx. */
     async sendWebhookDelivery(id: string): Promise<void> {
+      await translated(() => ownDelivery(id));
       await attemptDelivery(db, settings, id, fetch ? { fetch } : {});
     },
     async markWebhookDeliveryFailed(id: string, message: string): Promise<void> {
+      await translated(() => ownDelivery(id));
       await markDeliveryFailed(db, id, message);
     },
   };

@@ -37,11 +37,12 @@ try {
       bundle(
         `async function (svc, input) { const res = await svc.get({ endpoint: '/ping' }); return { ...res.data, n: input.n }; }`,
       ),
+      'bench',
     ),
   );
   const noRequest = definition(
     'echo',
-    await bench.scripts.put(bundle(`async function (svc, input) { return input; }`)),
+    await bench.scripts.put(bundle(`async function (svc, input) { return input; }`), 'bench'),
   );
 
   const floor: number[] = [];

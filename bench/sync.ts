@@ -7,6 +7,7 @@
  * and the ratio. Then the same sync with operations as normal activities, for comparison.
  */
 import { randomUUID } from 'node:crypto';
+import { syncRunId } from '../src/temporal/runAuthority.js';
 import type { OperationMode, RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { formatCount, line, timed } from './lib/stats.js';
@@ -42,6 +43,7 @@ try {
         await svc.batchSave(items, 'Record');
       }
     }`),
+    'bench',
   );
   const runSync = async (mode: OperationMode) => {
     const input: RunSyncInput = {
@@ -64,7 +66,7 @@ try {
     return timed(() =>
       bench.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
         taskQueue: bench.taskQueue,
-        workflowId: `bench-sync-${randomUUID()}`,
+        workflowId: syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID()),
         args: [input],
       }),
     );

@@ -66,6 +66,15 @@ export class EnvironmentStore {
         },
       );
     }
+    // Workflow ids carry the environment id first (src/temporal/runAuthority.ts): a colon in it would
+    // make the environment of a run ambiguous.
+    if (input.id !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(input.id)) {
+      throw new ServiceError(
+        'invalid_environment_id',
+        `environment id '${input.id}': use 1 to 64 letters, digits, '-' or '_'`,
+        { status: 400 },
+      );
+    }
     const secretKey = newSecretKey();
     const publicKey = PUBLIC_PREFIX + randomBytes(16).toString('base64url');
     try {

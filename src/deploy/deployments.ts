@@ -413,7 +413,7 @@ export function createDeployments(deps: DeploymentsDeps) {
             { status: 409, details: deployPlan },
           );
         }
-        for (const code of prepared.codes.values()) await deps.scripts.put(code);
+        for (const code of prepared.codes.values()) await deps.scripts.put(code, environmentId);
         const changes = deployPlan.changes.map((planned) => planned.change);
         await client.query('BEGIN');
         try {
@@ -485,7 +485,7 @@ export function createDeployments(deps: DeploymentsDeps) {
           integration: script.integration,
           kind: script.kind,
           name: script.name,
-          code: await deps.scripts.get(script.hash),
+          code: await deps.scripts.get(script.hash, environmentId),
           source: script.source,
           sourcePath: script.sourcePath,
         })),

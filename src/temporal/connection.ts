@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import { syncEntityId } from './runAuthority.js';
 
 /**
  * The only module that knows how the service reaches Temporal: address, namespace, task queues and
@@ -38,10 +39,5 @@ export function syncWorkflowId(scope: {
   connectionId: string;
   syncName: string;
 }): string {
-  return `sync:${scope.environmentId}:${scope.integrationId}:${scope.connectionId}:${scope.syncName}`;
-}
-
-/** One action run. */
-export function actionWorkflowId(uuid: string): string {
-  return `action:${uuid}`;
+  return syncEntityId(scope);
 }

@@ -23,7 +23,8 @@ import {
 import type { WebhookEvent } from '../runtime/public.js';
 import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
-import { actionWorkflowId, syncWorkflowId } from './connection.js';
+import { syncWorkflowId } from './connection.js';
+import { rootActionId } from './runAuthority.js';
 import { stopIfRunaway, type RunawayVerdict } from './runaway.js';
 import { actionTaskQueue } from './taskQueues.js';
 
@@ -119,7 +120,8 @@ export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
       input: RunActionInput,
       options: { timeoutMs?: number; workflowId?: string } = {},
     ): Promise<ActionOutcome> {
-      const workflowId = options.workflowId ?? actionWorkflowId(randomUUID());
+      const workflowId =
+        options.workflowId ?? rootActionId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
       let verdict: RunawayVerdict | null = null;
       let done = false;
       let watching: Promise<void> = Promise.resolve();

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { createWebhookActivities } from '../../activities/webhooks.js';
+import { createRunAuthorities, syncEntityId } from '../../src/temporal/runAuthority.js';
 import type { SyncFinishedEvent } from '../../src/api/webhooks/deliveries.js';
 import type { DeliverWebhookInput, deliverWebhook } from '../../workflows/deliverWebhook.js';
 import type { SyncRunResult } from '../../src/runtime/definitions.js';
@@ -98,7 +99,11 @@ beforeAll(async () => {
     namespace: temporalNamespace,
     taskQueue,
     workflowBundle,
-    activities: createWebhookActivities({ db: h.pool, encryptor: h.deps.encryptor }),
+    activities: createWebhookActivities({
+      db: h.pool,
+      encryptor: h.deps.encryptor,
+      authorities: createRunAuthorities({ client: temporal }),
+    }),
   });
   const running = worker.run();
   afterAll(async () => {
@@ -122,7 +127,8 @@ const event = (overrides: Partial<SyncFinishedEvent> = {}): SyncFinishedEvent =>
 const deliver = (input: DeliverWebhookInput) =>
   temporal.workflow.execute<typeof deliverWebhook>('deliverWebhook', {
     taskQueue,
-    workflowId: uniqueName('webhook'),
+    // The id a sync entity gives it: the webhook workflow of one run of the event's sync.
+    workflowId: `${syncEntityId(input.event)}:run:${uniqueName('run')}:webhook`,
     args: [input],
   });
 

@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
-import { bundle, json, startFakeApi, syncDefinition } from '../runtime/helpers.js';
+import { bundle, ENVIRONMENT, json, startFakeApi, syncDefinition } from '../runtime/helpers.js';
 import { recordFigures, size } from './lib/figures.js';
 import { startOwnStack, superviseWorkers, type OwnStack } from './lib/ownStack.js';
 
@@ -72,7 +73,7 @@ describe('faults: a full sync survives worker kills and server restarts', () => 
     const workers = superviseWorkers(own, { taskQueue, apiBaseUrl: api.url });
     try {
       await workers.ready();
-      const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(cursorSync);
+      const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(cursorSync, ENVIRONMENT);
       const input: RunSyncInput = {
         definition: syncDefinition({
           syncName: 'records',
@@ -126,7 +127,7 @@ describe('faults: a full sync survives worker kills and server restarts', () => 
         }))
         .sort((a, b) => a.at - b.at);
       const runStarted = Date.now();
-      const workflowId = 'sync-run:chaos-faults';
+      const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, 'chaos-faults');
       await start(workflowId);
       const done: { kind: string; page: number; ms: number }[] = [];
       for (const fault of faults) {

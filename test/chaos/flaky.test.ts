@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionDefinition, bundle, json, startFakeApi, syncDefinition, useRuntime } from '../runtime/helpers.js';
@@ -65,7 +66,7 @@ describe('flaky external API (30 % of requests fail)', () => {
       };
       return h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
         taskQueue: h.taskQueue,
-        workflowId: `sync-run:flaky-${name}`,
+        workflowId: syncRunId({ ...input.definition, connectionId: input.connectionId }, `flaky-${name}`),
         args: [input],
         workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
       });

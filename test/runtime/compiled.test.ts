@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { compileProject } from '../../src/cli/compile.js';
 import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
@@ -109,7 +110,10 @@ describe('compiled bundles', () => {
     const run = (connectionId: string) =>
       h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
         taskQueue: h.taskQueue,
-        workflowId: `compiled-${connectionId}-${Date.now()}`,
+        workflowId: syncRunId(
+          { ...syncDefinition({ syncName: 'items', scriptHash: syncHash }), connectionId },
+          `${Date.now()}`,
+        ),
         args: [
           {
             definition: syncDefinition({

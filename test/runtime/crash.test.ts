@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Worker } from '@temporalio/worker';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { stack } from '../helpers/stack.js';
@@ -47,7 +48,7 @@ describe('a sync survives SIGKILL of its worker process', () => {
     };
 
     const first = await startWorkerProcess({ databaseUrl: h.dbUrl, taskQueue: h.taskQueue, apiBaseUrl: api.url });
-    const workflowId = 'sync-run:crash-test';
+    const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, 'crash-test');
     const handle = await h.client.workflow.start<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
       taskQueue: h.taskQueue,
       workflowId,

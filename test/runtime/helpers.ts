@@ -28,7 +28,8 @@ export interface RuntimeHarness {
   taskQueue: string;
   worker: Worker;
   actionWorker: Worker;
-  scripts: ScriptStore;
+  /** The script store, bound to the test environment (ENVIRONMENT). */
+  scripts: { put(code: string): Promise<string> };
   connections: TestConnections;
   actions: Map<string, ActionDefinition>;
 }
@@ -89,10 +90,15 @@ export async function useRuntime(
     taskQueue,
     worker: worker!,
     actionWorker: actionWorker!,
-    scripts: createPostgresScriptStore({ db: pool }),
+    scripts: boundScripts(createPostgresScriptStore({ db: pool })),
     connections: testConnections,
     actions,
   };
+}
+
+/** Deploys bundles to the test environment, as a deployment would. */
+export function boundScripts(store: ScriptStore, environmentId = ENVIRONMENT): { put(code: string): Promise<string> } {
+  return { put: (code) => store.put(code, environmentId) };
 }
 
 export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import type { OperationMode, RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import {
@@ -54,13 +55,13 @@ describe('history cost of svc operations', () => {
         }
       }`),
     );
-    const workflowId = `history-${mode}-${randomUUID()}`;
     const input: RunSyncInput = {
       definition: syncDefinition({ syncName: `rows-${mode}`, models: ['Row'], scriptHash }),
       connectionId: `h-${mode}`,
       mode: 'incremental',
       options: { operationMode: mode },
     };
+    const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
     const started = Date.now();
     const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
       taskQueue: h.taskQueue,
@@ -114,7 +115,11 @@ describe('history cost of svc operations', () => {
       options: { operationMode: 'normal', historyEventBudget: 60 },
     };
     const failure = await h.client.workflow
-      .execute('runSync', { taskQueue: h.taskQueue, workflowId: `history-guard-${randomUUID()}`, args: [input] })
+      .execute('runSync', {
+        taskQueue: h.taskQueue,
+        workflowId: syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID()),
+        args: [input],
+      })
       .catch((error: unknown) => (error as { cause?: unknown }).cause);
     expect(failure).toMatchObject({
       type: 'run_history_limit',
@@ -131,11 +136,9 @@ describe('history cost of svc operations', () => {
         `async function (svc) { const res = await svc.get({ endpoint: '/big' }); return { length: res.data.blob.length }; }`,
       ),
     );
-    const workflowId = `action:big-${randomUUID()}`;
-    const outcome = await control.runAction(
-      { definition: actionDefinition('big', hash), connectionId: 'big', input: {} },
-      { workflowId },
-    );
+    const definition = actionDefinition('big', hash);
+    const workflowId = rootActionId({ ...definition, connectionId: 'big' }, randomUUID());
+    const outcome = await control.runAction({ definition, connectionId: 'big', input: {} }, { workflowId });
     expect(outcome).toEqual({ ok: true, output: { length: BIG } });
     const description = await h.client.workflow.getHandle(workflowId).describe();
     const bytes = Number(description.raw.workflowExecutionInfo?.historySizeBytes ?? 0);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createPostgresLogStore } from '../../src/runtime/logStore.js';
 import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
@@ -56,7 +57,7 @@ describe('runtime: sync and action runs on the real Temporal server', () => {
     h.connections.setBaseUrl(api.url);
     const scriptHash = await h.scripts.put(linkSync);
     const input: RunSyncInput = { definition: syncDefinition({ scriptHash }), connectionId: 'c1', mode: 'incremental' };
-    const workflowId = `run-${randomUUID()}`;
+    const workflowId = syncRunId({ ...input.definition, connectionId: 'c1' }, randomUUID());
     const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
       taskQueue: h.taskQueue,
       workflowId,
