@@ -312,7 +312,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       integrationId: string;
       actionName: string;
     }): Promise<ActionDefinition> {
-      requireIntegration(await translated(caller), options);
+      await translated(async () => requireIntegration(await caller(), options));
       const found = await deps.resolveAction(options);
       if (!found) {
         throw ApplicationFailure.create({

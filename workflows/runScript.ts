@@ -1,8 +1,8 @@
 /**
  * The run workflow: one execution of a sync or an action. It fetches the deployed bundle by content
- * hash through a step (so a replay after a redeploy sees the code it started with), evaluates it
- * inside the workflow sandbox and hands it `svc`. Whatever the script throws becomes a typed,
- * non-retryable failure of this run only.
+ * hash through a step (so a replay after a redeploy sees the code it started with), evaluates it in a
+ * realm of its own (workflows/scriptRealm.ts) and hands it `svc`. Whatever the script throws becomes a
+ * typed, non-retryable failure of this run only.
  */
 import { ApplicationFailure, defineSignal, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { WriteSummary } from '../src/records/types.js';
@@ -12,135 +12,115 @@ import {
   type RunSyncInput,
   type SyncRunResult,
 } from '../src/runtime/definitions.js';
-import { PaginationError } from '../src/runtime/paginate.js';
-import { ActionError, type ServiceAction, type ServiceSync } from '../src/runtime/public.js';
-import type { LoadedScript } from '../activities/runtime.js';
+import type { ServiceSync } from '../src/runtime/public.js';
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
+import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
 import { createSvc, OperationError, type SvcRuntime } from './svc.js';
 
-type ScriptFunction = (svc: ServiceSync | ServiceAction, input?: unknown) => unknown;
+// Codes a run fails with when the script's realm reports them (the script did not catch them).
+const REALM_CODES = new Set([
+  'invalid_script',
+  'result_not_serializable',
+  'script_memory_limit',
+  'record_too_large',
+  'payload_too_large',
+]);
+const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
 
-// The only module a bundle may require: the runtime's public surface, as scripts import it.
-const RUNTIME_MODULE = 'integration-service/runtime';
-
-/**
- * Evaluates a CommonJS bundle string inside this sandbox and returns its default export. Node's
- * globals are not there to begin with; the few that a bundler's output may probe are shadowed too.
- */
-export function evaluateBundle(loaded: LoadedScript | string, name: string, budget: ScriptBudget): ScriptFunction {
-  // Runs started before loop protection recorded the bundle as a plain string; they replay it as such.
-  const { code, budget: budgetName } =
-    typeof loaded === 'string' ? { code: loaded, budget: '__svcBudgetUnused' } : loaded;
-  const module: { exports: Record<string, unknown> } = { exports: {} };
-  const requireShim = (id: string): unknown => {
-    if (id === RUNTIME_MODULE) return { ActionError };
-    throw new OperationError('invalid_script', `script ${name} requires "${id}": scripts cannot import modules`);
-  };
-  let factory: (...args: unknown[]) => unknown;
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluating the deployed bundle is the point
-    factory = new Function('module', 'exports', 'require', 'process', 'global', budgetName, code) as typeof factory;
-  } catch (error) {
-    throw ApplicationFailure.create({
-      type: 'invalid_script',
-      nonRetryable: true,
-      message: `script ${name} does not parse: ${error instanceof Error ? error.message : String(error)}`,
-    });
-  }
-  try {
-    factory(module, module.exports, requireShim, undefined, undefined, budget.tick);
-  } catch (error) {
-    throw scriptFailure(error, name);
-  }
-  const exported = module.exports['default'] ?? module.exports;
-  if (typeof exported !== 'function') {
-    throw ApplicationFailure.create({
-      type: 'invalid_script',
-      nonRetryable: true,
-      message: `script ${name} has no default-exported function`,
-    });
-  }
-  return exported as ScriptFunction;
-}
-
-function isActionError(error: unknown): error is ActionError {
-  return (
-    error instanceof ActionError ||
-    (error instanceof Error &&
-      (error as { type?: unknown }).type === 'action_script_failure' &&
-      typeof (error as { payload?: unknown }).payload === 'object')
-  );
-}
-
-/** Whatever a script threw, as the run's failure: typed, non-retryable, with a message that says where. */
-export function scriptFailure(error: unknown, name: string): unknown {
-  // Cancellation and Temporal's own failures (history limit guard included) pass through unchanged.
-  if (isCancellation(error) || error instanceof ApplicationFailure) return error;
-  if (isActionError(error)) {
+/** What a script threw, as the run's failure: typed, non-retryable, with a message that says where. */
+export function scriptFailure(failure: ScriptFailureDescription, name: string): ApplicationFailure {
+  if (failure.kind === 'action_error') {
     return ApplicationFailure.create({
       type: 'action_script_failure',
       nonRetryable: true,
-      message: error.message,
-      details: [error.payload],
+      message: failure.message,
+      details: [failure.payload ?? {}],
     });
   }
-  if (error instanceof OperationError || error instanceof PaginationError) {
-    return ApplicationFailure.create({ type: error.code, nonRetryable: true, message: `${name}: ${error.message}` });
+  if (failure.kind === 'error' && typeof failure.code === 'string') {
+    if (OPERATION_ERRORS.has(failure.name ?? '') || REALM_CODES.has(failure.code)) {
+      return ApplicationFailure.create({
+        type: failure.code,
+        nonRetryable: true,
+        message: `${name}: ${failure.message}`,
+      });
+    }
   }
-  // Duck-typed: an error raised by the worker's own realm (a refused escape, a Node error) is not an
-  // instance of this sandbox's Error.
-  const errorLike = isErrorLike(error) ? error : undefined;
-  const message = errorLike
-    ? `${errorLike.name}: ${errorLike.message}${typeof errorLike.code === 'string' ? ` (${errorLike.code})` : ''}`
-    : `a non-Error value was thrown: ${safeString(error)}`;
+  const message =
+    failure.kind === 'value'
+      ? `a non-Error value was thrown: ${failure.message}`
+      : `${failure.name ?? 'Error'}: ${failure.message}${typeof failure.code === 'string' ? ` (${failure.code})` : ''}`;
   return ApplicationFailure.create({
     type: 'script_error',
     nonRetryable: true,
     message: `script ${name} failed: ${message}`,
-    details:
-      typeof errorLike?.stack === 'string' ? [{ stack: errorLike.stack.split('\n').slice(0, 12).join('\n') }] : [],
+    details: typeof failure.stack === 'string' ? [{ stack: failure.stack }] : [],
   });
-}
-
-function isErrorLike(value: unknown): value is { name: string; message: string; stack?: unknown; code?: unknown } {
-  if (value instanceof Error) return true;
-  if (typeof value !== 'object' || value === null) return false;
-  const candidate = value as { name?: unknown; message?: unknown };
-  return typeof candidate.name === 'string' && typeof candidate.message === 'string';
-}
-
-function safeString(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
 }
 
 // Sent by a worker process whose workflow thread died while this run was executing
 // (src/temporal/scriptThreads.ts). Only its presence in the history matters, to the watchdog.
 const scriptIncident = defineSignal<[unknown]>(SCRIPT_INCIDENT_SIGNAL);
 
+/** What the script sees of svc besides its operations (built again in the script's realm). */
+interface SvcShape {
+  connectionId: string;
+  providerConfigKey: string;
+  lastSyncDate: string | undefined;
+  webhook: unknown;
+}
+
+function shapeOf(svc: ServiceSync): SvcShape {
+  return {
+    connectionId: svc.connectionId,
+    providerConfigKey: svc.providerConfigKey,
+    lastSyncDate: svc.lastSyncDate?.toISOString(),
+    webhook: svc.webhook,
+  };
+}
+
 async function execute(
   runtime: SvcRuntime,
   budget: ScriptBudget,
   name: string,
   scriptHash: string,
-  call: (script: ScriptFunction) => unknown,
+  inputJson: string | undefined,
 ): Promise<unknown> {
   setHandler(scriptIncident, () => undefined);
+  // A failure the script must not be able to swallow (history limit, spent budget, an interrupted
+  // realm) ends the run whatever the script does next.
+  let fatal: (failure: ApplicationFailure) => void = () => undefined;
+  const ended = new Promise<never>((_, reject) => {
+    fatal = reject;
+  });
+  ended.catch(() => undefined);
   try {
     const loaded = await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]);
-    const script = evaluateBundle(loaded, name, budget);
-    // A script that catches the budget's error (or never settles after it) still ends here.
-    return await Promise.race([call(script), budget.exhausted]);
+    const realm = createScriptRealm({
+      scriptName: name,
+      budget,
+      operations: runtime.scriptOperations,
+      log: runtime.bufferLog,
+      fatal,
+    });
+    const outcome = await Promise.race([realm.run(loaded, shapeOf(runtime.svc), inputJson), budget.exhausted, ended]);
+    if (!outcome.ok) throw scriptFailure(outcome.failure, name);
+    return outcome.json === undefined ? undefined : (JSON.parse(outcome.json) as unknown);
   } catch (error) {
     // A run whose budget ran out fails in this very workflow task, without another step: a later
     // replay of the task would run the endless stretch again, without the live clock to stop it.
     const exhausted = budget.failure();
     if (exhausted) throw exhausted;
     await runtime.flushLogs().catch(() => undefined);
-    throw scriptFailure(error, name);
+    if (isCancellation(error) || error instanceof ApplicationFailure) throw error;
+    if (error instanceof OperationError) {
+      throw ApplicationFailure.create({ type: error.code, nonRetryable: true, message: `${name}: ${error.message}` });
+    }
+    throw ApplicationFailure.create({
+      type: 'script_error',
+      nonRetryable: true,
+      message: `script ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
+    });
   } finally {
     budget.finished();
   }
@@ -171,7 +151,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
     await runtime.step('clearRecords', 'clearCache', [syncScope]);
   }
   await runtime.step('beginRun', 'beginRun', [syncScope]);
-  await execute(runtime, budget, definition.syncName, definition.scriptHash, (script) => script(runtime.svc));
+  await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined);
 
   const models: Record<string, WriteSummary> = {};
   for (const model of definition.models) {
@@ -213,9 +193,15 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     options: input.options ?? {},
     lastSyncDate: undefined,
     webhook: undefined,
+    depth: input.depth ?? 0,
   });
-  const output = await execute(runtime, budget, definition.actionName, definition.scriptHash, (script) =>
-    script(runtime.svc, input.input),
+  const output = await execute(
+    runtime,
+    budget,
+    definition.actionName,
+    definition.scriptHash,
+    // undefined for an action triggered without input: the script's input parameter stays undefined.
+    input.input === undefined ? undefined : JSON.stringify(input.input),
   );
   await runtime.flushLogs();
   return output;

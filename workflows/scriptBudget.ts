@@ -27,11 +27,27 @@ const CHECK_EVERY = 256;
 /** A pause at least this long (and much longer than usual) between two looks means waiting, not running. */
 const WAITED_MS = 50;
 
+/** A script's own realm (workflows/scriptRealm.ts): a fresh V8 context that cannot compile code. */
+export interface ScriptContext {
+  /** Compiles and runs source in the realm, within a time limit (the bootstrap and the bundle's factory). */
+  evaluate(source: string, filename: string, timeoutMs: number): unknown;
+  /** Runs the realm's pending microtasks (the script's continuations) within a time limit. */
+  drain(timeoutMs: number): void;
+}
+
 interface HostRealm {
   /** A monotonic real clock in milliseconds (the sandbox's Date is the workflow's deterministic time). */
   now(): number;
   /** Marks the run whose script this thread is executing; '' when none. */
   mark(workflowId: string): void;
+  /** A new realm for one run's script. */
+  newScriptContext(): ScriptContext;
+  /**
+   * Tells the thread which promises are the workflow code's (the SDK attributes their unhandled
+   * rejections to a run); any other promise's unhandled rejection, a script's, is dropped instead of
+   * killing the thread.
+   */
+  trustPromises(prototype: object): void;
 }
 
 let host: HostRealm | undefined;
@@ -58,6 +74,7 @@ export function hostRealm(): HostRealm {
     const setup = hostFunctionPrototype.constructor(`return (${hostSetup.toString()})`)();
     host = setup(THREAD_MARKS_DIR_VARIABLE, THREAD_MARKS_OWNER_VARIABLE, THREAD_MARK_BYTES, REALM_KEY);
   }
+  host.trustPromises(Promise.prototype);
   return host;
 }
 
@@ -95,11 +112,74 @@ function hostSetup(marksDirVariable: string, ownerVariable: string, markBytes: n
     }
   }
   const v8 = proc.getBuiltinModule('node:v8');
+  const vm = proc.getBuiltinModule('node:vm');
   const heapUsed = () => v8.getHeapStatistics().used_heap_size as number;
+  const drainSource = new vm.Script('undefined', { filename: 'script-drain' });
+  // A context of its own per run: no code generation from strings (eval, Function), its own
+  // microtask queue (drained only when the run says so, inside the run's activation). The sandbox
+  // object has no prototype: a global the script looks up and misses must not reach this realm's
+  // Object.prototype (the classic `this.constructor.constructor` route out of a vm context).
+  const newScriptContext = () => {
+    const context = vm.createContext(Object.create(null), {
+      name: 'script',
+      microtaskMode: 'afterEvaluate',
+      codeGeneration: { strings: false, wasm: false },
+    });
+    return Object.freeze({
+      evaluate: (source: string, filename: string, timeoutMs: number) =>
+        new vm.Script(String(source), { filename: String(filename) }).runInContext(context, {
+          timeout: timeoutMs,
+          displayErrors: false,
+        }),
+      drain: (timeoutMs: number) => {
+        drainSource.runInContext(context, { timeout: timeoutMs, displayErrors: false });
+      },
+    });
+  };
+  // The SDK's promise hook (stack traces for the workflow's __stack_trace query) runs for every promise
+  // of the isolate, a script realm's included, and calls `promise.constructor.constructor(source)`:
+  // in a realm that cannot compile code that throws, and a script can make it throw on purpose (a
+  // constructor getter), and a throw in a promise hook kills the thread. So it is stopped; the query
+  // loses its promise chains. The hook lives in the SDK's vm-shared module, found in the thread's
+  // module cache (test/runtime/sandbox.test.ts fails when an SDK upgrade moves it).
+  const moduleCache = (proc.getBuiltinModule('node:module') as { _cache: Record<string, { exports?: any }> })._cache;
+  let hookStopped = false;
+  for (const file of Object.keys(moduleCache)) {
+    if (!/[\\/]@temporalio[\\/]worker[\\/]lib[\\/]workflow[\\/]vm-shared\.js$/.test(file)) continue;
+    const handlers = moduleCache[file]?.exports?.globalHandlers;
+    if (handlers && typeof handlers.stopPromiseHook === 'function') {
+      handlers.stopPromiseHook();
+      handlers.stopPromiseHook = () => undefined;
+      handlers.promiseHookInstalled = false;
+      hookStopped = true;
+    }
+  }
+  if (!hookStopped) {
+    throw new Error(
+      "the Temporal SDK's workflow promise hook was not found (vm-shared.js globalHandlers): scripts cannot run " +
+        'safely on this SDK version (docs/architecture.md "Threat model")',
+    );
+  }
+  // The SDK's listener attributes an unhandled rejection to the workflow whose realm made the promise
+  // and kills the thread when it cannot. A script's promise belongs to no workflow realm (and its
+  // constructor is the script's to forge), so only the workflow realms' own promises, and this realm's,
+  // reach the SDK's listener; a script's unhandled rejection is dropped, as a browser would log it.
+  const trusted = new WeakSet<object>([(Promise as { prototype: object }).prototype]);
+  const sdkListeners = proc.listeners('unhandledRejection');
+  proc.removeAllListeners('unhandledRejection');
+  proc.on('unhandledRejection', (reason: unknown, promise: object) => {
+    const prototype = Object.getPrototypeOf(promise);
+    if (prototype === null || !trusted.has(prototype)) return;
+    for (const listener of sdkListeners) listener.call(proc, reason, promise);
+  });
   let current = '';
   let heapAtResume = 0;
   let heaviest = { workflowId: '', grew: 0 };
   const realm = Object.freeze({
+    newScriptContext,
+    trustPromises: (prototype: object) => {
+      trusted.add(prototype);
+    },
     now: () => Number(hrtime()) / 1e6,
     mark: (id: string) => {
       // One line of a plain id: a script calling this cannot write a line of its own.
@@ -180,6 +260,11 @@ export interface ScriptBudget {
   /** The function the instrumented script calls in every loop and function body. */
   tick: () => void;
   /**
+   * The same, for the script's own realm: answers the failure's message once the budget is spent
+   * (the realm throws an error of its own with it) instead of throwing an object of this realm.
+   */
+  check: () => string | undefined;
+  /**
    * The run awaits an operation: its continuous execution ends here. `strict` (a script's own
    * operation) throws once the budget ran out.
    */
@@ -237,6 +322,16 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
     tick() {
       if (failure) throw failure;
       if (++calls % CHECK_EVERY === 0) look();
+    },
+    check() {
+      if (!failure && ++calls % CHECK_EVERY === 0) {
+        try {
+          look();
+        } catch {
+          // failure is set; reported below
+        }
+      }
+      return failure?.message;
     },
     yielded(strict = true) {
       if (strict && failure) throw failure;

@@ -21,10 +21,11 @@ import type { Duration } from '@temporalio/common';
 import type { RuntimeActivities } from '../activities/runtime.js';
 import type { ConnectionScope } from '../src/connections/types.js';
 import type { WriteSummary } from '../src/records/types.js';
-import type { RunActionInput, RunOptions } from '../src/runtime/definitions.js';
+import { SCRIPT_LIMITS, type RunActionInput, type RunOptions } from '../src/runtime/definitions.js';
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
+import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
 import {
   ActionError,
   type ConnectionRecord,
@@ -106,11 +107,17 @@ export interface SvcContext {
   options: RunOptions;
   lastSyncDate: Date | undefined;
   webhook: WebhookEvent | undefined;
+  /** svc.triggerAction levels above this run (SCRIPT_LIMITS.actionDepth). */
+  depth?: number | undefined;
 }
 
 /** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
 export interface SvcRuntime {
   svc: ServiceSync;
+  /** The operations of `svc` by name, as the script's realm calls them (workflows/scriptRealm.ts). */
+  scriptOperations: ScriptOperations;
+  /** Buffers a log line without waiting (the realm's console). */
+  bufferLog: (level: string, message: string) => void;
   /** Per model: what batchSave and batchDelete reported. */
   summaries: Record<string, WriteSummary>;
   operations: () => number;
@@ -224,6 +231,18 @@ export function createSvc(context: SvcContext): SvcRuntime {
     runId: context.runId,
   };
 
+  function bufferLog(level: string, message: string): boolean {
+    const line = message.length > SCRIPT_LIMITS.logLineBytes ? message.slice(0, SCRIPT_LIMITS.logLineBytes) : message;
+    const known = ['debug', 'info', 'warn', 'error'];
+    logBuffer.push({
+      level: (known.includes(level) ? level : 'info') as ScriptLogEntry['level'],
+      message: line,
+      loggedAt: new Date().toISOString(),
+      seq: logSeq++,
+    });
+    return logBuffer.length >= LOG_FLUSH_SIZE;
+  }
+
   async function flushLogs(bookkeeping = false): Promise<void> {
     if (logBuffer.length === 0) return;
     const entries = logBuffer.splice(0, logBuffer.length);
@@ -277,6 +296,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
       );
     }
     if (!Array.isArray(records)) throw new OperationError('invalid_operation', `svc.${what}: records must be a list`);
+    if (records.length > SCRIPT_LIMITS.batchRecords) {
+      throw new OperationError(
+        'batch_too_large',
+        `svc.${what}: ${records.length} records of ${model} in one call, over the limit of ${SCRIPT_LIMITS.batchRecords}: save in smaller batches`,
+      );
+    }
     records.forEach((record: unknown, index) => {
       const id = isPlainObject(record) ? record['id'] : undefined;
       if (typeof id !== 'string' && typeof id !== 'number') {
@@ -332,20 +357,24 @@ export function createSvc(context: SvcContext): SvcRuntime {
     delete: (config) => request('DELETE', config),
     paginate: <T>(config: PaginateConfig) => paginate<T>((page) => request('GET', page), config),
     async log(message: string, options?: LogOptions): Promise<void> {
-      const level = options?.level ?? 'info';
-      logBuffer.push({
-        level,
-        message: typeof message === 'string' ? message : JSON.stringify(message),
-        loggedAt: new Date().toISOString(),
-        seq: logSeq++,
-      });
-      if (logBuffer.length >= LOG_FLUSH_SIZE) await flushLogs();
+      const full = bufferLog(
+        options?.level ?? 'info',
+        typeof message === 'string' ? message : String(JSON.stringify(message)),
+      );
+      if (full) await flushLogs();
     },
     getEnvironmentVariables: (): Promise<EnvironmentVariable[]> =>
       simple('getEnvironmentVariables', 'getEnvironmentVariables', [scope.environmentId]),
     async triggerAction<I, O>(actionName: string, input: I): Promise<O> {
       if (typeof actionName !== 'string' || actionName === '') {
         throw new OperationError('invalid_operation', 'svc.triggerAction needs an action name');
+      }
+      const depth = (context.depth ?? 0) + 1;
+      if (depth > SCRIPT_LIMITS.actionDepth) {
+        throw new OperationError(
+          'action_depth_exceeded',
+          `svc.triggerAction('${actionName}'): actions nest at most ${SCRIPT_LIMITS.actionDepth} levels deep`,
+        );
       }
       const definition = await simple('resolveAction', `triggerAction ${actionName}`, [
         { environmentId: scope.environmentId, integrationId: scope.integrationId, actionName },
@@ -356,6 +385,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
         definition,
         connectionId: scope.connectionId,
         input,
+        depth,
         options: context.options,
       };
       context.budget?.yielded();
@@ -398,8 +428,64 @@ export function createSvc(context: SvcContext): SvcRuntime {
     batchDelete: (records, model) => write('batchDelete', records, model),
   };
 
+  // The script's realm walks svc.paginate through these: one iterator per open id.
+  const paginations = new Map<number, AsyncIterator<unknown>>();
+  const methods: Record<string, HttpMethod> = {
+    GET: 'GET',
+    POST: 'POST',
+    PUT: 'PUT',
+    PATCH: 'PATCH',
+    DELETE: 'DELETE',
+  };
+  const scriptOperations: ScriptOperations = {
+    request: (method, config) => {
+      const known = typeof method === 'string' ? methods[method] : undefined;
+      if (!known) throw new OperationError('invalid_request', `unknown request method ${String(method)}`);
+      return request(known, config as RequestConfig);
+    },
+    'paginate.open': (config) => {
+      const id = paginations.size === 0 ? 1 : Math.max(...paginations.keys()) + 1;
+      paginations.set(id, svc.paginate(config as PaginateConfig)[Symbol.asyncIterator]());
+      return Promise.resolve(id);
+    },
+    'paginate.next': async (id) => {
+      const iterator = typeof id === 'number' ? paginations.get(id) : undefined;
+      if (!iterator) throw new OperationError('invalid_operation', 'svc.paginate: this pagination has ended');
+      try {
+        const step = await iterator.next();
+        if (step.done) paginations.delete(id as number);
+        return { done: step.done === true, value: step.value as unknown };
+      } catch (error) {
+        paginations.delete(id as number);
+        throw error;
+      }
+    },
+    log: (message, options) => svc.log(message as string, options === null ? undefined : (options)),
+    getEnvironmentVariables: () => svc.getEnvironmentVariables(),
+    triggerAction: (actionName, input) => svc.triggerAction(actionName as string, input),
+    getMetadata: () => svc.getMetadata(),
+    setMetadata: (metadata) => svc.setMetadata(metadata as Record<string, unknown>),
+    updateMetadata: (metadata) => svc.updateMetadata(metadata as Record<string, unknown>),
+    getConnection: (forceRefresh, refreshToken) => svc.getConnection(forceRefresh === true, refreshToken === true),
+    batchSave: (records, model) => svc.batchSave(records as { id: string }[], model as string),
+    batchDelete: (records, model) => svc.batchDelete(records as { id: string }[], model as string),
+    sleep: async (ms) => {
+      context.budget?.yielded();
+      try {
+        await scriptSleep(ms);
+      } finally {
+        context.budget?.resumed();
+      }
+    },
+  };
+
   return {
     svc,
+    scriptOperations,
+    bufferLog: (level, message) => {
+      // A full buffer is written without waiting for the script (console.* returns nothing).
+      if (bufferLog(level, message)) void flushLogs().catch(() => undefined);
+    },
     summaries,
     operations: () => operations,
     flushLogs: () => flushLogs(true),

@@ -75,6 +75,8 @@ export interface RunActionInput {
   definition: ActionDefinition;
   connectionId: string;
   input: unknown;
+  /** svc.triggerAction levels above this run (0 or absent for a run the API started). */
+  depth?: number | undefined;
   options?: RunOptions | undefined;
 }
 
@@ -123,6 +125,27 @@ export interface SyncStatus {
  * worker crash at most the steps of the last 4 s are repeated, and another worker takes over the run
  * 5 s after the crash. (The default, 10 s, doubles both.)
  */
+/**
+ * What one run of a script may use (docs/scripts.md "Limits"). Breaking a limit fails the operation
+ * (or the run) with the code named, never the worker.
+ */
+export const SCRIPT_LIMITS = {
+  /** JSON bytes of the arguments of one svc call (a batchSave's records, a request body): `payload_too_large`. */
+  callBytes: 16 * 1024 * 1024,
+  /** JSON bytes of one record given to batchSave/batchDelete: `record_too_large`. */
+  recordBytes: 1024 * 1024,
+  /** Records in one batchSave/batchDelete call: `batch_too_large`. */
+  batchRecords: 10_000,
+  /** Characters of one svc.log or console line: longer lines are cut at the call. */
+  logLineBytes: 64 * 1024,
+  /** Buffer memory (ArrayBuffer, typed arrays) the script holds at once: `script_memory_limit`. */
+  bufferBytes: 256 * 1024 * 1024,
+  /** One buffer allocation: `script_memory_limit`. */
+  allocationBytes: 64 * 1024 * 1024,
+  /** Nested svc.triggerAction levels below the run the API or a schedule started: `action_depth_exceeded`. */
+  actionDepth: 4,
+} as const;
+
 export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 5000;
 /**
  * The runtime worker's isolate execution timeout: one activation of a run may compute this long.

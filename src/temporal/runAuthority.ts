@@ -22,6 +22,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { ServiceError } from '../errors.js';
+import { SCRIPT_LIMITS } from '../runtime/definitions.js';
 
 /** What a verified caller may act on. `rootId` is the id of the parentless workflow it descends from. */
 export interface RunAuthority {
@@ -43,7 +44,7 @@ export interface CallingExecution {
 }
 
 /** Nested `svc.triggerAction` levels a run may reach (the workflow refuses deeper calls first). */
-export const MAX_ACTION_DEPTH = 4;
+export const MAX_ACTION_DEPTH = SCRIPT_LIMITS.actionDepth;
 
 const PARENT_LIMIT = MAX_ACTION_DEPTH + 3;
 const CACHE_SIZE = 10_000;

@@ -8,7 +8,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflows } from '../../src/temporal/worker.js';
 import { createWebhookActivities } from '../../activities/webhooks.js';
 import { createRunAuthorities, syncEntityId } from '../../src/temporal/runAuthority.js';
 import type { SyncFinishedEvent } from '../../src/api/webhooks/deliveries.js';
@@ -82,17 +83,7 @@ beforeAll(async () => {
   secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
   taskQueue = uniqueName('webhooks');
   // Bundled here from workflows/deliverWebhook.ts, until workflows/index.ts exports it.
-  const workflowBundle = await bundleWorkflowCode({
-    workflowsPath: WORKFLOW,
-    logger: {
-      log: () => undefined,
-      trace: () => undefined,
-      debug: () => undefined,
-      info: () => undefined,
-      warn: () => undefined,
-      error: () => undefined,
-    },
-  });
+  const workflowBundle = await bundleWorkflows(WORKFLOW);
   const workerConnection = await NativeConnection.connect({ address: temporalAddress });
   const worker = await Worker.create({
     connection: workerConnection,

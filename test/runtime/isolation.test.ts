@@ -1,0 +1,346 @@
+/**
+ * Issue 15: a deployed script has no authority beyond its own run. Each case attacks and checks the
+ * outcome (the secret was not obtained, the victim's data is as it was, the bystanders completed),
+ * not the mechanism.
+ *
+ * 1. A run that holds every workflow-side function (test/runtime/fixtures/hostileWorkflows.ts replaces
+ *    runSync) calls each activity, and starts children, with another environment's scope.
+ * 2. What one run does to its globals and built-in prototypes is not seen by any other run.
+ * 3. Resource limits: each breach fails its own run with its own code; the worker lives on.
+ */
+import { randomUUID } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { WorkflowFailedError } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import type { ConnectionScope } from '../../src/connections/types.js';
+import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
+import type { RunSyncInput } from '../../src/runtime/definitions.js';
+import { createDataConverter } from '../../src/runtime/payloadStorage.js';
+import type { ConnectionRecord } from '../../src/runtime/public.js';
+import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
+import { createSyncControl } from '../../src/temporal/syncControl.js';
+import { bundleWorkflows, createRuntimeWorkers } from '../../src/temporal/worker.js';
+import { stack, uniqueName } from '../helpers/stack.js';
+import { actionDefinition, bundle, ENVIRONMENT, INTEGRATION, syncDefinition, useRuntime } from './helpers.js';
+import { runtimeDeps, TestConnections } from './testConnections.js';
+import type { Victim } from './fixtures/hostileWorkflows.js';
+
+const HOSTILE_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hostileWorkflows.ts');
+const VICTIM_ENV = 'victim-env';
+const VICTIM_CONNECTION = 'victim-conn';
+
+/** Each environment's connections carry a key of their own, so a stolen key shows whose it is. */
+class PerEnvironmentKeys extends TestConnections {
+  override async getConnection(scope: ConnectionScope): Promise<ConnectionRecord> {
+    const record = await super.getConnection(scope);
+    return { ...record, credentials: { type: 'API_KEY', apiKey: `secret-of-${scope.environmentId}` } };
+  }
+}
+
+describe('a script has no authority beyond its own run', () => {
+  it("a run holding every workflow-side function gets nothing of another environment's", async () => {
+    const connections = new PerEnvironmentKeys();
+    const h = await useRuntime({ worker: false, connections: () => connections });
+    const scripts = createPostgresScriptStore({ db: h.pool });
+    const records = createPostgresRecordStore({ db: h.pool });
+    // The victim: a deployed bundle, a record and metadata of its own.
+    const victimScope = { environmentId: VICTIM_ENV, integrationId: INTEGRATION, connectionId: VICTIM_CONNECTION };
+    const victimSync = { ...victimScope, syncName: 'issues' };
+    const victimHash = await scripts.put(bundle(`async function (svc) { await svc.log('victim'); }`), VICTIM_ENV);
+    await records.beginRun({ ...victimSync, runId: 'victim-run' });
+    await records.saveRecords({
+      ...victimSync,
+      model: 'Issue',
+      runId: 'victim-run',
+      records: [{ id: 'v1', title: 'mine' }],
+    });
+    connections.metadata.set(VICTIM_CONNECTION, { owner: 'victim' });
+    // The attacker's own bundle (deployed to its environment): hands back whatever getConnection gives.
+    const attackerScriptHash = await scripts.put(
+      bundle(`async function (svc) { return await svc.getConnection(); }`),
+      ENVIRONMENT,
+    );
+
+    const workflowBundle = await bundleWorkflows(HOSTILE_WORKFLOWS);
+    const { temporalAddress, temporalNamespace } = stack();
+    const connection = await NativeConnection.connect({ address: temporalAddress });
+    const taskQueue = uniqueName('hostile');
+    const workers = await createRuntimeWorkers({
+      connection,
+      namespace: temporalNamespace,
+      taskQueue,
+      activities: createActivities({ db: h.pool, runtime: runtimeDeps(h.pool, connections, h.actions, h.client) }),
+      workflowBundle,
+      dataConverter: createDataConverter({ db: h.pool }),
+    });
+    const running = workers.run();
+    afterAll(async () => {
+      workers.shutdown();
+      await running;
+      await connection.close();
+    });
+
+    const victim: Victim = { ...victimSync, scriptHash: victimHash, attackerScriptHash };
+    // Started as the service starts a sync run of the attacker's own environment.
+    const outcomes = await h.client.workflow.execute<(input: { victim: Victim }) => Promise<Record<string, string>>>(
+      'runSync',
+      {
+        taskQueue,
+        workflowId: syncRunId(
+          { environmentId: ENVIRONMENT, integrationId: INTEGRATION, connectionId: 'attacker', syncName: 'evil' },
+          randomUUID(),
+        ),
+        args: [{ victim }],
+        workflowExecutionTimeout: '3 minutes',
+      },
+    );
+    console.log('[isolation] hostile run:', outcomes);
+
+    for (const [attack, outcome] of Object.entries(outcomes)) {
+      expect({ attack, outcome }).toEqual({ attack, outcome: expect.stringMatching(/^(refused|failed): /) as unknown });
+    }
+    // Refused for the reason that matters, not by accident.
+    for (const attack of [
+      'getConnection',
+      'getMetadata',
+      'setMetadata',
+      'saveRecordsAsSelf',
+      'saveRecordsAsVictimRun',
+      'clearRecords',
+      'beginRun',
+      'countRecords',
+      'environmentVariables',
+      'resolveAction',
+      'writeLogs',
+      'watchRun',
+      'recordSyncRun',
+      'recordWebhookDeliveries',
+      'childActionClaimingVictim',
+    ]) {
+      expect({ attack, outcome: outcomes[attack] }).toEqual({ attack, outcome: 'refused: scope_denied' });
+    }
+    expect(outcomes['loadVictimScript']).toBe('refused: script_not_found');
+    // The outcome: no secret of the victim's anywhere, and its data as it was.
+    expect(JSON.stringify(outcomes)).not.toContain(`secret-of-${VICTIM_ENV}`);
+    const stored = await records.listRecords({ ...victimScope, model: 'Issue' });
+    expect(stored.records.map((record) => record['id'])).toEqual(['v1']);
+    expect(connections.metadata.get(VICTIM_CONNECTION)).toEqual({ owner: 'victim' });
+    const runs = await h.pool.query('SELECT 1 FROM sync_runs WHERE environment_id = $1', [VICTIM_ENV]);
+    expect(runs.rowCount).toBe(0);
+    const logs = await h.pool.query(`SELECT 1 FROM script_logs WHERE message = 'forged'`);
+    expect(logs.rowCount).toBe(0);
+  }, 240_000);
+
+  it('what a run does to its globals and built-in prototypes is seen by no other run', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // Plants every hook it can: a thenable Object.prototype, wrapped built-ins that copy what passes
+    // through them, a global, a hoard of buffers kept alive through a prototype.
+    const planter = await h.scripts.put(
+      bundle(`async function () {
+        const stolen = (globalThis.stolen = []);
+        const push = Array.prototype.push;
+        const stringify = JSON.stringify;
+        let busy = false;
+        const keep = (value) => {
+          if (busy) return;
+          busy = true;
+          try { push.call(stolen, stringify(value)); } catch {} finally { busy = false; }
+        };
+        Object.defineProperty(Object.prototype, 'then', { get() { keep(this); return undefined; }, configurable: true });
+        const parse = JSON.parse; JSON.parse = function (text) { keep(text); return parse(text); };
+        Array.prototype.push = function (...items) { keep(items); return push.apply(this, items); };
+        const then = Promise.prototype.then; Promise.prototype.then = function (...args) { keep('then'); return then.apply(this, args); };
+        Object.prototype.hoard = [new ArrayBuffer(32 * 1024 * 1024), new ArrayBuffer(32 * 1024 * 1024)];
+        Array.prototype.polluted = 'yes';
+        return { planted: true };
+      }`),
+    );
+    // Another environment's run: receives a secret and reads its connection.
+    const victim = await createPostgresScriptStore({ db: h.pool }).put(
+      bundle(
+        `async function (svc, input) { const connection = await svc.getConnection(); return { got: input.secret.length, key: connection.credentials.apiKey.length }; }`,
+      ),
+      VICTIM_ENV,
+    );
+    const reader = await h.scripts.put(
+      bundle(`async function () {
+        return {
+          stolen: globalThis.stolen ?? null,
+          then: typeof Object.prototype.then,
+          hoard: typeof Object.prototype.hoard,
+          polluted: [].polluted ?? null,
+          parse: JSON.parse.toString().includes('native code'),
+          push: Array.prototype.push.toString().includes('native code'),
+          promiseThen: Promise.prototype.then.toString().includes('native code'),
+        };
+      }`),
+    );
+    const victimDefinition = { ...actionDefinition('victim', victim), environmentId: VICTIM_ENV };
+    const clean = {
+      stolen: null,
+      then: 'undefined',
+      hoard: 'undefined',
+      polluted: null,
+      parse: true,
+      push: true,
+      promiseThen: true,
+    };
+    // In sequence on the same worker, then all at once, a few times over: whatever thread and
+    // context each lands on, nothing crosses.
+    for (let round = 0; round < 3; round++) {
+      expect(
+        await control.runAction({ definition: actionDefinition('planter', planter), connectionId: 'c', input: {} }),
+      ).toEqual({ ok: true, output: { planted: true } });
+      expect(
+        await control.runAction({
+          definition: victimDefinition,
+          connectionId: 'v',
+          input: { secret: 'prod-secret-123' },
+        }),
+      ).toEqual({ ok: true, output: { got: 15, key: 'secret-key'.length } });
+      expect(
+        await control.runAction({ definition: actionDefinition('reader', reader), connectionId: 'c', input: {} }),
+      ).toEqual({ ok: true, output: clean });
+    }
+    const together = await Promise.all([
+      control.runAction({ definition: actionDefinition('planter', planter), connectionId: 'c', input: {} }),
+      ...Array.from({ length: 4 }, () =>
+        control.runAction({ definition: victimDefinition, connectionId: 'v', input: { secret: 'prod-secret-123' } }),
+      ),
+      ...Array.from({ length: 4 }, () =>
+        control.runAction({ definition: actionDefinition('reader', reader), connectionId: 'c', input: {} }),
+      ),
+    ]);
+    for (const outcome of together.slice(5)) expect(outcome).toEqual({ ok: true, output: clean });
+    expect(JSON.stringify(together)).not.toContain('prod-secret-123');
+  }, 180_000);
+});
+
+describe('resource limits: each breach fails its own run with its own code, and the worker lives on', () => {
+  it('syncs: records and bytes per batchSave, bytes per record, buffer memory, log lines', async () => {
+    const h = await useRuntime();
+    const sync = async (name: string, source: string) => {
+      const scriptHash = await h.scripts.put(bundle(source));
+      const input: RunSyncInput = {
+        definition: syncDefinition({ syncName: name, models: ['Row'], scriptHash }),
+        connectionId: 'limits',
+        mode: 'incremental',
+      };
+      const started = Date.now();
+      const outcome = await h.client.workflow
+        .execute('runSync', {
+          taskQueue: h.taskQueue,
+          workflowId: syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID()),
+          args: [input],
+          workflowExecutionTimeout: '2 minutes',
+        })
+        .then(
+          () => 'completed',
+          (error: unknown) =>
+            error instanceof WorkflowFailedError
+              ? `failed: ${(error.cause as { type?: string } | undefined)?.type}`
+              : String(error),
+        );
+      return { outcome, seconds: (Date.now() - started) / 1000 };
+    };
+    const cases: Record<string, [string, string]> = {
+      'batch too large': [
+        `async function (svc) { await svc.batchSave(Array.from({ length: 10001 }, (_, i) => ({ id: i })), 'Row'); }`,
+        'failed: batch_too_large',
+      ],
+      'record too large': [
+        `async function (svc) { await svc.batchSave([{ id: 1, blob: 'x'.repeat(2 * 1024 * 1024) }], 'Row'); }`,
+        'failed: record_too_large',
+      ],
+      'call too large': [
+        `async function (svc) { await svc.batchSave(Array.from({ length: 20 }, (_, i) => ({ id: i, blob: 'x'.repeat(1000 * 1000) })), 'Row'); }`,
+        'failed: payload_too_large',
+      ],
+      '4 GiB buffer': [
+        `async function () { new Uint8Array(4 * 1024 * 1024 * 1024).fill(7); }`,
+        'failed: script_memory_limit',
+      ],
+      'hoarded buffers': [
+        `async function () { const kept = []; for (let i = 0; i < 10; i++) kept.push(new ArrayBuffer(50 * 1024 * 1024)); }`,
+        'failed: script_memory_limit',
+      ],
+      'log flood': [
+        `async function (svc) { const line = 'y'.repeat(1024 * 1024); for (let i = 0; i < 300; i++) await svc.log(line); }`,
+        'completed',
+      ],
+    };
+    for (const [name, [source, expected]] of Object.entries(cases)) {
+      const { outcome, seconds } = await sync(name.replace(/ /g, '-'), source);
+      console.log(`[limits] ${name}: ${outcome} in ${seconds.toFixed(1)} s`);
+      expect({ name, outcome }).toEqual({ name, outcome: expected });
+    }
+    // Log lines are cut at the call: 300 lines of 64 KiB, not of 1 MiB.
+    const lines = await h.pool.query<{ n: string; longest: number }>(
+      `SELECT count(*) AS n, max(length(message)) AS longest FROM script_logs WHERE script_name = 'log-flood'`,
+    );
+    expect(Number(lines.rows[0]!.n)).toBe(300);
+    expect(lines.rows[0]!.longest).toBeLessThanOrEqual(64 * 1024);
+    // The same worker still runs syncs.
+    expect((await sync('after', `async function (svc) { await svc.batchSave([{ id: 1 }], 'Row'); }`)).outcome).toBe(
+      'completed',
+    );
+    expect(h.worker.getState()).toBe('RUNNING');
+  }, 300_000);
+
+  it('actions: results that cannot be serialized fail at once; triggerAction nests a bounded depth; stray promises harm no one', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const action = async (name: string, source: string, input: unknown = {}) => {
+      const definition = actionDefinition(name, await h.scripts.put(bundle(source)));
+      h.actions.set(name, definition);
+      const started = Date.now();
+      const outcome = await control.runAction({ definition, connectionId: 'c', input }).then(
+        (result) => (result.ok ? 'ok' : 'action_error'),
+        (error: unknown) => (error as { code?: string }).code,
+      );
+      return { outcome, seconds: (Date.now() - started) / 1000 };
+    };
+    const bigint = await action('bigint', `async function () { return { n: 10n }; }`);
+    const cyclic = await action('cyclic', `async function () { const a = {}; a.self = a; return a; }`);
+    expect(bigint.outcome).toBe('result_not_serializable');
+    expect(cyclic.outcome).toBe('result_not_serializable');
+    // At once: not retried until the action's timeout.
+    expect(bigint.seconds).toBeLessThan(30);
+    expect(cyclic.seconds).toBeLessThan(30);
+
+    const recursive = await action(
+      'recurse',
+      `async function (svc, input) { return svc.triggerAction('recurse', { n: (input?.n ?? 0) + 1 }); }`,
+    );
+    console.log(`[limits] recursion: ${recursive.outcome} in ${recursive.seconds.toFixed(1)} s`);
+    expect(recursive.outcome).toBe('action_depth_exceeded');
+    const nested = await h.client.workflow.count(`WorkflowType = 'runAction' AND TaskQueue = '${h.taskQueue}-actions'`);
+    // The API's run, four levels below it, and the one refused at the fifth never started.
+    expect(nested.count).toBeLessThanOrEqual(2 + 5);
+
+    // An unhandled rejection, and a promise whose constructor throws when looked at, used to kill the
+    // workflow thread (the SDK looks both up); they are the script's business alone now.
+    const stray = await action(
+      'stray',
+      `async function () {
+        Promise.reject(new Error('nobody handles this'));
+        let settle; const p = new Promise((resolve) => { settle = resolve; });
+        Object.defineProperty(p, 'constructor', { get() { throw new Error('boom'); } });
+        class Sneaky extends Promise {}
+        Object.defineProperty(Sneaky, 'constructor', { get() { throw new Error('boom'); } });
+        new Sneaky(() => {});
+        settle(1);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        return { done: true };
+      }`,
+    );
+    expect(stray.outcome).toBe('ok');
+    expect((await action('bystander', `async function (svc, input) { return input; }`, { n: 1 })).outcome).toBe('ok');
+    expect(h.actionWorker.getState()).toBe('RUNNING');
+  }, 240_000);
+});

@@ -1,0 +1,520 @@
+/**
+ * The program that sets up a script's own realm (workflows/scriptRealm.ts), as source text: it is
+ * evaluated inside that realm, so it must not be transpiled into helpers of the workflow bundle.
+ *
+ * It receives the bridge to the run (`host`, an object of the workflow's realm), keeps the bridge's
+ * functions in its closure and never hands the script anything of another realm: every value that
+ * crosses is a string (JSON) or a number, and every object the script sees (svc, its promises, its
+ * errors, URL, TextEncoder, Date) is built here, in the script's realm. A script that walks
+ * `.constructor` from anything it holds reaches this realm's Function, which cannot compile code.
+ *
+ * It also puts in place, before the script runs: deterministic `Date` and `Math.random` (the
+ * workflow's), a locked `Error.prepareStackTrace`, no `SharedArrayBuffer` or `WebAssembly`, and
+ * buffer constructors that charge every allocation against the run's off-heap budget.
+ */
+export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
+  'use strict';
+  const call = host.call;
+  const now = host.now;
+  const random = host.random;
+  const tick = host.tick;
+  const log = host.log;
+  const parseUrl = host.parseUrl;
+  const limits = { bufferBytes: host.bufferBytes, allocationBytes: host.allocationBytes, recordBytes: host.recordBytes };
+  const isArray = Array.isArray;
+  const slice = Array.prototype.slice;
+  const max = Math.max;
+  const g = globalThis;
+  const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  const P = Promise;
+  const freeze = Object.freeze;
+  const defineProperty = Object.defineProperty;
+  const construct = Reflect.construct;
+  const NativeDate = Date;
+  const NativeArrayBuffer = ArrayBuffer;
+  const isView = ArrayBuffer.isView;
+  const FR = FinalizationRegistry;
+
+  // No hooks into other realms' stack frames, no shared memory, no WebAssembly.
+  defineProperty(Error, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
+  delete g.SharedArrayBuffer;
+  delete g.WebAssembly;
+  delete g.Atomics;
+
+  // Deterministic time and randomness: the workflow's (replay sees the same values).
+  const DateProxy = new Proxy(NativeDate, {
+    apply() {
+      return new NativeDate(now()).toString();
+    },
+    construct(target, args, newTarget) {
+      return construct(target, args.length === 0 ? [now()] : args, newTarget === DateProxy ? target : newTarget);
+    },
+  });
+  defineProperty(NativeDate, 'now', { value: function now_() { return now(); }, writable: false, configurable: false });
+  defineProperty(NativeDate.prototype, 'constructor', { value: DateProxy, writable: true, configurable: true });
+  g.Date = DateProxy;
+  Math.random = function random_() {
+    return random();
+  };
+
+  // Off-heap memory: every buffer allocation is charged to the run; a buffer that is collected gives
+  // its bytes back. A single allocation above allocationBytes, or a total above bufferBytes, throws.
+  let charged = 0;
+  const released = new FR((bytes) => {
+    charged -= bytes;
+  });
+  function charge(bytes, what) {
+    if (!(bytes > 0)) return;
+    if (bytes > limits.allocationBytes || charged + bytes > limits.bufferBytes) {
+      const error = new RangeError(
+        what + ' of ' + bytes + ' bytes is over the run\'s buffer memory limit (' +
+          limits.allocationBytes + ' bytes per allocation, ' + limits.bufferBytes + ' in all)',
+      );
+      error.code = 'script_memory_limit';
+      throw error;
+    }
+    charged += bytes;
+  }
+  function chargeObject(object, bytes, what) {
+    charge(bytes, what);
+    if (bytes > 0) released.register(object, bytes);
+    return object;
+  }
+  function wrapConstructor(Native, name, bytesOf, after) {
+    // bytesOf: what the call allocates, known before it (a length); after: what it allocated, for the
+    // forms whose size shows only once made (a copy of an array or an iterable).
+    const Wrapped = function () {
+      if (new.target === undefined) throw new TypeError("Constructor " + name + " requires 'new'");
+      const args = slice.call(arguments);
+      const before = bytesOf(args);
+      charge(before, 'new ' + name);
+      const made = construct(Native, args, new.target === Wrapped ? Native : new.target);
+      if (before > 0) released.register(made, before);
+      else if (after) chargeObject(made, after(made, args), 'new ' + name);
+      return made;
+    };
+    defineProperty(Wrapped, 'name', { value: name });
+    defineProperty(Wrapped, 'length', { value: Native.length });
+    Object.setPrototypeOf(Wrapped, Object.getPrototypeOf(Native));
+    for (const key of Reflect.ownKeys(Native)) {
+      if (key === 'prototype' || key === 'name' || key === 'length') continue;
+      defineProperty(Wrapped, key, Object.getOwnPropertyDescriptor(Native, key));
+    }
+    defineProperty(Wrapped, 'prototype', { value: Native.prototype, writable: false });
+    defineProperty(Native.prototype, 'constructor', { value: Wrapped, writable: true, configurable: true });
+    g[name] = Wrapped;
+    return Wrapped;
+  }
+  const size = (value) => (typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : 0);
+  wrapConstructor(NativeArrayBuffer, 'ArrayBuffer', (args) => {
+    const options = args[1];
+    const maxLength = options !== null && typeof options === 'object' ? size(options.maxByteLength) : 0;
+    return max(size(args[0]), maxLength);
+  });
+  for (const method of ['transfer', 'transferToFixedLength']) {
+    const native = NativeArrayBuffer.prototype[method];
+    if (typeof native !== 'function') continue;
+    defineProperty(NativeArrayBuffer.prototype, method, {
+      value: { [method](length) {
+        return chargeObject(native.apply(this, arguments), length === undefined ? 0 : size(length), 'ArrayBuffer ' + method);
+      } }[method],
+      writable: true,
+      configurable: true,
+    });
+  }
+  const TypedArray = Object.getPrototypeOf(Int8Array);
+  for (const name of ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
+    'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']) {
+    const Native = g[name];
+    const perElement = Native.BYTES_PER_ELEMENT;
+    wrapConstructor(
+      Native,
+      name,
+      (args) => (typeof args[0] === 'number' ? args[0] * perElement : 0),
+      // A view on an existing buffer allocates nothing; a copy of an array or iterable does.
+      (made, args) => (typeof args[0] === 'number' || args[0] instanceof NativeArrayBuffer ? 0 : made.byteLength),
+    );
+  }
+  // Copies that bypass the species constructor.
+  for (const method of ['with', 'toReversed', 'toSorted']) {
+    const native = TypedArray.prototype[method];
+    if (typeof native !== 'function') continue;
+    defineProperty(TypedArray.prototype, method, {
+      value: { [method]() {
+        return chargeObject(native.apply(this, arguments), this.byteLength, 'a typed array copy');
+      } }[method],
+      writable: true,
+      configurable: true,
+    });
+  }
+
+  // Loop protection: the run's budget (workflows/scriptBudget.ts); it answers with a message when spent.
+  function budget() {
+    const spent = tick();
+    if (spent !== undefined) {
+      const error = new RangeError(spent);
+      error.code = 'script_timeout';
+      throw error;
+    }
+  }
+
+  // Errors of svc operations, shaped as the run describes them (name, message, code, response, …).
+  function toError(description) {
+    const error = new Error(description.message);
+    defineProperty(error, 'name', { value: description.name, writable: true, configurable: true });
+    for (const key of ['code', 'status', 'response', 'errno', 'config', 'payload', 'type']) {
+      if (description[key] !== undefined) error[key] = description[key];
+    }
+    return error;
+  }
+  function describeError(error) {
+    if (error instanceof ActionError) {
+      return { kind: 'action_error', message: String(error.message), payload: error.payload };
+    }
+    if (error !== null && typeof error === 'object' && typeof error.name === 'string' && typeof error.message === 'string') {
+      let payload;
+      if (error.type === 'action_script_failure' && typeof error.payload === 'object') payload = error.payload;
+      return {
+        kind: payload === undefined ? 'error' : 'action_error',
+        name: error.name,
+        message: error.message,
+        code: typeof error.code === 'string' ? error.code : undefined,
+        stack: typeof error.stack === 'string' ? error.stack.split('\n').slice(0, 12).join('\n') : undefined,
+        payload,
+      };
+    }
+    let text;
+    try {
+      text = stringify(error);
+    } catch (_) {
+      text = undefined;
+    }
+    return { kind: 'value', message: text === undefined ? String(error) : text };
+  }
+  function safeDescription(error) {
+    try {
+      return stringify(describeError(error));
+    } catch (_) {
+      return stringify({ kind: 'value', message: 'an error that cannot be described' });
+    }
+  }
+
+  function coded(name, code, message) {
+    return toError({ name, code, message });
+  }
+
+  /** One operation of the run: the arguments go as JSON, the answer comes back as JSON. */
+  function operation(name, args) {
+    let json;
+    try {
+      json = stringify(args);
+    } catch (error) {
+      return P.reject(coded('TypeError', 'invalid_operation', 'svc.' + name + ': its arguments cannot be sent as JSON (' + String(error && error.message) + ')'));
+    }
+    return send(name, json);
+  }
+
+  /** batchSave and batchDelete: each record is measured on its own (recordBytes). */
+  function writeOperation(name, records, model) {
+    if (!isArray(records)) return operation(name, [records, model]);
+    const parts = [];
+    for (let i = 0; i < records.length; i++) {
+      let text;
+      try {
+        text = stringify(records[i]);
+      } catch (error) {
+        return P.reject(coded('TypeError', 'invalid_record', 'svc.' + name + ': record ' + i + ' of ' + model + ' cannot be sent as JSON (' + String(error && error.message) + ')'));
+      }
+      if (text !== undefined && text.length > limits.recordBytes) {
+        return P.reject(coded('OperationError', 'record_too_large', 'svc.' + name + ': record ' + i + ' of ' + model + ' is ' + text.length + ' bytes of JSON, over the limit of ' + limits.recordBytes + ' per record'));
+      }
+      parts.push(text === undefined ? 'null' : text);
+    }
+    return send(name, '[[' + parts.join(',') + '],' + (model === undefined ? 'null' : stringify(model)) + ']');
+  }
+
+  function send(name, json) {
+    return new P((resolve, reject) => {
+      call(
+        name,
+        json,
+        (answer) => resolve(answer === undefined ? undefined : parse(answer)),
+        (failure) => reject(toError(parse(failure))),
+      );
+    });
+  }
+
+  class ActionError extends Error {
+    constructor(payload) {
+      super(payload && typeof payload.message === 'string' ? payload.message : 'action failed');
+      this.name = 'ActionError';
+      this.type = 'action_script_failure';
+      this.payload = payload === undefined ? {} : payload;
+    }
+  }
+
+  const logWith = (level) => function () {
+    const parts = [];
+    for (let i = 0; i < arguments.length; i++) {
+      const value = arguments[i];
+      if (typeof value === 'string') parts.push(value);
+      else {
+        try {
+          parts.push(stringify(value));
+        } catch (_) {
+          parts.push(String(value));
+        }
+      }
+    }
+    log(level, parts.join(' '));
+  };
+  g.console = freeze({ log: logWith('info'), info: logWith('info'), debug: logWith('debug'), warn: logWith('warn'), error: logWith('error') });
+
+  // Timers are durable: a sleep of the run.
+  let timerIds = 0;
+  const cancelled = new Set();
+  g.setTimeout = function setTimeout(callback, ms) {
+    const id = ++timerIds;
+    const rest = Array.prototype.slice.call(arguments, 2);
+    operation('sleep', [Math.max(0, Number(ms) || 0)]).then(() => {
+      if (!cancelled.delete(id) && typeof callback === 'function') callback.apply(undefined, rest);
+    });
+    return id;
+  };
+  g.clearTimeout = function clearTimeout(id) {
+    if (id > 0 && id <= timerIds) cancelled.add(id);
+  };
+
+  // Text, base64 and URLs, built here (the workflow's own are objects of another realm).
+  const utf8Encode = (text) => {
+    const bytes = [];
+    for (const char of String(text)) {
+      let code = char.codePointAt(0);
+      if (code >= 0xd800 && code <= 0xdfff) code = 0xfffd;
+      if (code < 0x80) bytes.push(code);
+      else if (code < 0x800) bytes.push(0xc0 | (code >> 6), 0x80 | (code & 63));
+      else if (code < 0x10000) bytes.push(0xe0 | (code >> 12), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63));
+      else bytes.push(0xf0 | (code >> 18), 0x80 | ((code >> 12) & 63), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63));
+    }
+    return new Uint8Array(bytes);
+  };
+  const utf8Decode = (input) => {
+    const bytes = isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input || 0);
+    let out = '';
+    for (let i = 0; i < bytes.length; ) {
+      const b = bytes[i];
+      let code = 0xfffd;
+      let n = 1;
+      if (b < 0x80) code = b;
+      else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length) { code = ((b & 31) << 6) | (bytes[i + 1] & 63); n = 2; }
+      else if (b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length) { code = ((b & 15) << 12) | ((bytes[i + 1] & 63) << 6) | (bytes[i + 2] & 63); n = 3; }
+      else if (b >= 0xf0 && b < 0xf5 && i + 3 < bytes.length) { code = ((b & 7) << 18) | ((bytes[i + 1] & 63) << 12) | ((bytes[i + 2] & 63) << 6) | (bytes[i + 3] & 63); n = 4; }
+      out += String.fromCodePoint(code);
+      i += n;
+    }
+    return out;
+  };
+  g.TextEncoder = class TextEncoder {
+    get encoding() { return 'utf-8'; }
+    encode(text) { return utf8Encode(text === undefined ? '' : text); }
+  };
+  g.TextDecoder = class TextDecoder {
+    get encoding() { return 'utf-8'; }
+    decode(input) { return input === undefined ? '' : utf8Decode(input); }
+  };
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  g.btoa = function btoa(text) {
+    const s = String(text);
+    let out = '';
+    for (let i = 0; i < s.length; i += 3) {
+      const a = s.charCodeAt(i), b = s.charCodeAt(i + 1), c = s.charCodeAt(i + 2);
+      if (a > 255 || b > 255 || c > 255) throw new RangeError('btoa: the string has characters outside Latin-1');
+      const n = (a << 16) | ((b || 0) << 8) | (c || 0);
+      out += B64[n >> 18] + B64[(n >> 12) & 63] + (i + 1 < s.length ? B64[(n >> 6) & 63] : '=') + (i + 2 < s.length ? B64[n & 63] : '=');
+    }
+    return out;
+  };
+  g.atob = function atob(text) {
+    const s = String(text).replace(/[\t\n\f\r ]/g, '').replace(/=+$/, '');
+    if (/[^A-Za-z0-9+/]/.test(s) || s.length % 4 === 1) throw new SyntaxError('atob: not base64');
+    let out = '';
+    let bits = 0, value = 0;
+    for (const char of s) {
+      value = (value << 6) | B64.indexOf(char);
+      bits += 6;
+      if (bits >= 8) { bits -= 8; out += String.fromCharCode((value >> bits) & 255); }
+    }
+    return out;
+  };
+
+  const encodeComponent = encodeURIComponent;
+  const decodeComponent = (text) => decodeURIComponent(String(text).replace(/\+/g, ' '));
+  class URLSearchParams {
+    #pairs = [];
+    #onChange;
+    constructor(init, onChange) {
+      this.#onChange = typeof onChange === 'function' ? onChange : undefined;
+      if (init === undefined || init === null) return;
+      if (typeof init === 'object') {
+        const entries = typeof init[Symbol.iterator] === 'function' ? init : Object.entries(init);
+        for (const [key, value] of entries) this.#pairs.push([String(key), String(value)]);
+        return;
+      }
+      this.#parse(String(init));
+    }
+    #parse(text) {
+      this.#pairs = [];
+      for (const part of text.replace(/^\?/, '').split('&')) {
+        if (part === '') continue;
+        const at = part.indexOf('=');
+        this.#pairs.push(at < 0 ? [decodeComponent(part), ''] : [decodeComponent(part.slice(0, at)), decodeComponent(part.slice(at + 1))]);
+      }
+    }
+    #changed() { if (this.#onChange) this.#onChange(this.toString()); }
+    get size() { return this.#pairs.length; }
+    append(key, value) { this.#pairs.push([String(key), String(value)]); this.#changed(); }
+    delete(key) { this.#pairs = this.#pairs.filter((pair) => pair[0] !== String(key)); this.#changed(); }
+    get(key) { const found = this.#pairs.find((pair) => pair[0] === String(key)); return found ? found[1] : null; }
+    getAll(key) { return this.#pairs.filter((pair) => pair[0] === String(key)).map((pair) => pair[1]); }
+    has(key) { return this.#pairs.some((pair) => pair[0] === String(key)); }
+    set(key, value) {
+      const k = String(key);
+      const at = this.#pairs.findIndex((pair) => pair[0] === k);
+      if (at < 0) this.#pairs.push([k, String(value)]);
+      else this.#pairs = this.#pairs.filter((pair, i) => i === at || pair[0] !== k).map((pair) => (pair[0] === k ? [k, String(value)] : pair));
+      this.#changed();
+    }
+    sort() { this.#pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)); this.#changed(); }
+    forEach(callback, thisArg) { for (const [k, v] of this.#pairs) callback.call(thisArg, v, k, this); }
+    keys() { return this.#pairs.map((pair) => pair[0])[Symbol.iterator](); }
+    values() { return this.#pairs.map((pair) => pair[1])[Symbol.iterator](); }
+    entries() { return this.#pairs.map((pair) => [pair[0], pair[1]])[Symbol.iterator](); }
+    [Symbol.iterator]() { return this.entries(); }
+    toString() {
+      return this.#pairs.map(([k, v]) => encodeComponent(k).replace(/%20/g, '+') + '=' + encodeComponent(v).replace(/%20/g, '+')).join('&');
+    }
+  }
+  g.URLSearchParams = URLSearchParams;
+  const URL_PARTS = ['href', 'origin', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash'];
+  class URL {
+    #parts;
+    #params;
+    constructor(input, base) {
+      this.#set(String(input), base === undefined ? undefined : String(base));
+    }
+    #set(input, base) {
+      const answer = parse(parseUrl(input, base === undefined ? '' : base, base !== undefined));
+      if (answer.error) throw new TypeError(answer.error);
+      this.#parts = answer;
+      this.#params = new URLSearchParams(answer.search, (search) => this.#replace('search', search ? '?' + search : ''));
+    }
+    #replace(part, value) {
+      const p = this.#parts;
+      const auth = p.username ? p.username + (p.password ? ':' + p.password : '') + '@' : '';
+      const next = { ...p, [part]: value };
+      const search = next.search && !next.search.startsWith('?') ? '?' + next.search : next.search;
+      const hash = next.hash && !next.hash.startsWith('#') ? '#' + next.hash : next.hash;
+      this.#set(next.protocol + '//' + auth + next.host + next.pathname + search + hash);
+    }
+    get searchParams() { return this.#params; }
+    toString() { return this.#parts.href; }
+    toJSON() { return this.#parts.href; }
+    static canParse(input, base) {
+      return !parse(parseUrl(String(input), base === undefined ? '' : String(base), base !== undefined)).error;
+    }
+    static {
+      for (const part of URL_PARTS) {
+        defineProperty(URL.prototype, part, {
+          get() { return this.#parts[part]; },
+          set(value) {
+            if (part === 'href') this.#set(String(value));
+            else if (part !== 'origin') this.#replace(part, String(value));
+          },
+          configurable: true,
+        });
+      }
+    }
+  }
+  g.URL = URL;
+
+  // The object scripts import as 'integration-service/runtime'.
+  const runtimeModule = freeze({ ActionError });
+
+  /**
+   * Runs one script: evaluates its bundle factory, calls its default export with svc (and the input),
+   * and reports the outcome as JSON. Everything happens in this realm's microtasks, which the run
+   * drains under a time limit.
+   */
+  return function start(factory, svcShape, inputJson, onDone, onFail) {
+    const shape = parse(svcShape);
+    const svc = {
+      connectionId: shape.connectionId,
+      providerConfigKey: shape.providerConfigKey,
+      lastSyncDate: shape.lastSyncDate === undefined ? undefined : new NativeDate(shape.lastSyncDate),
+      webhook: shape.webhook,
+      get: (config) => operation('request', ['GET', config]),
+      post: (config) => operation('request', ['POST', config]),
+      put: (config) => operation('request', ['PUT', config]),
+      patch: (config) => operation('request', ['PATCH', config]),
+      delete: (config) => operation('request', ['DELETE', config]),
+      paginate(config) {
+        let id;
+        let done = false;
+        const iterator = {
+          async next() {
+            if (done) return { done: true, value: undefined };
+            if (id === undefined) id = await operation('paginate.open', [config]);
+            const step = await operation('paginate.next', [id]);
+            if (step.done) done = true;
+            return step;
+          },
+          async return(value) {
+            done = true;
+            return { done: true, value };
+          },
+          [Symbol.asyncIterator]() {
+            return iterator;
+          },
+        };
+        return iterator;
+      },
+      log: (message, options) => operation('log', [typeof message === 'string' ? message : stringify(message), options]),
+      getEnvironmentVariables: () => operation('getEnvironmentVariables', []),
+      triggerAction: (actionName, input) => operation('triggerAction', [actionName, input]),
+      getMetadata: () => operation('getMetadata', []),
+      setMetadata: (metadata) => operation('setMetadata', [metadata]),
+      updateMetadata: (metadata) => operation('updateMetadata', [metadata]),
+      getConnection: (forceRefresh, refreshToken) => operation('getConnection', [forceRefresh === true, refreshToken === true]),
+      batchSave: (records, model) => writeOperation('batchSave', records, model),
+      batchDelete: (records, model) => writeOperation('batchDelete', records, model),
+    };
+    P.resolve()
+      .then(() => {
+        const module = { exports: {} };
+        const require = (id) => {
+          if (id === 'integration-service/runtime') return runtimeModule;
+          throw toError({ name: 'OperationError', code: 'invalid_script', message: 'requires "' + id + '": scripts cannot import modules' });
+        };
+        factory(module, module.exports, require, undefined, undefined, budget);
+        const exported = module.exports.default !== undefined ? module.exports.default : module.exports;
+        if (typeof exported !== 'function') {
+          throw toError({ name: 'OperationError', code: 'invalid_script', message: 'has no default-exported function' });
+        }
+        return inputJson === undefined ? exported(svc) : exported(svc, parse(inputJson));
+      })
+      .then(
+        (output) => {
+          let json;
+          try {
+            json = stringify(output);
+          } catch (error) {
+            onFail(stringify({ kind: 'error', name: 'TypeError', code: 'result_not_serializable', message: 'the script returned a value that cannot be sent as JSON: ' + String(error && error.message) }));
+            return;
+          }
+          onDone(json);
+        },
+        (error) => onFail(safeDescription(error)),
+      );
+  };
+})`;
