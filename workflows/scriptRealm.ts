@@ -103,7 +103,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
       nonRetryable: true,
       message:
         `script ${options.scriptName} computed for more than ${DRAIN_TIMEOUT_MS / 1000} s without awaiting a svc ` +
-        `operation and was interrupted (${message})`,
+        `operation (a statement that never ends, an endless chain of promises?) and was interrupted (${message})`,
     });
   }
 

@@ -4,6 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
+import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../../src/temporal/taskQueues.js';
 import {
@@ -126,9 +127,10 @@ describe('the action task queue', () => {
     const outerHash = await h.scripts.put(
       bundle(`async function (svc, input) { return svc.triggerAction('inner', { n: input.n }); }`),
     );
-    const workflowId = `action:outer-${Date.now()}`;
+    const outerDefinition = actionDefinition('outer', outerHash);
+    const workflowId = rootActionId({ ...outerDefinition, connectionId: 'c9' }, `${Date.now()}`);
     const outcome = await control.runAction(
-      { definition: actionDefinition('outer', outerHash), connectionId: 'c9', input: { n: 1 } },
+      { definition: outerDefinition, connectionId: 'c9', input: { n: 1 } },
       { workflowId },
     );
     expect(outcome).toEqual({ ok: true, output: { n: 2 } });

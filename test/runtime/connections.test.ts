@@ -41,6 +41,7 @@ describe('svc requests through the real connection service', () => {
         const conn = await svc.getConnection();
         return { data: res.data, url: res.request.url, credentialType: conn.credentials.type, connectionId: conn.connection_id };
       }`),
+      environment.id,
     );
     const outcome = await control.runAction({
       definition: { environmentId: environment.id, integrationId: 'gh', actionName: 'me', scriptHash: hash },

@@ -28,8 +28,8 @@ export interface RuntimeHarness {
   taskQueue: string;
   worker: Worker;
   actionWorker: Worker;
-  /** The script store, bound to the test environment (ENVIRONMENT). */
-  scripts: { put(code: string): Promise<string> };
+  /** The script store: deploys to the test environment (ENVIRONMENT) unless told another. */
+  scripts: { put(code: string, environmentId?: string): Promise<string> };
   connections: TestConnections;
   actions: Map<string, ActionDefinition>;
 }
@@ -97,8 +97,8 @@ export async function useRuntime(
 }
 
 /** Deploys bundles to the test environment, as a deployment would. */
-export function boundScripts(store: ScriptStore, environmentId = ENVIRONMENT): { put(code: string): Promise<string> } {
-  return { put: (code) => store.put(code, environmentId) };
+export function boundScripts(store: ScriptStore): { put(code: string, environmentId?: string): Promise<string> } {
+  return { put: (code, environmentId = ENVIRONMENT) => store.put(code, environmentId) };
 }
 
 export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
