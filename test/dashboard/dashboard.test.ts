@@ -136,7 +136,7 @@ beforeAll(async () => {
     json(response, 404, { error: 'not found' });
   });
   secretKey = h.envA.secretKey;
-  await h.api.integrations.create({ id: INTEGRATION, provider: 'fake-api' });
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: 'fake-api' });
   await h.deploy(h.envA.id, {
     yaml: SERVICE_YAML,
     scripts: [
@@ -300,7 +300,7 @@ describe('the dashboard', () => {
     // The notice shows as soon as the API answers; the table is redrawn just after it.
     await page.getByRole('row', { name: /SCRATCH/ }).waitFor({ state: 'detached', timeout: 5000 });
     expect(await page.getByRole('row', { name: /SCRATCH/ }).count()).toBe(0);
-    expect((await h.api.environmentVariables.list()).variables.map((v) => v.name)).toEqual(['GREETING']);
+    expect((await h.api.environmentVariables.list()).map((v) => v.name)).toEqual(['GREETING']);
   });
 
   it('saves the outbound webhook URL and shows the generated signing secret once', async () => {
