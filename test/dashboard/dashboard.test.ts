@@ -539,7 +539,7 @@ describe('the dashboard', () => {
       connection_id: 'acme',
       syncs: ['tickets'],
     });
-    expect(paused.syncs[0]?.status).toBe('paused');
+    expect(paused.syncs[0]?.status).toBe('PAUSED');
     await syncRow.getByRole('button', { name: 'Resume sync tickets' }).click();
     await expect.poll(() => syncRow.getAttribute('data-status')).toBe('idle');
     expect(await syncRow.locator('td').nth(2).locator('time').count()).toBe(1);

@@ -60,6 +60,7 @@ export const syncStatusSchema = z.object({
         .describe(
           'Of the latest run: `INCREMENTAL`, or `INITIAL` when it was a full one (`sync_type: full`, or a full refresh) or no run finished yet.',
         ),
+      sync_type: z.enum(['incremental', 'full']).describe('`sync_type` of service.yaml.'),
       checkpoint: z.null().describe('Always null: runs keep no checkpoint here (`lastSyncDate` is kept by the sync).'),
       finishedAt: z.string().nullable(),
       nextScheduledSyncAt: z.string().nullable(),
@@ -101,6 +102,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
             id: syncWorkflowId(ref),
             connection_id: connectionId,
             name: definition.syncName,
+            sync_type: definition.syncType,
             frequency: runsOf(definition.syncName),
             frequencyMs: definition.runsMs,
           };

@@ -61,6 +61,7 @@ export const postActionTriggerRoute = (deps: ApiDeps) =>
     tags: ['actions'],
     auth: 'secret-key',
     connectionScoped: true,
+    headers: [{ name: 'X-Async', description: 'Only `false`: `true` is refused (400 async_actions_unsupported).' }],
     body: actionTriggerBody,
     responses: {
       200: { description: 'The output of the action' },

@@ -72,6 +72,10 @@ export const postSyncTriggerRoute = (deps: ApiDeps) =>
       'Runs each named sync for the connection (or every connection of the integration), even when paused. A connection whose sync is not running yet (created before the deploy, say) gets it started first. `opts: { reset: true }` refetches everything; with `emptyCache: true` the records are erased first.',
     tags: ['syncs'],
     auth: 'secret-key',
+    headers: [
+      { name: 'Provider-Config-Key', description: 'The integration, when the body has no `provider_config_key`.' },
+      { name: 'Connection-Id', description: 'One connection, when the body has no `connection_id`.' },
+    ],
     body: syncTriggerBody,
     responses: { 200: { description: 'The syncs triggered', schema: syncActionResult } },
     handler: async ({ body, req, environment }) => {
