@@ -280,9 +280,7 @@ describe('the dashboard', () => {
     expect(await page.content()).not.toContain('hello-from-dashboard');
     await row.getByRole('button', { name: 'Reveal value of GREETING' }).click();
     expect(await row.locator('code.masked').textContent()).toBe('hello-from-dashboard');
-    expect(await h.api.environmentVariables.list()).toEqual({
-      variables: [{ name: 'GREETING', value: 'hello-from-dashboard' }],
-    });
+    expect(await h.api.environmentVariables.list()).toEqual([{ name: 'GREETING', value: 'hello-from-dashboard' }]);
     // The keys card: the public key of the environment, the secret key masked.
     expect(await page.locator('#secret-key-value').textContent()).not.toContain(secretKey);
     const environment = await h.deps.environments.get(h.envA.id);
