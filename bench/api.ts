@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     const { environment, secretKey } = await connections.environments.create({ name: 'bench' });
     // Node's fetch keeps connections alive, as an application's client would.
     const api = createClient({ baseUrl, secretKey });
-    await api.integrations.create({ id: INTEGRATION, provider: INTEGRATION });
+    await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
     for (let c = 0; c < CONNECTIONS; c++) {
       await api.connections.import({
         provider_config_key: INTEGRATION,

@@ -192,7 +192,7 @@ async function main(): Promise<void> {
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const { environment, secretKey } = await service.connections.environments.create({ name: 'load' });
     const api = createClient({ baseUrl, secretKey });
-    await api.integrations.create({ id: INTEGRATION, provider: INTEGRATION });
+    await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
     await service.deployments.apply(environment.id, request(['alpha']), { allowDestructive: false });
 
     let started = Date.now();

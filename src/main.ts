@@ -85,6 +85,7 @@ async function main(): Promise<void> {
       temporal,
       taskQueue: settings.TEMPORAL_TASK_QUEUE,
       callbackUrl: process.env['SERVICE_CALLBACK_URL'] ?? `${publicUrl}/oauth/callback`,
+      publicUrl,
     });
 
     let workerDone: Promise<void> = new Promise<void>(() => undefined);

@@ -32,6 +32,8 @@ export interface ComposeServiceOptions {
   taskQueue: string;
   /** Absolute URL of GET /oauth/callback. */
   callbackUrl: string;
+  /** The service's public URL; by default the callback URL without `/oauth/callback`. */
+  publicUrl?: string;
   catalog?: CreateConnectionsOptions['catalog'];
   log?: (message: string) => void;
 }
@@ -78,6 +80,7 @@ export function composeService(options: ComposeServiceOptions) {
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,
+    publicUrl: (options.publicUrl ?? options.callbackUrl.replace(/\/oauth\/callback$/, '')).replace(/\/+$/, ''),
   };
   const runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor } = {
     records,

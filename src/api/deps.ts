@@ -41,6 +41,8 @@ export interface ApiDeps {
   deployments: Deployments;
   /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */
   encryptor: Encryptor;
+  /** The service's public URL (no trailing slash): what `webhook_url` of an integration starts with. */
+  publicUrl?: string | undefined;
   /** The end user's OAuth connect flow; its router is mounted when given. */
   oauthFlow?: OAuthFlow | undefined;
   proxy?: ProxyOptions | undefined;

@@ -37,6 +37,7 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/connections' },
   { method: 'POST', path: '/connections' },
   { method: 'GET', path: '/connections/:connection_id' },
+  { method: 'PATCH', path: '/connections/:connection_id' },
   { method: 'DELETE', path: '/connections/:connection_id' },
   { method: 'POST', path: '/connections/metadata' },
   { method: 'PATCH', path: '/connections/metadata' },

@@ -72,7 +72,11 @@ export const errorSchema: JsonSchema = {
       properties: {
         code: { type: 'string', description: 'Stable snake_case code.' },
         message: { type: 'string', description: 'What went wrong and what to do next.' },
-        errors: { description: 'Details, such as every invalid field.' },
+        errors: {
+          type: 'array',
+          items: { type: 'object' },
+          description: 'Details, such as every invalid field (`{ path, code, message }`).',
+        },
       },
     },
   },
@@ -105,6 +109,13 @@ export function buildOpenApiDocument(
         ...parameters(route.params, 'path'),
         ...parameters(route.query, 'query'),
         ...(route.connectionScoped ? connectionHeaderParameters : []),
+        ...(route.headers ?? []).map((header) => ({
+          name: header.name,
+          in: 'header',
+          required: header.required ?? false,
+          description: header.description,
+          schema: { type: 'string' },
+        })),
       ],
       ...(route.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(route.body) } } } }

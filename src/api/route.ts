@@ -28,6 +28,12 @@ export interface RouteContext<Q, B, P> {
   requestId: string;
 }
 
+export interface RouteHeader {
+  name: string;
+  description: string;
+  required?: boolean;
+}
+
 export interface RouteResponse {
   description: string;
   schema?: z.ZodType;
@@ -44,6 +50,8 @@ export interface RouteDefinition<Q = unknown, B = unknown, P = unknown> {
   auth: 'secret-key' | 'none';
   /** Requires the `Connection-Id` and `Provider-Config-Key` headers. */
   connectionScoped?: boolean;
+  /** Other request headers the route reads, for the documentation (the handler reads them itself). */
+  headers?: readonly RouteHeader[];
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   params?: z.ZodType<P>;

@@ -210,15 +210,24 @@ export function rawBodyOf(req: Request): Buffer | undefined {
 
 const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
 
-/** `{ error: { code, message, errors? } }`, the body of every error the API answers. */
-export function errorBody(failure: ServiceError): { error: { code: string; message: string; errors?: unknown } } {
+/**
+ * `{ error: { code, message, errors? } }`, the body of every error the API answers. `errors` is always a
+ * list of objects, as the de-facto envelope has it: details that are one object become a list of it, and
+ * plain values become `{ message }`.
+ */
+export function errorBody(failure: ServiceError): { error: { code: string; message: string; errors?: object[] } } {
   return {
     error: {
       code: failure.code,
       message: failure.message,
-      ...(failure.details === undefined ? {} : { errors: failure.details }),
+      ...(failure.details === undefined ? {} : { errors: errorList(failure.details) }),
     },
   };
+}
+
+function errorList(details: unknown): object[] {
+  const items = Array.isArray(details) ? (details as unknown[]) : [details];
+  return items.map((item) => (typeof item === 'object' && item !== null ? item : { message: String(item) }));
 }
 
 export interface ValidationProblem {

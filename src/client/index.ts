@@ -13,12 +13,11 @@ import type { actionTriggerBody } from '../api/routes/postActionTrigger.js';
 import type { syncTriggerBody } from '../api/routes/postSyncTrigger.js';
 import type { metadataBody, recordsPageSchema, syncActionResult, syncSelectionBody } from '../api/routes/shared.js';
 import type { syncStatusQuery, syncStatusSchema } from '../api/routes/getSyncStatus.js';
-import type { connectionSummarySchema } from '../api/routes/getConnections.js';
-import type { connectionRecordSchema } from '../api/routes/getConnection.js';
+import type { connectionRecordSchema, connectionSummarySchema } from '../api/routes/connectionView.js';
+import type { connectionsQuery } from '../api/routes/getConnections.js';
 import type { importConnectionBody } from '../api/routes/postConnections.js';
-import type { integrationSchema } from '../api/routes/integrationView.js';
-import type { createIntegrationBody } from '../api/routes/postIntegrations.js';
-import type { patchIntegrationBody } from '../api/routes/patchIntegration.js';
+import type { patchConnectionBody } from '../api/routes/patchConnection.js';
+import type { createIntegrationBody, integrationSchema, patchIntegrationBody } from '../api/routes/integrationView.js';
 import type { environmentVariableSchema } from '../api/routes/getEnvironmentVariables.js';
 import type { setVariablesBody } from '../api/routes/postEnvironmentVariables.js';
 import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
@@ -35,7 +34,10 @@ export interface ConnectionRef {
 }
 
 export type RecordsPage = z.output<typeof recordsPageSchema>;
-export type RecordsQuery = Omit<z.input<typeof recordsQuery>, 'modified_after' | 'ids' | 'limit'> & {
+export type RecordsQuery = Omit<
+  z.input<typeof recordsQuery>,
+  'modified_after' | 'modifiedAfter' | 'delta' | 'ids' | 'limit'
+> & {
   modified_after?: string | Date;
   ids?: string[];
   limit?: number;
@@ -53,6 +55,8 @@ export interface ActionFailure {
   error_type: 'action_script_failure';
   payload: unknown;
 }
+export type SyncActionResult = z.output<typeof syncActionResult>;
+export type MetadataAnswer = Pick<z.output<typeof metadataBody>, 'connection_id' | 'provider_config_key' | 'metadata'>;
 export type ActionResult<T> = { ok: true; output: T } | { ok: false; failure: ActionFailure };
 
 /** An error answer of the API: its status, stable code, message and details. */
@@ -75,7 +79,7 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-type Query = Record<string, string | number | boolean | string[] | Date | undefined>;
+type Query = Record<string, string | number | boolean | string[] | Date | Record<string, string> | undefined>;
 
 export interface RawResponse {
   status: number;
@@ -94,7 +98,11 @@ export function createClient(options: ClientOptions) {
     for (const [name, value] of Object.entries(query)) {
       if (value === undefined) continue;
       if (Array.isArray(value)) search.set(name, value.join(','));
-      else search.set(name, value instanceof Date ? value.toISOString() : String(value));
+      else if (value instanceof Date) search.set(name, value.toISOString());
+      // `tags[key]=value`: how the API reads an object in the query.
+      else if (typeof value === 'object')
+        for (const [key, item] of Object.entries(value)) search.set(`${name}[${key}]`, item);
+      else search.set(name, String(value));
     }
     const text = search.toString();
     return `${base}${path}${text ? `?${text}` : ''}`;
@@ -178,12 +186,10 @@ export function createClient(options: ClientOptions) {
     },
 
     syncs: {
-      trigger: (body: z.input<typeof syncTriggerBody>) =>
-        call<z.output<typeof syncActionResult>>('POST', '/sync/trigger', { body }),
-      pause: (body: z.input<typeof syncSelectionBody>) =>
-        call<z.output<typeof syncActionResult>>('POST', '/sync/pause', { body }),
-      start: (body: z.input<typeof syncSelectionBody>) =>
-        call<z.output<typeof syncActionResult>>('POST', '/sync/start', { body }),
+      /** Runs syncs now; `opts: { reset: true }` for a full resync (`emptyCache: true` erases the records first). */
+      trigger: (body: z.input<typeof syncTriggerBody>) => call<SyncActionResult>('POST', '/sync/trigger', { body }),
+      pause: (body: z.input<typeof syncSelectionBody>) => call<SyncActionResult>('POST', '/sync/pause', { body }),
+      start: (body: z.input<typeof syncSelectionBody>) => call<SyncActionResult>('POST', '/sync/start', { body }),
       status: (query: Omit<z.input<typeof syncStatusQuery>, 'syncs'> & { syncs: string[] | '*' }) =>
         call<{ syncs: SyncStatus[] }>('GET', '/sync/status', {
           query: { ...query, syncs: query.syncs === '*' ? '*' : query.syncs },
@@ -191,25 +197,33 @@ export function createClient(options: ClientOptions) {
     },
 
     connections: {
-      list: (query: { provider_config_key?: string } = {}) =>
-        call<{ connections: ConnectionSummary[] }>('GET', '/connections', { query }),
+      list: (query: z.input<typeof connectionsQuery> = {}) =>
+        call<{ connections: ConnectionSummary[] }>('GET', '/connections', { query: query as Query }),
       get: (connection: ConnectionRef, flags: { force_refresh?: boolean; refresh_token?: boolean } = {}) =>
         call<ConnectionRecord>('GET', `/connections/${encode(connection.connectionId)}`, {
           query: { provider_config_key: connection.providerConfigKey, ...flags },
         }),
       import: (body: z.input<typeof importConnectionBody>) => call<ConnectionRecord>('POST', '/connections', { body }),
+      /** Replaces the tags (or sets the deprecated end user's). */
+      update: (connection: ConnectionRef, body: z.input<typeof patchConnectionBody>) =>
+        call<{ success: true }>('PATCH', `/connections/${encode(connection.connectionId)}`, {
+          query: { provider_config_key: connection.providerConfigKey },
+          body,
+        }),
       delete: (connection: ConnectionRef) =>
-        call<{ deleted: true; syncs_stopped: number; records_erased: number }>(
+        call<{ success: true; deleted: true; syncs_stopped: number; records_erased: number }>(
           'DELETE',
           `/connections/${encode(connection.connectionId)}`,
           {
             query: { provider_config_key: connection.providerConfigKey },
           },
         ),
+      /** Replaces the metadata of one connection, or of several (all or none); answers the request as applied. */
       setMetadata: (body: z.input<typeof metadataBody>) =>
-        call<{ metadata: Record<string, unknown> }>('POST', '/connections/metadata', { body }),
+        call<MetadataAnswer>('POST', '/connections/metadata', { body }),
+      /** Merges into the metadata of one connection, or of several (all or none). */
       updateMetadata: (body: z.input<typeof metadataBody>) =>
-        call<{ metadata: Record<string, unknown> }>('PATCH', '/connections/metadata', { body }),
+        call<MetadataAnswer>('PATCH', '/connections/metadata', { body }),
     },
 
     /** ALL /proxy/*: the external API's answer as received. */
@@ -239,17 +253,22 @@ export function createClient(options: ClientOptions) {
       }),
 
     integrations: {
-      list: () => call<{ integrations: Integration[] }>('GET', '/integrations'),
-      get: (id: string) => call<Integration>('GET', `/integrations/${encode(id)}`),
-      create: (body: z.input<typeof createIntegrationBody>) => call<Integration>('POST', '/integrations', { body }),
+      list: () => call<{ data: Integration[] }>('GET', '/integrations'),
+      /** `include`: `webhook` adds `webhook_url`, `credentials` the OAuth client (never its secret). */
+      get: (id: string, include: ('webhook' | 'credentials')[] = []) =>
+        call<{ data: Integration }>('GET', `/integrations/${encode(id)}`, {
+          query: include.length === 0 ? {} : { include },
+        }),
+      create: (body: z.input<typeof createIntegrationBody>) =>
+        call<{ data: Integration }>('POST', '/integrations', { body }),
       update: (id: string, body: z.input<typeof patchIntegrationBody>) =>
-        call<Integration>('PATCH', `/integrations/${encode(id)}`, { body }),
+        call<{ data: Integration }>('PATCH', `/integrations/${encode(id)}`, { body }),
       delete: (id: string, options: { delete_connections?: boolean } = {}) =>
-        call<{ deleted: true }>('DELETE', `/integrations/${encode(id)}`, { query: options }),
+        call<{ success: true; deleted: true }>('DELETE', `/integrations/${encode(id)}`, { query: options }),
     },
 
     environmentVariables: {
-      list: () => call<{ variables: EnvironmentVariable[] }>('GET', '/environment-variables'),
+      list: () => call<EnvironmentVariable[]>('GET', '/environment-variables'),
       set: (body: z.input<typeof setVariablesBody>) =>
         call<{ variables: EnvironmentVariable[] }>('POST', '/environment-variables', { body }),
       delete: (name: string) => call<{ deleted: true }>('DELETE', `/environment-variables/${encode(name)}`),

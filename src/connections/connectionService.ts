@@ -23,6 +23,7 @@ import {
   type Fetch,
 } from './oauth2.js';
 import { fillTemplate, validateConnectionConfig } from './providers/catalog.js';
+import { connectionTagsSchema, type ConnectionTags } from './tags.js';
 import type { AuthorizedRequest, ConnectionScope, ConnectionService, RequestToAuthorize } from './types.js';
 
 /** SPEC.md "Limits": a token expiring within this window is refreshed. */
@@ -71,6 +72,8 @@ export const importConnectionInput = z
     credentials: credentialsSchema,
     connection_config: z.record(z.string().max(128), z.string().max(2048)).optional(),
     metadata: jsonObject.optional(),
+    /** Replaces the connection's tags when given; kept otherwise. */
+    tags: connectionTagsSchema.optional(),
   })
   .strict();
 export type ImportConnectionInput = z.input<typeof importConnectionInput>;
@@ -94,6 +97,25 @@ export interface ConnectionSummary {
   created_at: string;
   updated_at: string;
   refresh_error: RefreshError | null;
+  metadata: Record<string, unknown>;
+  tags: ConnectionTags;
+  /** When the credentials were last obtained or refreshed. */
+  last_fetched_at: string | null;
+}
+
+/** Which connections `listConnections` returns; every filter given must match. */
+export interface ConnectionFilter {
+  integrationId?: string | undefined;
+  /** Any of these integrations. */
+  integrationIds?: string[] | undefined;
+  /** Exactly this connection id (across integrations). */
+  connectionId?: string | undefined;
+  /** A case-insensitive substring of the connection id or of a tag value. */
+  search?: string | undefined;
+  /** Every one of these tags (keys in lower case). */
+  tags?: ConnectionTags | undefined;
+  limit?: number | undefined;
+  offset?: number | undefined;
 }
 
 interface ConnectionRow {
@@ -104,6 +126,7 @@ interface ConnectionRow {
   credentials_encrypted: string;
   connection_config: Record<string, string>;
   metadata: Record<string, unknown>;
+  tags: ConnectionTags;
   credentials_refreshed_at: Date | null;
   refresh_error_code: string | null;
   refresh_error_message: string | null;
@@ -319,7 +342,7 @@ export class PostgresConnectionService implements ConnectionService {
       integrationId: data.integrationId,
       connectionId: data.connectionId,
     };
-    const row = await this.saveConnection(scope, data.credentials, config, data.metadata);
+    const row = await this.saveConnection(scope, data.credentials, config, data.metadata, data.tags);
     return this.toRecord(row, data.credentials, false);
   }
 
@@ -329,16 +352,18 @@ export class PostgresConnectionService implements ConnectionService {
     credentials: StoredCredentials,
     connectionConfig: Record<string, string>,
     metadata?: Record<string, unknown>,
+    tags?: ConnectionTags,
   ): Promise<ConnectionRow> {
     const id = connectionIdSchema.safeParse(scope.connectionId);
     if (!id.success) throw invalidInput('connection_id', id.error);
     const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
-      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at)
-       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7)
+      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags)
+       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb))
        ON CONFLICT (environment_id, provider_config_key, connection_id) DO UPDATE SET
          credentials_encrypted = EXCLUDED.credentials_encrypted,
          connection_config = EXCLUDED.connection_config,
          metadata = COALESCE($6::jsonb, connections.metadata),
+         tags = COALESCE($8::jsonb, connections.tags),
          credentials_refreshed_at = EXCLUDED.credentials_refreshed_at,
          refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
          updated_at = now()
@@ -351,6 +376,7 @@ export class PostgresConnectionService implements ConnectionService {
         JSON.stringify(connectionConfig),
         metadata === undefined ? null : JSON.stringify(metadata),
         this.now(),
+        tags === undefined ? null : JSON.stringify(tags),
       ],
     );
     const row = rows[0]!;
@@ -367,15 +393,90 @@ export class PostgresConnectionService implements ConnectionService {
     return row;
   }
 
-  async listConnections(environmentId: string, options: { integrationId?: string } = {}): Promise<ConnectionSummary[]> {
+  async listConnections(environmentId: string, filter: ConnectionFilter = {}): Promise<ConnectionSummary[]> {
+    const integrationIds = [
+      ...(filter.integrationId === undefined ? [] : [filter.integrationId]),
+      ...(filter.integrationIds ?? []),
+    ];
+    const search = filter.search === undefined ? null : `%${filter.search.replace(/[\\%_]/g, '\\$&')}%`;
     const { rows } = await this.db.query<ConnectionRow & { provider: string }>(
       `SELECT c.*, i.provider FROM connections c
        JOIN integrations i ON i.environment_id = c.environment_id AND i.id = c.provider_config_key
-       WHERE c.environment_id = $1 AND ($2::text IS NULL OR c.provider_config_key = $2)
-       ORDER BY c.provider_config_key, c.connection_id`,
-      [environmentId, options.integrationId ?? null],
+       WHERE c.environment_id = $1
+         AND (cardinality($2::text[]) = 0 OR c.provider_config_key = ANY($2))
+         AND ($3::text IS NULL OR c.connection_id = $3)
+         AND ($4::text IS NULL OR c.connection_id ILIKE $4
+              OR EXISTS (SELECT 1 FROM jsonb_each_text(c.tags) t WHERE t.value ILIKE $4))
+         AND c.tags @> $5::jsonb
+       ORDER BY c.provider_config_key, c.connection_id
+       LIMIT $6 OFFSET $7`,
+      [
+        environmentId,
+        integrationIds,
+        filter.connectionId ?? null,
+        search,
+        JSON.stringify(filter.tags ?? {}),
+        filter.limit ?? null,
+        filter.offset ?? 0,
+      ],
     );
     return rows.map((row) => this.toSummary(row, row.provider));
+  }
+
+  /** Replaces a connection's tags. */
+  async setTags(scope: ConnectionScope, tags: ConnectionTags): Promise<void> {
+    const parsed = connectionTagsSchema.safeParse(tags);
+    if (!parsed.success) throw invalidInput('tags', parsed.error);
+    const { rowCount } = await this.db.query(
+      `UPDATE connections SET tags = $4::jsonb, updated_at = now()
+       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
+      [scope.environmentId, scope.integrationId, scope.connectionId, JSON.stringify(parsed.data)],
+    );
+    if (rowCount === 0)
+      throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`, { status: 404 });
+  }
+
+  /**
+   * Replaces (or merges into) the metadata of several connections of one integration at once: all of
+   * them, or none when one does not exist or would grow too large.
+   */
+  async writeMetadataOf(
+    environmentId: string,
+    integrationId: string,
+    connectionIds: string[],
+    metadata: Record<string, unknown>,
+    mode: 'replace' | 'merge',
+  ): Promise<void> {
+    const parsed = jsonObject.safeParse(metadata);
+    if (!parsed.success) throw invalidInput('metadata', parsed.error);
+    const json = JSON.stringify(parsed.data);
+    const ids = [...new Set(connectionIds)];
+    // One statement, so concurrent merges of different keys never lose each other's keys; in a
+    // transaction, so that a missing connection or an oversized result changes nothing.
+    await inTransaction(this.db, async (client) => {
+      const { rows } = await client.query<{ connection_id: string; size: number }>(
+        `UPDATE connections SET metadata = ${mode === 'merge' ? 'metadata || $4::jsonb' : '$4::jsonb'}, updated_at = now()
+         WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = ANY($3)
+         RETURNING connection_id, octet_length(metadata::text) AS size`,
+        [environmentId, integrationId, ids, json],
+      );
+      const missing = ids.filter((id) => !rows.some((row) => row.connection_id === id));
+      if (missing.length > 0) {
+        throw new ServiceError(
+          'unknown_connection',
+          `integration '${integrationId}' has no connection ${missing.map((id) => `'${id}'`).join(', ')}; no metadata was changed`,
+          { status: 404 },
+        );
+      }
+      const large = rows.find((row) => row.size > MAX_METADATA_BYTES);
+      if (large) {
+        throw new ServiceError(
+          'metadata_too_large',
+          `metadata of connection '${large.connection_id}' of integration '${integrationId}' would exceed ${MAX_METADATA_BYTES} bytes; no metadata was changed`,
+          { status: 413 },
+        );
+      }
+    });
   }
 
   /** The connection without credentials, with its last refresh error: what status pages show. */
@@ -568,26 +669,7 @@ export class PostgresConnectionService implements ConnectionService {
     metadata: Record<string, unknown>,
     mode: 'replace' | 'merge',
   ): Promise<void> {
-    const parsed = jsonObject.safeParse(metadata);
-    if (!parsed.success) throw invalidInput('metadata', parsed.error);
-    const json = JSON.stringify(parsed.data);
-    if (Buffer.byteLength(json) > MAX_METADATA_BYTES) {
-      throw new ServiceError(
-        'metadata_too_large',
-        `metadata of ${describe(scope)} would exceed ${MAX_METADATA_BYTES} bytes`,
-        {
-          status: 413,
-        },
-      );
-    }
-    // One statement each, so concurrent merges of different keys never lose each other's keys.
-    const { rowCount } = await this.db.query(
-      `UPDATE connections SET metadata = ${mode === 'merge' ? 'metadata || $4::jsonb' : '$4::jsonb'}, updated_at = now()
-       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
-      [scope.environmentId, scope.integrationId, scope.connectionId, json],
-    );
-    if (rowCount === 0)
-      throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`, { status: 404 });
+    await this.writeMetadataOf(scope.environmentId, scope.integrationId, [scope.connectionId], metadata, mode);
   }
 
   private refreshError(row: ConnectionRow): RefreshError | null {
@@ -610,6 +692,9 @@ export class PostgresConnectionService implements ConnectionService {
       created_at: row.created_at.toISOString(),
       updated_at: row.updated_at.toISOString(),
       refresh_error: this.refreshError(row),
+      metadata: row.metadata,
+      tags: row.tags,
+      last_fetched_at: row.credentials_refreshed_at?.toISOString() ?? null,
     };
   }
 

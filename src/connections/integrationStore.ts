@@ -14,6 +14,12 @@ export interface Integration {
   environmentId: string;
   id: string;
   provider: string;
+  /** The display name set for the integration, else the provider's. */
+  displayName: string;
+  /** The display name as set; null when the provider's is shown. */
+  displayNameOverride: string | null;
+  /** The provider's authentication mode (OAUTH2, OAUTH1, API_KEY, BASIC); null when the catalog lost the provider. */
+  authMode: string | null;
   oauthClientId: string | null;
   hasOAuthClientSecret: boolean;
   oauthScopes: string[];
@@ -34,6 +40,8 @@ export const integrationInput = z
   .object({
     id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, . _ -, at most 128 characters'),
     provider: z.string().min(1),
+    /** Null or absent: the provider's display name is shown. */
+    display_name: z.string().min(1).max(255).nullable().optional(),
     oauth_client_id: z.string().min(1).max(1024).optional(),
     oauth_client_secret: z.string().min(1).max(4096).optional(),
     oauth_scopes: z.array(z.string().min(1).max(512)).max(200).optional(),
@@ -46,6 +54,7 @@ interface IntegrationRow {
   environment_id: string;
   id: string;
   provider: string;
+  display_name: string | null;
   oauth_client_id: string | null;
   oauth_client_secret_encrypted: string | null;
   oauth_scopes: string[];
@@ -54,11 +63,21 @@ interface IntegrationRow {
   updated_at: Date;
 }
 
-function toIntegration(row: IntegrationRow): Integration {
+function toIntegration(row: IntegrationRow, catalog: ProviderCatalog): Integration {
+  let provider: Provider | undefined;
+  try {
+    provider = catalog.get(row.provider);
+  } catch {
+    // A provider that left the catalog (a removed SERVICE_PROVIDERS_FILE entry): still listed, still deletable.
+    provider = undefined;
+  }
   return {
     environmentId: row.environment_id,
     id: row.id,
     provider: row.provider,
+    displayName: row.display_name ?? provider?.display_name ?? row.provider,
+    displayNameOverride: row.display_name,
+    authMode: provider?.auth_mode ?? null,
     oauthClientId: row.oauth_client_id,
     hasOAuthClientSecret: row.oauth_client_secret_encrypted !== null,
     oauthScopes: row.oauth_scopes,
@@ -98,10 +117,11 @@ export class IntegrationStore {
         : this.encryptor.encrypt(data.oauth_client_secret, 'integration_client_secret');
     try {
       const { rows } = await this.db.query<IntegrationRow>(
-        `INSERT INTO integrations (environment_id, id, provider, oauth_client_id, oauth_client_secret_encrypted, oauth_scopes, provider_settings)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+        `INSERT INTO integrations (environment_id, id, provider, oauth_client_id, oauth_client_secret_encrypted, oauth_scopes, provider_settings, display_name)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (environment_id, id) DO UPDATE SET
            provider = EXCLUDED.provider,
+           display_name = EXCLUDED.display_name,
            oauth_client_id = EXCLUDED.oauth_client_id,
            oauth_client_secret_encrypted = COALESCE(EXCLUDED.oauth_client_secret_encrypted, integrations.oauth_client_secret_encrypted),
            oauth_scopes = EXCLUDED.oauth_scopes,
@@ -116,9 +136,10 @@ export class IntegrationStore {
           secret,
           data.oauth_scopes ?? [],
           JSON.stringify(data.provider_settings ?? {}),
+          data.display_name ?? null,
         ],
       );
-      return toIntegration(rows[0]!);
+      return toIntegration(rows[0]!, this.catalog);
     } catch (error) {
       if ((error as { code?: string }).code === '23503') {
         throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`, { status: 404 });
@@ -127,16 +148,21 @@ export class IntegrationStore {
     }
   }
 
+  /** The authentication mode of a catalog provider; 400 `unknown_provider` for one the catalog does not have. */
+  providerAuthMode(provider: string): string {
+    return this.catalog.get(provider).auth_mode;
+  }
+
   async list(environmentId: string): Promise<Integration[]> {
     const { rows } = await this.db.query<IntegrationRow>(
       'SELECT * FROM integrations WHERE environment_id = $1 ORDER BY id',
       [environmentId],
     );
-    return rows.map(toIntegration);
+    return rows.map((row) => toIntegration(row, this.catalog));
   }
 
   async get(environmentId: string, id: string): Promise<Integration> {
-    return toIntegration(await this.row(environmentId, id));
+    return toIntegration(await this.row(environmentId, id), this.catalog);
   }
 
   /** The integration with its provider (overrides applied) and its decrypted OAuth client. */
@@ -144,7 +170,7 @@ export class IntegrationStore {
     const row = await this.row(environmentId, id);
     const provider = withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id);
     return {
-      integration: toIntegration(row),
+      integration: toIntegration(row, this.catalog),
       provider,
       clientId: row.oauth_client_id ?? undefined,
       clientSecret:

@@ -93,6 +93,41 @@ export function createRunHistory({ db }: { db: Pool }) {
         error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
       }));
     },
+
+    /**
+     * The syncs whose latest run failed, per connection of the environment given: what the connection
+     * lists show as `errors` of type `sync` (the run id leads to its log lines in GET /logs).
+     */
+    async latestFailures(
+      environmentId: string,
+      connections: readonly { integrationId: string; connectionId: string }[],
+    ): Promise<{ integrationId: string; connectionId: string; syncName: string; runId: string }[]> {
+      if (connections.length === 0) return [];
+      const { rows } = await db.query<{
+        integration_id: string;
+        connection_id: string;
+        sync_name: string;
+        run_id: string;
+        status: string;
+      }>(
+        `SELECT * FROM (
+           SELECT DISTINCT ON (r.integration_id, r.connection_id, r.sync_name)
+                  r.integration_id, r.connection_id, r.sync_name, r.run_id, r.status
+             FROM sync_runs r
+             JOIN unnest($2::text[], $3::text[]) AS c(integration_id, connection_id)
+               ON c.integration_id = r.integration_id AND c.connection_id = r.connection_id
+            WHERE r.environment_id = $1
+            ORDER BY r.integration_id, r.connection_id, r.sync_name, r.finished_at DESC
+         ) latest WHERE status = 'failed'`,
+        [environmentId, connections.map((c) => c.integrationId), connections.map((c) => c.connectionId)],
+      );
+      return rows.map((row) => ({
+        integrationId: row.integration_id,
+        connectionId: row.connection_id,
+        syncName: row.sync_name,
+        runId: row.run_id,
+      }));
+    },
   };
 }
 

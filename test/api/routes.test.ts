@@ -70,12 +70,7 @@ beforeAll(async () => {
     json(response, 404, { error: 'not found' });
   });
   for (const client of [h.api, h.apiB]) {
-    await client.integrations.create({
-      id: INTEGRATION,
-      provider: PROVIDER,
-      oauth_client_id: 'client-id',
-      oauth_client_secret: 'client-secret-value',
-    });
+    await client.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
   }
   await h.deploy(h.envA.id, deployRequest());
   await h.deploy(h.envB.id, deployRequest());
@@ -209,7 +204,10 @@ describe('sync control', () => {
       id: `sync:${h.envA.id}:${INTEGRATION}:c1:issues`,
       connection_id: 'c1',
       name: 'issues',
-      type: 'incremental',
+      // The fixture's syncs do not auto-start: triggered, they run and stay paused.
+      status: 'PAUSED',
+      type: 'INCREMENTAL',
+      checkpoint: null,
       frequency: '1h',
       latestResult: { Issue: { added: 2, updated: 0, deleted: 0, unchanged: 0 } },
       recordCount: { Issue: 2 },
@@ -244,6 +242,7 @@ describe('sync control', () => {
     expect(
       await h.api.syncs.pause({ provider_config_key: INTEGRATION, connection_id: 'c2', syncs: ['issues'] }),
     ).toEqual({
+      success: true,
       syncs: [{ connection_id: 'c2', name: 'issues' }],
     });
     await eventually(async () => {
@@ -252,7 +251,7 @@ describe('sync control', () => {
         syncs: ['issues'],
         connection_id: 'c2',
       });
-      return syncs[0]?.status === 'paused' ? true : undefined;
+      return syncs[0]?.status === 'PAUSED' ? true : undefined;
     });
     await h.api.syncs.start({ provider_config_key: INTEGRATION, connection_id: 'c2', syncs: 'issues' });
     await eventually(async () => {
@@ -261,7 +260,7 @@ describe('sync control', () => {
         syncs: ['issues'],
         connection_id: 'c2',
       });
-      return syncs[0]?.status !== 'paused' ? true : undefined;
+      return syncs[0]?.status !== 'PAUSED' ? true : undefined;
     });
     await h.api.syncs.trigger({
       provider_config_key: INTEGRATION,
@@ -329,9 +328,11 @@ describe('actions', () => {
       body: { action_name: 'create-issue', input: {} },
     });
     expect(refused.status).toBe(422);
+    const payload = { message: 'title is required', field: 'title' };
     expect(refused.json).toEqual({
       error_type: 'action_script_failure',
-      payload: { message: 'title is required', field: 'title' },
+      payload,
+      error: { code: 'action_script_failure', message: expect.stringContaining('create-issue') as string, payload },
     });
     expect(
       await failure(
@@ -459,6 +460,8 @@ describe('connections', () => {
         metadata: { a: 1, account: 'acct-1' },
       }),
     ).toEqual({
+      connection_id: 'c1',
+      provider_config_key: INTEGRATION,
       metadata: { a: 1, account: 'acct-1' },
     });
     expect(
@@ -468,7 +471,9 @@ describe('connections', () => {
         metadata: { b: 2 },
       }),
     ).toEqual({
-      metadata: { a: 1, account: 'acct-1', b: 2 },
+      connection_id: 'c1',
+      provider_config_key: INTEGRATION,
+      metadata: { b: 2 },
     });
     expect(
       await failure(
@@ -550,47 +555,74 @@ describe('ALL /proxy/*', () => {
 });
 
 describe('integrations', () => {
-  it('CRUD without ever returning the client secret', async () => {
+  it('CRUD in the de-facto shapes without ever returning the client secret', async () => {
     const listed = await h.api.integrations.list();
-    expect(listed.integrations.map((i) => i.id)).toEqual([INTEGRATION]);
-    expect(JSON.stringify(listed)).not.toContain('client-secret-value');
-    expect(listed.integrations[0]).toMatchObject({
-      provider: PROVIDER,
-      oauth_client_id: 'client-id',
-      has_oauth_client_secret: true,
+    expect(listed.data.map((i) => i.unique_key)).toEqual([INTEGRATION]);
+    expect(listed.data[0]).toMatchObject({ provider: PROVIDER, display_name: 'Fake API', forward_webhooks: false });
+    const created = await h.api.integrations.create({
+      unique_key: 'second',
+      provider: 'github',
+      display_name: 'Second',
+      credentials: { type: 'OAUTH2', client_id: 'client-id', client_secret: 'client-secret-value', scopes: 'read' },
     });
-    const created = await h.api.integrations.create({ id: 'second', provider: PROVIDER, oauth_scopes: ['read'] });
-    expect(created).toMatchObject({
-      id: 'second',
-      has_oauth_client_secret: false,
-      oauth_scopes: ['read'],
-      webhook: null,
+    expect(created.data).toMatchObject({ unique_key: 'second', display_name: 'Second', webhook: null });
+    expect(JSON.stringify(created)).not.toContain('client-secret-value');
+    expect((await h.api.integrations.get('second', ['credentials'])).data.credentials).toEqual({
+      type: 'OAUTH2',
+      client_id: 'client-id',
+      client_secret: null,
+      has_client_secret: true,
+      scopes: 'read',
+      webhook_secret: null,
     });
-    expect(await failure(h.api.integrations.create({ id: 'second', provider: PROVIDER }))).toMatchObject({
+    expect(await failure(h.api.integrations.create({ unique_key: 'second', provider: PROVIDER }))).toMatchObject({
       status: 409,
       code: 'integration_exists',
     });
-    expect(await failure(h.api.integrations.create({ id: 'third', provider: 'no-such-provider' }))).toMatchObject({
+    expect(
+      await failure(h.api.integrations.create({ unique_key: 'third', provider: 'no-such-provider' })),
+    ).toMatchObject({
       status: 400,
       code: 'unknown_provider',
     });
     expect(
-      await failure(h.api.raw('POST', '/integrations', { body: { id: 'bad id!', provider: PROVIDER } }).then(assertOk)),
+      await failure(
+        h.api.integrations.create({
+          unique_key: 'third',
+          provider: PROVIDER,
+          credentials: { type: 'OAUTH2', client_id: 'a', client_secret: 'b' },
+        }),
+      ),
+    ).toMatchObject({ status: 400, code: 'credentials_type_mismatch' });
+    expect(await failure(h.api.integrations.get('third'))).toMatchObject({ status: 404 });
+    expect(
+      await failure(
+        h.api.raw('POST', '/integrations', { body: { unique_key: 'bad id!', provider: PROVIDER } }).then(assertOk),
+      ),
     ).toMatchObject({
       status: 400,
-      code: 'invalid_request',
+      code: 'invalid_integration',
     });
     const updated = await h.api.integrations.update('second', {
-      oauth_scopes: ['read', 'write'],
-      oauth_client_secret: 'shh-secret',
+      credentials: { type: 'OAUTH2', client_id: 'client-id-2', client_secret: 'shh-secret', scopes: 'read,write' },
     });
-    expect(updated).toMatchObject({ oauth_scopes: ['read', 'write'], has_oauth_client_secret: true });
-    expect(JSON.stringify(await h.api.integrations.get('second'))).not.toContain('shh-secret');
+    expect(updated.data).toMatchObject({ unique_key: 'second', display_name: 'Second' });
+    expect((await h.api.integrations.get('second', ['credentials'])).data.credentials).toMatchObject({
+      client_id: 'client-id-2',
+      scopes: 'read,write',
+    });
+    expect(JSON.stringify(await h.api.integrations.get('second', ['credentials', 'webhook']))).not.toContain(
+      'shh-secret',
+    );
+    expect(await failure(h.api.integrations.update('second', { unique_key: 'renamed' }))).toMatchObject({
+      status: 400,
+      code: 'integration_rename_unsupported',
+    });
     expect(await failure(h.apiB.integrations.get('second'))).toMatchObject({
       status: 404,
       code: 'unknown_integration',
     });
-    expect(await failure(h.apiB.integrations.update('second', { oauth_scopes: [] }))).toMatchObject({ status: 404 });
+    expect(await failure(h.apiB.integrations.update('second', { display_name: 'x' }))).toMatchObject({ status: 404 });
     expect(await failure(h.apiB.integrations.delete('second'))).toMatchObject({ status: 404 });
     expect(await failure(h.api.integrations.delete(INTEGRATION))).toMatchObject({
       status: 409,
@@ -599,13 +631,16 @@ describe('integrations', () => {
     await h.api.connections.import({
       provider_config_key: 'second',
       connection_id: 'z1',
-      credentials: { type: 'API_KEY', apiKey: 'kz' },
+      credentials: { type: 'OAUTH2', access_token: 'tz' },
     });
     expect(await failure(h.api.integrations.delete('second'))).toMatchObject({
       status: 409,
       code: 'integration_has_connections',
     });
-    expect(await h.api.integrations.delete('second', { delete_connections: true })).toEqual({ deleted: true });
+    expect(await h.api.integrations.delete('second', { delete_connections: true })).toEqual({
+      success: true,
+      deleted: true,
+    });
     expect(await failure(h.api.integrations.get('second'))).toMatchObject({ status: 404 });
     expect((await h.api.connections.list()).connections.map((c) => c.connection_id)).not.toContain('z1');
   });
@@ -619,11 +654,11 @@ describe('environment variables', () => {
         { name: 'TOKEN', value: 't0' },
       ],
     });
-    expect((await h.api.environmentVariables.list()).variables).toEqual([
+    expect(await h.api.environmentVariables.list()).toEqual([
       { name: 'REGION', value: 'eu' },
       { name: 'TOKEN', value: 't0' },
     ]);
-    expect((await h.apiB.environmentVariables.list()).variables).toEqual([]);
+    expect(await h.apiB.environmentVariables.list()).toEqual([]);
     expect(await failure(h.api.environmentVariables.set({ variables: [{ name: '1bad', value: 'x' }] }))).toMatchObject({
       status: 400,
       code: 'invalid_environment_variable',
@@ -675,7 +710,7 @@ describe('inbound webhooks', () => {
     await h.api.integrations.update(INTEGRATION, {
       webhook: { secret, connection_path: 'issue.owner', connection_field: 'metadata.account' },
     });
-    expect((await h.api.integrations.get(INTEGRATION)).webhook).toMatchObject({
+    expect((await h.api.integrations.get(INTEGRATION)).data.webhook).toMatchObject({
       has_secret: true,
       connection_field: 'metadata.account',
     });
@@ -848,7 +883,7 @@ describe('deleting', () => {
       code: 'invalid_request',
     });
     const deleted = await h.api.connections.delete(c2);
-    expect(deleted).toEqual({ deleted: true, syncs_stopped: 2, records_erased: 1 + 2 + 1 });
+    expect(deleted).toEqual({ success: true, deleted: true, syncs_stopped: 2, records_erased: 1 + 2 + 1 });
     expect(await failure(h.api.records.list({ ...c2, model: 'Issue' }))).toMatchObject({
       status: 404,
       code: 'unknown_connection',

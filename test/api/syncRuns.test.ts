@@ -24,6 +24,8 @@ interface Run {
   run_id: string;
   sync: string;
   status: string;
+  started_at: string;
+  finished_at: string;
   duration_ms: number;
   models: Record<string, { added: number; updated: number; deleted: number }>;
   error: { code: string; message: string } | null;
@@ -79,10 +81,12 @@ describe('after each sync run', () => {
     expect(delivery.headers['x-service-hmac-sha256']).toBe(signature);
     expect(JSON.parse(delivery.body)).toMatchObject({
       type: 'sync',
-      connection_id: 'c1',
-      sync_name: 'issues',
+      connectionId: 'c1',
+      syncName: 'issues',
       success: true,
       model: 'Issue',
+      runId: run!.run_id,
+      responseResults: { added: 2, updated: 0, deleted: 0 },
     });
   });
 
@@ -105,10 +109,13 @@ describe('after each sync run', () => {
       30_000,
       'the failure webhook',
     );
+    // The failure's times are the run's, as the history recorded them before the delivery started.
     expect(JSON.parse(failure.body)).toMatchObject({
-      sync_name: 'issues',
+      syncName: 'issues',
       success: false,
-      error: { code: latest!.error!.code },
+      error: { type: latest!.error!.code, description: latest!.error!.message },
+      startedAt: latest!.started_at,
+      failedAt: latest!.finished_at,
     });
   });
 

@@ -115,13 +115,24 @@ const event = (overrides: Partial<SyncFinishedEvent> = {}): SyncFinishedEvent =>
   ...overrides,
 });
 
-const deliver = (input: DeliverWebhookInput) =>
+/** The id a sync entity gives it: the webhook workflow of one run (`<run id>:webhook`) of the event's sync. */
+const runIdOf = (event: SyncFinishedEvent) => `${syncEntityId(event)}:run:${uniqueName('run')}`;
+const deliver = (input: DeliverWebhookInput, runId = runIdOf(input.event)) =>
   temporal.workflow.execute<typeof deliverWebhook>('deliverWebhook', {
     taskQueue,
-    // The id a sync entity gives it: the webhook workflow of one run of the event's sync.
-    workflowId: `${syncEntityId(input.event)}:run:${uniqueName('run')}:webhook`,
+    workflowId: `${runId}:webhook`,
     args: [input],
   });
+
+/** What every sync webhook body of connection c1's `issues` sync starts with (the de-facto base). */
+const bodyBase = {
+  from: 'integration-service',
+  type: 'sync',
+  connectionId: 'c1',
+  providerConfigKey: INTEGRATION,
+  syncName: 'issues',
+  syncVariant: 'base',
+};
 
 describe('outbound webhooks', () => {
   it('signs the delivery, retries with back-off until 2xx, and logs every attempt', async () => {
@@ -141,19 +152,16 @@ describe('outbound webhooks', () => {
     expect(sent).toHaveLength(3);
     const last = sent[2]!;
     expect(last.headers['x-service-hmac-sha256']).toBe(createHmac('sha256', secret).update(last.body).digest('hex'));
+    // The de-facto sync webhook body (camelCase), with this service's `runId`.
     expect(JSON.parse(last.body)).toEqual({
-      type: 'sync',
-      from: 'integration-service',
-      provider_config_key: INTEGRATION,
-      connection_id: 'c1',
-      sync_name: 'issues',
-      success: true,
+      ...bodyBase,
       model: 'Issue',
-      sync_mode: 'incremental',
-      run_id: result.runId,
-      response_results: { added: 2, updated: 0, deleted: 0 },
-      modified_after: result.startedAt,
-      query_timestamp: result.finishedAt,
+      syncType: 'INCREMENTAL',
+      success: true,
+      responseResults: { added: 2, updated: 0, deleted: 0 },
+      modifiedAfter: result.startedAt,
+      queryTimeStamp: result.startedAt,
+      runId: result.runId,
     });
     const { deliveries } = await h.api.webhooks.deliveries();
     expect(deliveries[0]).toMatchObject({
@@ -167,15 +175,40 @@ describe('outbound webhooks', () => {
     expect((await h.apiB.webhooks.deliveries()).deliveries).toEqual([]);
   });
 
-  it('gives a delivery up after the last attempt, and reports a failed run', async () => {
+  it('gives a delivery up after the last attempt, and reports a failed run with its start from the history', async () => {
     app.setHandler((_request, response) => json(response, 500, {}));
-    const failedRun = event({
-      result: null,
-      error: { code: 'script_error', message: 'script issues failed: TypeError' },
+    const error = { code: 'script_error', message: 'script issues failed: TypeError' };
+    const failedRun = event({ result: null, error });
+    // The sync entity records the run before it starts the delivery; the body's times come from there.
+    const runId = runIdOf(failedRun);
+    const startedAt = new Date(Date.now() - 60_000).toISOString();
+    const finishedAt = new Date(Date.now() - 1000).toISOString();
+    await h.deps.runHistory.record({
+      runId,
+      environmentId: h.envA.id,
+      integrationId: INTEGRATION,
+      connectionId: 'c1',
+      syncName: 'issues',
+      mode: 'full_refresh',
+      status: 'failed',
+      startedAt,
+      finishedAt,
+      models: {},
+      error,
     });
-    expect(await deliver({ event: failedRun, retry: { initialIntervalMs: 50, maximumAttempts: 2 } })).toEqual({
+    expect(await deliver({ event: failedRun, retry: { initialIntervalMs: 50, maximumAttempts: 2 } }, runId)).toEqual({
       delivered: 0,
       failed: 1,
+    });
+    const body = JSON.parse(app.requests.filter((request) => request.url === '/hooks').at(-1)!.body) as unknown;
+    expect(body).toEqual({
+      ...bodyBase,
+      model: null,
+      syncType: 'INITIAL',
+      success: false,
+      error: { type: 'script_error', description: 'script issues failed: TypeError' },
+      startedAt,
+      failedAt: finishedAt,
     });
     const { deliveries } = await h.api.webhooks.deliveries({ status: 'failed' });
     expect(deliveries).toHaveLength(1);
@@ -183,7 +216,7 @@ describe('outbound webhooks', () => {
       attempts: 2,
       last_status_code: 500,
       model: null,
-      payload: { success: false, error: { code: 'script_error' } },
+      payload: { success: false, error: { type: 'script_error' } },
     });
     expect(deliveries[0]?.last_error).toContain('answered 500');
   });

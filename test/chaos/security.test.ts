@@ -71,7 +71,7 @@ beforeAll(async () => {
     [h.api, h.envA],
     [h.apiB, h.envB],
   ] as const) {
-    await client.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+    await client.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
     await h.deploy(env.id, withProbe);
   }
   for (const [client, connectionId, apiKey] of [

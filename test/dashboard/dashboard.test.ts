@@ -136,7 +136,7 @@ beforeAll(async () => {
     json(response, 404, { error: 'not found' });
   });
   secretKey = h.envA.secretKey;
-  await h.api.integrations.create({ id: INTEGRATION, provider: 'fake-api' });
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: 'fake-api' });
   await h.deploy(h.envA.id, {
     yaml: SERVICE_YAML,
     scripts: [
@@ -280,9 +280,7 @@ describe('the dashboard', () => {
     expect(await page.content()).not.toContain('hello-from-dashboard');
     await row.getByRole('button', { name: 'Reveal value of GREETING' }).click();
     expect(await row.locator('code.masked').textContent()).toBe('hello-from-dashboard');
-    expect(await h.api.environmentVariables.list()).toEqual({
-      variables: [{ name: 'GREETING', value: 'hello-from-dashboard' }],
-    });
+    expect(await h.api.environmentVariables.list()).toEqual([{ name: 'GREETING', value: 'hello-from-dashboard' }]);
     // The keys card: the public key of the environment, the secret key masked.
     expect(await page.locator('#secret-key-value').textContent()).not.toContain(secretKey);
     const environment = await h.deps.environments.get(h.envA.id);
@@ -300,7 +298,7 @@ describe('the dashboard', () => {
     // The notice shows as soon as the API answers; the table is redrawn just after it.
     await page.getByRole('row', { name: /SCRATCH/ }).waitFor({ state: 'detached', timeout: 5000 });
     expect(await page.getByRole('row', { name: /SCRATCH/ }).count()).toBe(0);
-    expect((await h.api.environmentVariables.list()).variables.map((v) => v.name)).toEqual(['GREETING']);
+    expect((await h.api.environmentVariables.list()).map((v) => v.name)).toEqual(['GREETING']);
   });
 
   it('saves the outbound webhook URL and shows the generated signing secret once', async () => {
@@ -539,7 +537,7 @@ describe('the dashboard', () => {
       connection_id: 'acme',
       syncs: ['tickets'],
     });
-    expect(paused.syncs[0]?.status).toBe('paused');
+    expect(paused.syncs[0]?.status).toBe('PAUSED');
     await syncRow.getByRole('button', { name: 'Resume sync tickets' }).click();
     await expect.poll(() => syncRow.getAttribute('data-status')).toBe('idle');
     expect(await syncRow.locator('td').nth(2).locator('time').count()).toBe(1);

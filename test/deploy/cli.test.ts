@@ -30,10 +30,9 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'service-deploy-'));
   // The example project of `service init` declares a GitHub integration.
   await h.api.integrations.create({
-    id: 'github',
+    unique_key: 'github',
     provider: 'github',
-    oauth_client_id: 'id',
-    oauth_client_secret: 'secret',
+    credentials: { type: 'OAUTH2', client_id: 'id', client_secret: 'secret' },
   });
   expect((await cli(['init'])).code).toBe(0);
 });

@@ -153,7 +153,7 @@ beforeAll(async () => {
     if (req.url?.startsWith('/api/contacts')) return json(res, 200, source.contacts);
     return json(res, 404, { error: 'not found' });
   });
-  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
   await h.api.connections.import({
     connection_id: 'alice',
     provider_config_key: INTEGRATION,
@@ -174,7 +174,7 @@ describe('service deploy: the effects of a deploy (SPEC.md)', () => {
       ['t1', 'v1'],
       ['t2', 'v1'],
     ]);
-    expect((await status('contacts'))?.status).toBe('paused');
+    expect((await status('contacts'))?.status).toBe('PAUSED');
   });
 
   it('a connection created after the deploy gets the auto-start syncs', async () => {

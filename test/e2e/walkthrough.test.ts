@@ -168,7 +168,7 @@ interface RecordsPage {
 /** What each step must show; a step of the page without an entry here fails the test. */
 const checks: Record<string, (stdout: string) => void | Promise<void>> = {
   env: (out) => expect(json(out)).toEqual({ status: 'ok', database: 'ok' }),
-  register: (out) => expect(json(out)).toMatchObject({ id: 'tracker', provider: 'issue-tracker' }),
+  register: (out) => expect(json(out)).toMatchObject({ data: { unique_key: 'tracker', provider: 'issue-tracker' } }),
   deploy: (out) => {
     expect(out).toMatch(/built 3 scripts/);
     expect(out).toMatch(/\+ sync tracker\/issues/);
@@ -182,8 +182,8 @@ const checks: Record<string, (stdout: string) => void | Promise<void>> = {
       out,
     );
     const byName = new Map(status.syncs.map((sync) => [sync.name, sync]));
-    expect(byName.get('issues')).toMatchObject({ status: 'idle', latestResult: { Issue: { added: 5 } } });
-    expect(byName.get('labels')).toMatchObject({ status: 'idle', latestResult: { Label: { added: 3 } } });
+    expect(byName.get('issues')).toMatchObject({ status: 'SUCCESS', latestResult: { Issue: { added: 5 } } });
+    expect(byName.get('labels')).toMatchObject({ status: 'SUCCESS', latestResult: { Label: { added: 3 } } });
   },
   records: (out) => {
     const [issues, labels] = out
@@ -222,9 +222,11 @@ const checks: Record<string, (stdout: string) => void | Promise<void>> = {
   'action-error': (out) => {
     const [body, status] = out.trim().split('\n');
     expect(status).toBe('HTTP 422');
+    const payload = { message: 'title must not be empty', field: 'title' };
     expect(json(body ?? '')).toEqual({
       error_type: 'action_script_failure',
-      payload: { message: 'title must not be empty', field: 'title' },
+      payload,
+      error: { code: 'action_script_failure', message: expect.stringContaining('ActionError') as string, payload },
     });
   },
   reference: (out) => expect(out.trim().split('\n')).toEqual(['"/tracker/issues"', '"/tracker/labels"']),

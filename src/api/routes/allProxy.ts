@@ -38,14 +38,17 @@ const NOT_RETURNED = new Set(HOP_BY_HOP);
 
 const proxyParams = z.object({ path: z.array(z.string()) });
 
+/** A header's value; an empty one is absent (the de-facto client sends `Base-Url-Override: ''` on every call). */
+const headerOf = (req: Request, name: string): string | undefined => req.header(name) || undefined;
+
 function parseHeaders(req: Request): { retries: number; retryOn: number[]; baseUrlOverride: string | undefined } {
   const problems: string[] = [];
-  const retriesText = req.header('retries');
+  const retriesText = headerOf(req, 'retries');
   const retries = retriesText === undefined ? 0 : Number(retriesText);
   if (!Number.isInteger(retries) || retries < 0 || retries > MAX_RETRIES) {
     problems.push(`header Retries must be an integer from 0 to ${MAX_RETRIES}, got '${retriesText ?? ''}'`);
   }
-  const retryOnText = req.header('retry-on');
+  const retryOnText = headerOf(req, 'retry-on');
   const retryOn = (retryOnText ?? '')
     .split(',')
     .map((part) => part.trim())
@@ -54,7 +57,7 @@ function parseHeaders(req: Request): { retries: number; retryOn: number[]; baseU
   if (retryOn.some((status) => !Number.isInteger(status) || status < 100 || status > 599)) {
     problems.push(`header Retry-On must be comma-separated HTTP statuses, got '${retryOnText ?? ''}'`);
   }
-  const baseUrlOverride = req.header('base-url-override');
+  const baseUrlOverride = headerOf(req, 'base-url-override');
   if (baseUrlOverride !== undefined && !/^https?:\/\/[^\s]+$/i.test(baseUrlOverride)) {
     problems.push('header Base-Url-Override must be an http(s) URL');
   }
@@ -93,7 +96,8 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
         const endpoint = `/${params.path.map(encodeURIComponent).join('/')}${search}`;
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(req.headers)) {
-          if (value === undefined || NOT_FORWARDED.has(name)) continue;
+          // An empty header means absent, so the de-facto client's empty ones do not reach the external API.
+          if (value === undefined || value === '' || NOT_FORWARDED.has(name)) continue;
           headers[name] = Array.isArray(value) ? value.join(', ') : value;
         }
         if (headers['accept-encoding'] === undefined) headers['accept-encoding'] = 'identity';

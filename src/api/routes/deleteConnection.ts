@@ -16,7 +16,12 @@ export const deleteConnectionRoute = (deps: ApiDeps) =>
     responses: {
       200: {
         description: 'What was removed',
-        schema: z.object({ deleted: z.literal(true), syncs_stopped: z.number(), records_erased: z.number() }),
+        schema: z.object({
+          success: z.literal(true),
+          deleted: z.literal(true),
+          syncs_stopped: z.number(),
+          records_erased: z.number(),
+        }),
       },
     },
     handler: async ({ params, query, environment }) => {
@@ -38,6 +43,11 @@ export const deleteConnectionRoute = (deps: ApiDeps) =>
           status: 404,
         });
       }
-      return { deleted: true as const, syncs_stopped: definitions.length, records_erased: erased };
+      return {
+        success: true as const,
+        deleted: true as const,
+        syncs_stopped: definitions.length,
+        records_erased: erased,
+      };
     },
   });

@@ -14,7 +14,9 @@ export const deleteIntegrationRoute = (deps: ApiDeps) =>
     auth: 'secret-key',
     params: z.object({ id: z.string().min(1) }).strict(),
     query: z.object({ delete_connections: booleanFlag.optional() }).strict(),
-    responses: { 200: { description: 'Deleted', schema: z.object({ deleted: z.literal(true) }) } },
+    responses: {
+      200: { description: 'Deleted', schema: z.object({ success: z.literal(true), deleted: z.literal(true) }) },
+    },
     handler: async ({ params, query, environment }) => {
       await deps.integrations.get(environment.id, params.id);
       if (query.delete_connections) {
@@ -34,6 +36,6 @@ export const deleteIntegrationRoute = (deps: ApiDeps) =>
       await deps.integrations.delete(environment.id, params.id, {
         deleteConnections: query.delete_connections ?? false,
       });
-      return { deleted: true as const };
+      return { success: true as const, deleted: true as const };
     },
   });

@@ -1,19 +1,10 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
+import { connectionRecordSchema, connectionRecordView } from './connectionView.js';
 import { booleanFlag } from './shared.js';
 
-export const connectionRecordSchema = z.object({
-  id: z.number(),
-  created_at: z.string(),
-  updated_at: z.string(),
-  provider_config_key: z.string(),
-  connection_id: z.string(),
-  credentials: z.record(z.string(), z.unknown()).describe('Depends on the type: OAUTH2, OAUTH1, API_KEY, BASIC.'),
-  connection_config: z.record(z.string(), z.string()),
-  account_id: z.number(),
-  metadata: z.record(z.string(), z.unknown()),
-});
+export { connectionRecordSchema } from './connectionView.js';
 
 export const getConnectionRoute = (deps: ApiDeps) =>
   defineRoute({
@@ -28,12 +19,17 @@ export const getConnectionRoute = (deps: ApiDeps) =>
         provider_config_key: z.string().min(1),
         force_refresh: booleanFlag.optional().describe('Refresh the token even when it is fresh (testing only).'),
         refresh_token: booleanFlag.optional().describe('Include the refresh token (not advised in production).'),
+        refresh_github_app_jwt_token: booleanFlag
+          .optional()
+          .describe('Accepted for compatibility; it has no effect, as no provider here authenticates as a GitHub App.'),
       })
       .strict(),
     responses: { 200: { description: 'The connection record', schema: connectionRecordSchema } },
-    handler: async ({ params, query, environment }) =>
-      deps.connections.getConnection(
+    handler: async ({ params, query, environment }) => {
+      const record = await deps.connections.getConnection(
         { environmentId: environment.id, integrationId: query.provider_config_key, connectionId: params.connection_id },
         { forceRefresh: query.force_refresh ?? false, refreshToken: query.refresh_token ?? false },
-      ),
+      );
+      return connectionRecordView(deps, environment.id, record);
+    },
   });

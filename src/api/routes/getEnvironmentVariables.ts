@@ -9,10 +9,11 @@ export const getEnvironmentVariablesRoute = (deps: ApiDeps) =>
     method: 'get',
     path: '/environment-variables',
     summary: 'The environment variables, with their values',
+    description: 'A JSON array, as in the de-facto API (POST answers `{ variables }`).',
     tags: ['environment'],
     auth: 'secret-key',
     responses: {
-      200: { description: 'The variables', schema: z.object({ variables: z.array(environmentVariableSchema) }) },
+      200: { description: 'The variables', schema: z.array(environmentVariableSchema) },
     },
-    handler: async ({ environment }) => ({ variables: await deps.variables.list(environment.id) }),
+    handler: async ({ environment }) => deps.variables.list(environment.id),
   });

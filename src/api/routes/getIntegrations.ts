@@ -11,10 +11,10 @@ export const getIntegrationsRoute = (deps: ApiDeps) =>
     tags: ['integrations'],
     auth: 'secret-key',
     responses: {
-      200: { description: 'The integrations', schema: z.object({ integrations: z.array(integrationSchema) }) },
+      200: { description: 'The integrations', schema: z.object({ data: z.array(integrationSchema) }) },
     },
     handler: async ({ environment }) => ({
-      integrations: await Promise.all(
+      data: await Promise.all(
         (await deps.integrations.list(environment.id)).map((integration) => integrationView(deps, integration)),
       ),
     }),

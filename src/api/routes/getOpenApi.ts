@@ -9,7 +9,7 @@ export const API_INFO = {
   title: 'Integration service API',
   version: '1',
   description:
-    'The REST API of the integration service. Authenticate with `Authorization: Bearer <environment secret key>`; connection-scoped calls carry `Connection-Id` and `Provider-Config-Key`. Errors are `{ "error": { "code", "message", "errors"? } }`.',
+    'The REST API of the integration service, in the wire shapes of the field’s de-facto REST API (docs/api.md, "Compatibility with the de-facto API", lists each difference and its reason). Authenticate with `Authorization: Bearer <environment secret key>`; connection-scoped calls carry `Connection-Id` and `Provider-Config-Key`. Errors are `{ "error": { "code", "message", "errors"? } }`, `errors` a list of objects.',
 };
 
 /**

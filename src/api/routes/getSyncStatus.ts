@@ -3,15 +3,44 @@ import { isServiceError } from '../../errors.js';
 import { syncWorkflowId } from '../../temporal/connection.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { commaList, selectSyncs } from './shared.js';
+import type { SyncRunResult, SyncStatusName } from '../../runtime/definitions.js';
+import { selectSyncs, syncNameList } from './shared.js';
 
 export const syncStatusQuery = z
   .object({
     provider_config_key: z.string().min(1),
-    syncs: commaList.describe('Sync names, comma-separated, or `*` for all.'),
+    syncs: syncNameList.describe('Sync names, comma-separated (`name::base` accepted), or `*` for all.'),
     connection_id: z.string().min(1).optional(),
   })
   .strict();
+
+/** The de-facto status names of a sync, in the order of the de-facto documentation. */
+export const PUBLIC_SYNC_STATUSES = ['RUNNING', 'PAUSED', 'STOPPED', 'SUCCESS', 'ERROR'] as const;
+export type PublicSyncStatus = (typeof PUBLIC_SYNC_STATUSES)[number];
+
+/**
+ * The status the API answers for what the sync entity reports (`undefined`: no entity for that
+ * connection). An idle sync is `SUCCESS`, as in the de-facto API, whose idle state is its last run's.
+ */
+export function publicSyncStatus(status: SyncStatusName | undefined): PublicSyncStatus {
+  switch (status) {
+    case 'running':
+      return 'RUNNING';
+    case 'paused':
+      return 'PAUSED';
+    case 'failed':
+      return 'ERROR';
+    case 'idle':
+      return 'SUCCESS';
+    case undefined:
+      return 'STOPPED';
+  }
+}
+
+/** `type` of a status entry: the kind of the latest finished run. */
+export function publicSyncType(latest: SyncRunResult | null): 'INCREMENTAL' | 'INITIAL' {
+  return latest === null || latest.full ? 'INITIAL' : 'INCREMENTAL';
+}
 
 const writeSummary = z.object({ added: z.number(), updated: z.number(), deleted: z.number(), unchanged: z.number() });
 
@@ -21,8 +50,18 @@ export const syncStatusSchema = z.object({
       id: z.string().describe('Id of the sync for this connection (its workflow id).'),
       connection_id: z.string(),
       name: z.string(),
-      status: z.enum(['running', 'idle', 'paused', 'failed', 'not_started']),
-      type: z.enum(['full', 'incremental']),
+      status: z
+        .enum(PUBLIC_SYNC_STATUSES)
+        .describe(
+          '`RUNNING` (a run in progress), `PAUSED`, `ERROR` (the last run failed), `SUCCESS` (idle after a successful run, or before the first), `STOPPED` (the sync is not running for this connection).',
+        ),
+      type: z
+        .enum(['INCREMENTAL', 'INITIAL'])
+        .describe(
+          'Of the latest run: `INCREMENTAL`, or `INITIAL` when it was a full one (`sync_type: full`, or a full refresh) or no run finished yet.',
+        ),
+      sync_type: z.enum(['incremental', 'full']).describe('`sync_type` of service.yaml.'),
+      checkpoint: z.null().describe('Always null: runs keep no checkpoint here (`lastSyncDate` is kept by the sync).'),
       finishedAt: z.string().nullable(),
       nextScheduledSyncAt: z.string().nullable(),
       frequency: z.string().describe('`runs` of service.yaml, for example `1h`.'),
@@ -63,7 +102,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
             id: syncWorkflowId(ref),
             connection_id: connectionId,
             name: definition.syncName,
-            type: definition.syncType,
+            sync_type: definition.syncType,
             frequency: runsOf(definition.syncName),
             frequencyMs: definition.runsMs,
           };
@@ -71,7 +110,9 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
             const status = await deps.syncs.status(ref);
             return {
               ...base,
-              status: status.status,
+              status: publicSyncStatus(status.status),
+              type: publicSyncType(status.latestResult),
+              checkpoint: null,
               finishedAt: status.finishedAt,
               nextScheduledSyncAt: status.nextScheduledSyncAt,
               latestResult: status.latestResult?.models ?? null,
@@ -82,7 +123,9 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
             if (!isServiceError(error) || error.code !== 'sync_not_found') throw error;
             return {
               ...base,
-              status: 'not_started' as const,
+              status: publicSyncStatus(undefined),
+              type: publicSyncType(null),
+              checkpoint: null,
               finishedAt: null,
               nextScheduledSyncAt: null,
               latestResult: null,

@@ -24,6 +24,7 @@ import { getSyncRunsRoute } from './getSyncRuns.js';
 import { getSyncStatusRoute } from './getSyncStatus.js';
 import { getWebhookDeliveriesRoute } from './getWebhookDeliveries.js';
 import { getWebhookSettingsRoute } from './getWebhookSettings.js';
+import { patchConnectionRoute } from './patchConnection.js';
 import { patchConnectionsMetadataRoute } from './patchConnectionsMetadata.js';
 import { patchIntegrationRoute } from './patchIntegration.js';
 import { postActionTriggerRoute } from './postActionTrigger.js';
@@ -55,10 +56,11 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getSyncRunsRoute(deps),
     getConnectionsRoute(deps),
     postConnectionsRoute(deps),
-    // Before GET/DELETE /connections/:connection_id only by habit: their methods differ.
+    // Before /connections/:connection_id: PATCH /connections/metadata would match it too.
     postConnectionsMetadataRoute(deps),
     patchConnectionsMetadataRoute(deps),
     getConnectionRoute(deps),
+    patchConnectionRoute(deps),
     deleteConnectionRoute(deps),
     ...proxyRoutes(deps),
     getIntegrationsRoute(deps),

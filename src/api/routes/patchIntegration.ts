@@ -1,41 +1,45 @@
 import { z } from 'zod';
-import { integrationInput } from '../../connections/integrationStore.js';
+import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { inboundWebhookInput } from '../webhooks/settings.js';
-import { integrationSchema, integrationView } from './integrationView.js';
+import { clientInput, integrationAnswer, integrationView, patchIntegrationBody } from './integrationView.js';
 import { webhookSettingsOf } from './shared.js';
 
-export const patchIntegrationBody = integrationInput
-  .omit({ id: true })
-  .partial()
-  .extend({ webhook: inboundWebhookInput.optional() })
-  .strict();
+export { patchIntegrationBody } from './integrationView.js';
 
 export const patchIntegrationRoute = (deps: ApiDeps) =>
   defineRoute({
     method: 'patch',
     path: '/integrations/:id',
     summary: 'Change an integration',
-    description: 'Fields not given keep their value; an OAuth client secret not given keeps the stored one.',
+    description:
+      'Fields not given keep their value; `credentials` replaces the OAuth client. An integration is not renamed: `unique_key`, when given, must be the current one.',
     tags: ['integrations'],
     auth: 'secret-key',
     params: z.object({ id: z.string().min(1) }).strict(),
     body: patchIntegrationBody,
-    responses: { 200: { description: 'The integration', schema: integrationSchema } },
+    responses: { 200: { description: 'The integration', schema: integrationAnswer } },
     handler: async ({ params, body, environment }) => {
       const current = await deps.integrations.get(environment.id, params.id);
-      const { webhook, ...changes } = body;
-      const oauthClientId = changes.oauth_client_id ?? current.oauthClientId;
+      if (body.unique_key !== undefined && body.unique_key !== current.id) {
+        throw new ServiceError(
+          'integration_rename_unsupported',
+          `integration '${current.id}' cannot be renamed to '${body.unique_key}': its deployment, connections and records are kept under its id; create a new integration instead`,
+          { status: 400 },
+        );
+      }
+      const provider = body.provider ?? current.provider;
+      const client = clientInput(body.credentials, deps.integrations.providerAuthMode(provider));
       const integration = await deps.integrations.upsert(environment.id, {
         id: current.id,
-        provider: changes.provider ?? current.provider,
-        ...(oauthClientId === null ? {} : { oauth_client_id: oauthClientId }),
-        ...(changes.oauth_client_secret === undefined ? {} : { oauth_client_secret: changes.oauth_client_secret }),
-        oauth_scopes: changes.oauth_scopes ?? current.oauthScopes,
-        provider_settings: changes.provider_settings ?? current.providerSettings,
+        provider,
+        display_name: body.display_name ?? current.displayNameOverride,
+        ...(current.oauthClientId === null ? {} : { oauth_client_id: current.oauthClientId }),
+        oauth_scopes: current.oauthScopes,
+        provider_settings: body.provider_settings ?? current.providerSettings,
+        ...client,
       });
-      if (webhook) await webhookSettingsOf(deps).setInbound(environment.id, integration.id, webhook);
-      return integrationView(deps, integration);
+      if (body.webhook) await webhookSettingsOf(deps).setInbound(environment.id, integration.id, body.webhook);
+      return { data: await integrationView(deps, integration) };
     },
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ConnectionScope } from '../../connections/types.js';
+import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type RouteContext } from '../route.js';
 import { assertConnection, scopeOf } from './shared.js';
@@ -16,7 +17,10 @@ export const actionTriggerBody = z
 
 export const actionFailureSchema = z.object({
   error_type: z.literal('action_script_failure'),
-  payload: z.unknown(),
+  payload: z.unknown().describe('The object the script gave to ActionError.'),
+  error: z
+    .object({ code: z.literal('action_script_failure'), message: z.string(), payload: z.unknown() })
+    .describe('The same failure in the error envelope, as the de-facto API also answers it.'),
 });
 
 /**
@@ -34,7 +38,17 @@ export async function triggerAction(
   const definition = await deps.deployments.actionDefinition(scope.environmentId, scope.integrationId, actionName);
   const outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input });
   if (outcome.ok) res.status(200).json(outcome.output ?? null);
-  else res.status(ACTION_FAILURE_STATUS).json(outcome.body);
+  else {
+    const failure: z.infer<typeof actionFailureSchema> = {
+      ...outcome.body,
+      error: {
+        code: 'action_script_failure',
+        message: `action '${actionName}' refused: its script threw ActionError (see payload)`,
+        payload: outcome.body.payload,
+      },
+    };
+    res.status(ACTION_FAILURE_STATUS).json(failure);
+  }
   return undefined;
 }
 
@@ -43,15 +57,26 @@ export const postActionTriggerRoute = (deps: ApiDeps) =>
     method: 'post',
     path: '/action/trigger',
     summary: 'Run an action for one connection and return its output',
-    description: `Waits for the action to finish. When the script throws ActionError the answer is ${ACTION_FAILURE_STATUS} with \`{ error_type: "action_script_failure", payload }\`; other failures are errors in the envelope (404 action_not_found for an action that is not deployed or was removed).`,
+    description: `Waits for the action to finish. When the script throws ActionError the answer is ${ACTION_FAILURE_STATUS} with \`{ error_type: "action_script_failure", payload, error: { code: "action_script_failure", message, payload } }\`; other failures are errors in the envelope (404 action_not_found for an action that is not deployed or was removed). \`X-Async: true\` is refused (400 async_actions_unsupported).`,
     tags: ['actions'],
     auth: 'secret-key',
     connectionScoped: true,
+    headers: [{ name: 'X-Async', description: 'Only `false`: `true` is refused (400 async_actions_unsupported).' }],
     body: actionTriggerBody,
     responses: {
       200: { description: 'The output of the action' },
       [ACTION_FAILURE_STATUS]: { description: 'The script threw ActionError', schema: actionFailureSchema },
     },
-    handler: async ({ body, res, connection }) =>
-      triggerAction(deps, res, scopeOf(connection), body.action_name, body.input),
+    handler: async ({ body, req, res, connection }) => {
+      // The de-facto client's asynchronous trigger expects `{ id, statusUrl }` to poll; answering with
+      // the output instead would break it, so it is refused rather than ignored.
+      if (/^(true|1)$/i.test(req.header('x-async') ?? '')) {
+        throw new ServiceError(
+          'async_actions_unsupported',
+          'X-Async: actions run synchronously here; send the request without X-Async and read the output from the answer',
+          { status: 400 },
+        );
+      }
+      return triggerAction(deps, res, scopeOf(connection), body.action_name, body.input);
+    },
   });

@@ -3,31 +3,39 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { metadataBody } from './shared.js';
 
-/** POST replaces the metadata, PATCH merges into it; both answer what is now stored. */
+const metadataAnswer = z.object({
+  connection_id: z.union([z.string(), z.array(z.string())]),
+  provider_config_key: z.string(),
+  metadata: z.record(z.string(), z.unknown()),
+});
+
+/**
+ * POST replaces the metadata, PATCH merges into it, of one connection or of several at once (all or
+ * none); both answer the request as applied, as the de-facto API does (201 for POST, 200 for PATCH).
+ */
 export const connectionsMetadataRoute = (deps: ApiDeps, method: 'post' | 'patch') =>
   defineRoute({
     method,
     path: '/connections/metadata',
     summary:
-      method === 'post' ? 'Replace the metadata of a connection' : 'Merge properties into the metadata of a connection',
+      method === 'post' ? 'Replace the metadata of connections' : 'Merge properties into the metadata of connections',
     tags: ['connections'],
     auth: 'secret-key',
     body: metadataBody,
     responses: {
-      200: {
-        description: 'The metadata now stored',
-        schema: z.object({ metadata: z.record(z.string(), z.unknown()) }),
-      },
+      [method === 'post' ? 201 : 200]: { description: 'The request, applied', schema: metadataAnswer },
     },
-    handler: async ({ body, environment }) => {
-      const scope = {
-        environmentId: environment.id,
-        integrationId: body.provider_config_key,
-        connectionId: body.connection_id,
-      };
-      if (method === 'post') await deps.connections.setMetadata(scope, body.metadata);
-      else await deps.connections.updateMetadata(scope, body.metadata);
-      return { metadata: await deps.connections.getMetadata(scope) };
+    handler: async ({ body, res, environment }) => {
+      const ids = Array.isArray(body.connection_id) ? body.connection_id : [body.connection_id];
+      await deps.connections.writeMetadataOf(
+        environment.id,
+        body.provider_config_key,
+        ids,
+        body.metadata,
+        method === 'post' ? 'replace' : 'merge',
+      );
+      res.status(method === 'post' ? 201 : 200).json(body);
+      return undefined;
     },
   });
 

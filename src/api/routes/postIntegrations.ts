@@ -1,12 +1,10 @@
-import { integrationInput } from '../../connections/integrationStore.js';
 import { isServiceError, ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { inboundWebhookInput } from '../webhooks/settings.js';
-import { integrationSchema, integrationView } from './integrationView.js';
+import { clientInput, createIntegrationBody, integrationAnswer, integrationView } from './integrationView.js';
 import { webhookSettingsOf } from './shared.js';
 
-export const createIntegrationBody = integrationInput.extend({ webhook: inboundWebhookInput.optional() });
+export { createIntegrationBody } from './integrationView.js';
 
 export const postIntegrationsRoute = (deps: ApiDeps) =>
   defineRoute({
@@ -18,24 +16,27 @@ export const postIntegrationsRoute = (deps: ApiDeps) =>
     tags: ['integrations'],
     auth: 'secret-key',
     body: createIntegrationBody,
-    responses: { 200: { description: 'The integration', schema: integrationSchema } },
+    responses: { 200: { description: 'The integration', schema: integrationAnswer } },
     handler: async ({ body, environment }) => {
-      const existing = await deps.integrations.get(environment.id, body.id).catch((error: unknown) => {
+      const existing = await deps.integrations.get(environment.id, body.unique_key).catch((error: unknown) => {
         if (isServiceError(error) && error.code === 'unknown_integration') return undefined;
         throw error;
       });
       if (existing) {
         throw new ServiceError(
           'integration_exists',
-          `integration '${body.id}' already exists; PATCH /integrations/${body.id} changes it`,
-          {
-            status: 409,
-          },
+          `integration '${body.unique_key}' already exists; PATCH /integrations/${body.unique_key} changes it`,
+          { status: 409 },
         );
       }
-      const { webhook, ...input } = body;
-      const integration = await deps.integrations.upsert(environment.id, input);
-      if (webhook) await webhookSettingsOf(deps).setInbound(environment.id, integration.id, webhook);
-      return integrationView(deps, integration);
+      const integration = await deps.integrations.upsert(environment.id, {
+        id: body.unique_key,
+        provider: body.provider,
+        ...(body.display_name === undefined ? {} : { display_name: body.display_name }),
+        ...(body.provider_settings === undefined ? {} : { provider_settings: body.provider_settings }),
+        ...clientInput(body.credentials, deps.integrations.providerAuthMode(body.provider)),
+      });
+      if (body.webhook) await webhookSettingsOf(deps).setInbound(environment.id, integration.id, body.webhook);
+      return { data: await integrationView(deps, integration) };
     },
   });

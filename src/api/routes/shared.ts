@@ -20,16 +20,31 @@ export const commaList = z
   .transform((value) => (Array.isArray(value) ? value : value.split(',')).map((item) => item.trim()))
   .pipe(z.array(z.string().min(1, 'empty item in the list')).min(1));
 
+/** The largest page the service answers; a larger `limit` (up to the de-facto 10,000) gets this many. */
+export const MAX_RECORDS_PAGE = 1000;
+
+const instant = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .optional();
+
 /** The query of GET /records without `model`: what every generated sync endpoint takes too. */
 export const recordsPageQuery = z
   .object({
     cursor: z.string().min(1).optional().describe('`next_cursor` of the previous page, or a record’s cursor.'),
-    limit: z.coerce.number().int().min(1).max(1000).optional().describe('Page size, 1 to 1000; default 100.'),
-    modified_after: z.iso
-      .datetime({ offset: true })
-      .transform((value) => new Date(value))
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .transform((limit) => Math.min(limit, MAX_RECORDS_PAGE))
       .optional()
-      .describe('Only records modified at or after this ISO 8601 instant.'),
+      .describe(
+        `Page size; default 100. Up to 10,000 is accepted and at most ${MAX_RECORDS_PAGE} records come back: keep paging while \`next_cursor\` is not null.`,
+      ),
+    modified_after: instant.describe('Only records modified at or after this ISO 8601 instant.'),
+    modifiedAfter: instant.describe('Same as `modified_after`.'),
+    delta: instant.describe('Deprecated: same as `modified_after`.'),
     filter: z
       .string()
       .regex(
@@ -40,6 +55,10 @@ export const recordsPageQuery = z
       .optional()
       .describe('Only records whose last action is one of these: added, updated, deleted (comma-separated).'),
     ids: commaList.optional().describe('Only these record ids (comma-separated, or repeated).'),
+    variant: z
+      .literal('base', { error: 'model variants are not supported: only the default variant `base` exists' })
+      .optional()
+      .describe('Only `base`, the default variant.'),
   })
   .strict();
 export type RecordsPageQuery = z.output<typeof recordsPageQuery>;
@@ -80,12 +99,20 @@ export async function readRecords(
   query: RecordsPageQuery,
   whenEmpty: () => Promise<void> = async () => undefined,
 ): Promise<z.infer<typeof recordsPageSchema>> {
+  const given = [query.modified_after, query.modifiedAfter, query.delta].filter((value) => value !== undefined);
+  if (given.some((value) => value.getTime() !== given[0]?.getTime())) {
+    throw new ServiceError(
+      'invalid_request',
+      'Invalid request: query.modified_after, query.modifiedAfter and query.delta disagree; send one of them',
+      { status: 400 },
+    );
+  }
   const page = await deps.records.listRecords({
     ...scope,
     model,
     cursor: query.cursor,
     limit: query.limit,
-    modifiedAfter: query.modified_after,
+    modifiedAfter: query.modified_after ?? query.modifiedAfter ?? query.delta,
     filter: query.filter,
     ids: query.ids,
   });
@@ -96,7 +123,57 @@ export async function readRecords(
   return page;
 }
 
-/** The body of /sync/trigger, /sync/pause and /sync/start. */
+/**
+ * A sync named in a /sync/* call: its name, or `name::variant` / `{ name, variant }` as the de-facto
+ * API writes a sync variant. This service has one variant per sync, the de-facto default `base`; any
+ * other is refused rather than ignored, since acting on the base sync instead would be the wrong sync.
+ */
+const BASE_VARIANT = 'base';
+const variantProblem = (variant: string) =>
+  `sync variants are not supported: only the default variant '${BASE_VARIANT}' exists, not '${variant}'`;
+
+function syncNameOf(text: string, ctx: z.RefinementCtx): string {
+  const [name = '', variant, ...rest] = text.split('::');
+  if (variant !== undefined && (variant !== BASE_VARIANT || rest.length > 0)) {
+    ctx.addIssue({ code: 'custom', message: variantProblem(text.slice(name.length + 2)) });
+  }
+  return name;
+}
+
+/** `syncs` of GET /sync/status and /sync/runs: `a,b` (or repeated), `*` for every sync; `name::base` allowed. */
+export const syncNameList = commaList.transform((names, ctx) => names.map((name) => syncNameOf(name, ctx)));
+
+const syncItem = z.union([
+  z.string().min(1),
+  z
+    .object({ name: z.string().min(1), variant: z.string().min(1).optional() })
+    .strict()
+    .superRefine((sync, ctx) => {
+      if (sync.variant !== undefined && sync.variant !== BASE_VARIANT) {
+        ctx.addIssue({ code: 'custom', path: ['variant'], message: variantProblem(sync.variant) });
+      }
+    })
+    .transform((sync) => sync.name),
+]);
+
+/**
+ * `syncs` of /sync/trigger, /sync/pause and /sync/start: a list of names (or `{ name, variant }`
+ * objects), where an empty list means every sync of the integration, as in the de-facto API; also
+ * `a,b` or `*` as a string.
+ */
+export const syncSelection = z
+  .union([z.string(), z.array(syncItem).max(256)])
+  .transform((value, ctx) => {
+    if (typeof value !== 'string') return value.length === 0 ? ['*'] : value;
+    const names = value.split(',').map((item) => item.trim());
+    if (names.some((name) => name === '')) ctx.addIssue({ code: 'custom', message: 'empty item in the list' });
+    return names.map((name) => syncNameOf(name, ctx));
+  })
+  .describe(
+    'Sync names: a list (an empty list, or `*`, means every sync of the integration), `{ name, variant }` objects with the default variant `base`, or a comma-separated string.',
+  );
+
+/** The body of /sync/pause and /sync/start (and, extended, /sync/trigger). */
 export const syncSelectionBody = z
   .object({
     provider_config_key: z.string().min(1),
@@ -105,13 +182,15 @@ export const syncSelectionBody = z
       .min(1)
       .optional()
       .describe('One connection; every connection of the integration when omitted.'),
-    syncs: commaList.describe('Sync names (a list or comma-separated); `*` for every sync of the integration.'),
+    syncs: syncSelection,
   })
   .strict();
 
 export const syncActionResult = z.object({
-  /** One entry per (connection, sync) touched. */
-  syncs: z.array(z.object({ connection_id: z.string(), name: z.string() })),
+  success: z.literal(true),
+  syncs: z
+    .array(z.object({ connection_id: z.string(), name: z.string() }))
+    .describe('One entry per (connection, sync) touched.'),
 });
 
 /** The deployed syncs named (or all with `*`) and the connections meant; every name must exist. */
@@ -186,13 +265,15 @@ export async function forEachSelectedSync(
       touched.push({ connection_id: connectionId, name: definition.syncName });
     }
   }
-  return { syncs: touched };
+  return { success: true, syncs: touched };
 }
 
 /** The body of POST (replace) and PATCH (merge) /connections/metadata. */
 export const metadataBody = z
   .object({
-    connection_id: z.string().min(1),
+    connection_id: z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(1000)])
+      .describe('A connection id, or a list: then every one of them, or none when one does not exist.'),
     provider_config_key: z.string().min(1),
     metadata: z.record(z.string(), z.unknown()),
   })

@@ -105,20 +105,47 @@ export async function listDeliveries(
   return rows.map(toDelivery);
 }
 
-/** The bodies of one run's deliveries: one per model with changes, or one for the failure. */
-export function syncWebhookBodies(event: SyncFinishedEvent): { model: string | null; body: Record<string, unknown> }[] {
+/** What the run history knows of a run that the event alone does not say (a failed run's start). */
+export interface RunTimes {
+  mode: string;
+  startedAt: string;
+  finishedAt: string;
+}
+
+/**
+ * The bodies of one run's deliveries, in the de-facto shape (camelCase, `type: 'sync'`): one per model
+ * with changes, or one for the failure. `syncType` is `INITIAL` for a run that fetched everything (a
+ * full sync or a full refresh), as the de-facto API names it; `runId` is this service's addition.
+ */
+export function syncWebhookBodies(
+  event: SyncFinishedEvent,
+  run?: RunTimes,
+): { model: string | null; body: Record<string, unknown> }[] {
   const common = {
-    type: 'sync',
     from: 'integration-service',
-    provider_config_key: event.integrationId,
-    connection_id: event.connectionId,
-    sync_name: event.syncName,
+    type: 'sync',
+    connectionId: event.connectionId,
+    providerConfigKey: event.integrationId,
+    syncName: event.syncName,
+    syncVariant: 'base',
   };
   if (event.error || !event.result) {
+    const failedAt = run?.finishedAt ?? new Date().toISOString();
     return [
       {
         model: null,
-        body: { ...common, success: false, error: event.error ?? { code: 'run_failed', message: 'the run failed' } },
+        body: {
+          ...common,
+          model: null,
+          syncType: run === undefined || run.mode === 'incremental' ? 'INCREMENTAL' : 'INITIAL',
+          success: false,
+          error: {
+            type: event.error?.code ?? 'run_failed',
+            description: event.error?.message ?? 'the run failed',
+          },
+          startedAt: run?.startedAt ?? failedAt,
+          failedAt,
+        },
       },
     ];
   }
@@ -129,14 +156,15 @@ export function syncWebhookBodies(event: SyncFinishedEvent): { model: string | n
       model,
       body: {
         ...common,
-        success: true,
         model,
-        sync_mode: result.mode,
-        run_id: result.runId,
-        response_results: { added: summary.added, updated: summary.updated, deleted: summary.deleted },
+        syncType: result.full ? 'INITIAL' : 'INCREMENTAL',
+        success: true,
+        responseResults: { added: summary.added, updated: summary.updated, deleted: summary.deleted },
         // Read the changes with GET /records?model=…&modified_after=<this>.
-        modified_after: result.startedAt,
-        query_timestamp: result.finishedAt,
+        modifiedAfter: result.startedAt,
+        // Deprecated in the de-facto API; the same instant.
+        queryTimeStamp: result.startedAt,
+        runId: result.runId,
       },
     }));
 }
@@ -153,8 +181,19 @@ export async function recordSyncDeliveries(
 ): Promise<string[]> {
   const outbound = await settings.outbound(event.environmentId);
   if (!outbound?.url) return [];
+  let run: RunTimes | undefined;
+  if (!event.result || event.error) {
+    // The delivering workflow's id is `<run id>:webhook`; the run was recorded before it started.
+    const { rows } = await db.query<{ mode: string; started_at: Date; finished_at: Date }>(
+      'SELECT mode, started_at, finished_at FROM sync_runs WHERE run_id = $1',
+      [key.replace(/:webhook$/, '')],
+    );
+    const row = rows[0];
+    if (row)
+      run = { mode: row.mode, startedAt: row.started_at.toISOString(), finishedAt: row.finished_at.toISOString() };
+  }
   const ids: string[] = [];
-  for (const { model, body } of syncWebhookBodies(event)) {
+  for (const { model, body } of syncWebhookBodies(event, run)) {
     const { rows } = await db.query<{ id: string }>(
       `INSERT INTO webhook_deliveries (delivery_key, environment_id, event_type, integration_id, connection_id, sync_name, model, url, payload, status)
        VALUES ($1, $2, 'sync', $3, $4, $5, $6, $7, $8, 'pending')

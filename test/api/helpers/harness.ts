@@ -173,7 +173,7 @@ export const connectionOf = (connectionId: string): ConnectionRef => ({ connecti
  * deployment (test/api/fixtures.ts) and one connection with an API key.
  */
 export async function deployWithConnection(h: ApiHarness, apiKey: string, connectionId = 'c1'): Promise<void> {
-  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
   await h.deploy(h.envA.id, deployRequest());
   await h.api.connections.import({
     provider_config_key: INTEGRATION,

@@ -14,7 +14,7 @@ const POLL_MS = 2000;
 
 export async function renderConnections(view, params, _query, app) {
   const [integrationParam, connectionId] = params;
-  const { integrations } = await api('/integrations');
+  const { data: integrations } = await api('/integrations');
   if (integrationParam && connectionId) return renderConnection(view, integrationParam, connectionId);
 
   view.append(pageTitle('Connections'));
@@ -22,10 +22,10 @@ export async function renderConnections(view, params, _query, app) {
     view.append(h('p', { class: 'empty' }, 'No integrations yet.'));
     return;
   }
-  const integration = integrationParam ?? integrations[0].id;
+  const integration = integrationParam ?? integrations[0].unique_key;
   const picker = select(
     { id: 'connections-integration' },
-    integrations.map((i) => [i.id, i.id]),
+    integrations.map((i) => [i.unique_key, i.unique_key]),
     integration,
   );
   picker.addEventListener('change', () => app.navigate('connections', [picker.value]));
@@ -174,17 +174,21 @@ async function renderConnection(view, integration, connectionId) {
 }
 
 const ACTIONS = [
-  { id: 'trigger', label: 'Trigger', path: '/sync/trigger', body: { sync_mode: 'incremental' }, done: 'triggered' },
+  { id: 'trigger', label: 'Trigger', path: '/sync/trigger', body: {}, done: 'triggered' },
   { id: 'pause', label: 'Pause', path: '/sync/pause', body: {}, done: 'paused' },
   { id: 'resume', label: 'Resume', path: '/sync/start', body: {}, done: 'resumed' },
   {
     id: 'full-resync',
     label: 'Full resync',
     path: '/sync/trigger',
-    body: { sync_mode: 'full_refresh' },
+    body: { opts: { reset: true } },
     done: 'fully resynced',
   },
 ];
+
+/** The state a row shows for the API's status (the de-facto names), as the page and its styles name it. */
+const STATES = { RUNNING: 'running', SUCCESS: 'idle', PAUSED: 'paused', ERROR: 'failed', STOPPED: 'not_started' };
+const stateOf = (sync) => STATES[sync.status] ?? String(sync.status).toLowerCase();
 
 function summary(result) {
   if (!result) return '—';
@@ -273,7 +277,7 @@ async function renderSyncs(section, integration, connectionId) {
           'th',
           { scope: 'row' },
           sync.name,
-          h('div', { class: 'meta' }, `${sync.type}, every ${sync.frequency || '—'}`),
+          h('div', { class: 'meta' }, `${sync.sync_type}, every ${sync.frequency || '—'}`),
         ),
         h('td', {}, cells.status, h('div', { class: 'meta error-text', dataset: { role: 'error' } })),
         cells.finished,
@@ -310,27 +314,28 @@ async function renderSyncs(section, integration, connectionId) {
     const row = rows.get(name);
     const sync = current.syncs.find((s) => s.name === name);
     if (!row || !sync) return;
-    const label = sync.status === 'not_started' ? 'not started' : sync.status;
+    const state = stateOf(sync);
+    const label = state === 'not_started' ? 'not started' : state;
     row.cells.status.textContent = label;
-    row.cells.status.className = `status status-${sync.status}`;
-    row.cells.status.closest('tr').dataset.status = sync.status;
+    row.cells.status.className = `status status-${state}`;
+    row.cells.status.closest('tr').dataset.status = state;
     const errorLine = row.cells.status.parentElement.querySelector('[data-role="error"]');
     errorLine.textContent =
-      sync.status === 'failed' && sync.latestError ? `${sync.latestError.code}: ${sync.latestError.message}` : '';
+      state === 'failed' && sync.latestError ? `${sync.latestError.code}: ${sync.latestError.message}` : '';
     replace(row.cells.finished, time(sync.finishedAt));
-    replace(row.cells.next, sync.status === 'paused' ? 'paused' : time(sync.nextScheduledSyncAt));
+    replace(row.cells.next, state === 'paused' ? 'paused' : time(sync.nextScheduledSyncAt));
     row.cells.result.textContent = summary(sync.latestResult);
     row.cells.records.textContent =
       Object.entries(sync.recordCount ?? {})
         .map(([model, n]) => `${model}: ${n}`)
         .join(', ') || '0';
-    const paused = sync.status === 'paused';
+    const paused = state === 'paused';
     for (const button of row.buttons) {
       if (button.dataset.action === 'pause') button.disabled = paused;
-      if (button.dataset.action === 'resume') button.disabled = !paused && sync.status !== 'not_started';
+      if (button.dataset.action === 'resume') button.disabled = !paused && state !== 'not_started';
     }
-    if (row.last !== undefined && row.last !== sync.status) announce(`Sync ${name} is ${label}.`);
-    row.last = sync.status;
+    if (row.last !== undefined && row.last !== state) announce(`Sync ${name} is ${label}.`);
+    row.last = state;
     if (row.lastFinished !== sync.finishedAt) {
       row.lastFinished = sync.finishedAt;
       void drawChart(row.chartSlot, name);

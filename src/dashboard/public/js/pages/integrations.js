@@ -11,9 +11,9 @@ import { tabs } from '../tabs.js';
 export async function renderIntegrations(view, params, query, app) {
   if (params[0]) return renderIntegration(view, params[0], params[1] ?? 'overview', query, app);
   view.append(pageTitle('Integrations'));
-  const [{ integrations }, deployment] = await Promise.all([api('/integrations'), deploymentOrNull()]);
+  const [{ data: integrations }, deployment] = await Promise.all([api('/integrations'), deploymentOrNull()]);
   const deployed = new Map((deployment?.deployment.config.integrations ?? []).map((i) => [i.id, i]));
-  const ids = [...new Set([...integrations.map((i) => i.id), ...deployed.keys()])].sort();
+  const ids = [...new Set([...integrations.map((i) => i.unique_key), ...deployed.keys()])].sort();
   view.append(deploymentSummary(deployment));
   if (ids.length === 0) {
     view.append(
@@ -21,7 +21,7 @@ export async function renderIntegrations(view, params, query, app) {
     );
     return;
   }
-  const byId = new Map(integrations.map((i) => [i.id, i]));
+  const byId = new Map(integrations.map((i) => [i.unique_key, i]));
   view.append(
     h(
       'table',
@@ -105,11 +105,14 @@ async function renderIntegration(view, id, tab, query, app) {
   );
   const version = query.get('version') ?? undefined;
   const [integration, found] = await Promise.all([
-    api(`/integrations/${encodeURIComponent(id)}`).catch((error) => {
-      // Deployed but not created as an integration: the page still shows what is deployed.
-      if (error instanceof ApiError && error.status === 404) return null;
-      throw error;
-    }),
+    api(`/integrations/${encodeURIComponent(id)}`).then(
+      (answer) => answer.data,
+      (error) => {
+        // Deployed but not created as an integration: the page still shows what is deployed.
+        if (error instanceof ApiError && error.status === 404) return null;
+        throw error;
+      },
+    ),
     deploymentOrNull(version),
   ]);
   if (found?.error) view.append(errorBox(`The deploy history cannot be read: ${found.error.message}`));

@@ -16,7 +16,7 @@ const PAGE = 100;
 
 export async function renderLogs(view, _params, query, app) {
   view.append(pageTitle('Logs'));
-  const [{ integrations }, config] = await Promise.all([api('/integrations'), dashboardConfig()]);
+  const [{ data: integrations }, config] = await Promise.all([api('/integrations'), dashboardConfig()]);
   const input = (name, label, attrs = {}) =>
     field(label, h('input', { name, id: `logs-${name}`, value: query.get(name) ?? '', autocomplete: 'off', ...attrs }));
   const form = h(
@@ -31,7 +31,7 @@ export async function renderLogs(view, _params, query, app) {
         'Integration',
         select(
           { name: 'integration', id: 'logs-integration' },
-          [['', 'Any integration'], ...integrations.map((i) => [i.id, i.id])],
+          [['', 'Any integration'], ...integrations.map((i) => [i.unique_key, i.unique_key])],
           query.get('integration') ?? '',
         ),
       ),

@@ -12,7 +12,7 @@ const FILTERS = ['added', 'updated', 'deleted'];
 
 export async function renderRecords(view, _params, query, app) {
   view.append(pageTitle('Records'));
-  const { integrations } = await api('/integrations');
+  const { data: integrations } = await api('/integrations');
   if (integrations.length === 0) {
     view.append(h('p', { class: 'empty' }, 'No integrations yet.'));
     return;
@@ -24,10 +24,10 @@ export async function renderRecords(view, _params, query, app) {
     if (!(error instanceof ApiError && error.status === 404)) throw error;
   }
 
-  const integration = query.get('integration') ?? integrations[0].id;
+  const integration = query.get('integration') ?? integrations[0].unique_key;
   const integrationPicker = select(
     { id: 'records-integration', name: 'integration' },
-    integrations.map((i) => [i.id, i.id]),
+    integrations.map((i) => [i.unique_key, i.unique_key]),
     integration,
   );
   integrationPicker.addEventListener('change', () =>

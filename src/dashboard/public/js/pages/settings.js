@@ -45,7 +45,8 @@ async function renderVariables(section) {
   };
 
   async function reload(focusName) {
-    const { variables } = await api('/environment-variables');
+    // GET answers the bare array, as the de-facto API does.
+    const variables = await api('/environment-variables');
     draw(variables, focusName);
   }
 
