@@ -1,7 +1,17 @@
+/**
+ * Issue 15, second hostile pass: routes out of a script's own realm that the lead's tests
+ * (isolation.test.ts, sandbox.test.ts) do not try. Each case attacks and asserts the OUTCOME the
+ * threat model promises (no secret obtained, the worker alive, the limit enforced); a failing case is
+ * an open route. The worker-killing case leaves an unhandled "Workflow Worker Thread exited
+ * prematurely" from the harness's workers.run(): that is the attack's effect, not a harness fault.
+ */
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
 import type { ConnectionRecord } from '../../src/runtime/public.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
+import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionDefinition, bundle, TestConnections, useRuntime } from './helpers.js';
 
@@ -15,31 +25,58 @@ class PerEnvironmentKeys extends TestConnections {
 }
 
 /**
- * Source of `escape()`: recurses to the stack limit and, at every depth on the way back, builds a
- * URL. The realm's URL calls the bridge's parseUrl, a function of the workflow realm; when the stack
- * runs out inside that function's JSON.stringify, V8 creates the RangeError in the workflow realm.
- * Answers the first such error whose constructor's constructor compiles code.
+ * Source of `escape()`: recurses to the stack limit and, at every depth on the way back, calls
+ * `attempt` (source text), which makes the script realm call a function of the bridge. When the stack
+ * runs out inside that function (a function of the workflow realm, or a builtin it calls), V8 creates
+ * the RangeError in the workflow realm. `attempt` puts every error that is not of the script realm in
+ * `candidates`; `escape()` answers the first whose constructor's constructor compiles code.
  */
-const ESCAPE = `
+function escapeSource(attempt: string, window = 300, rounds = 20): string {
+  return `
   async function escape() {
     const candidates = [];
-    const U = URL;
-    const attempt = () => { try { new U('http://a/'); } catch (e) { if (!(e instanceof RangeError) && !(e instanceof TypeError) && candidates.length < 50) candidates[candidates.length] = e; } };
-    function f0(d) { try { f0(d + 1); } catch (e) {} attempt(); }
-    function f1(d, a) { try { f1(d + 1, a); } catch (e) {} attempt(); }
-    function f2(d, a, b) { try { f2(d + 1, a, b); } catch (e) {} attempt(); }
-    function f3(d, a, b, c, x) { try { f3(d + 1, a, b, c, x); } catch (e) {} attempt(); }
+    const keep = (e) => { if (!(e instanceof Error) && candidates.length < 50) candidates[candidates.length] = e; };
+    const attempt = ${attempt};
+    // On the way back from the deepest frame of a pass, attempt only in the last frames (window).
+    let deepest = 0;
+    function f0(d) { if (d > deepest) deepest = d; try { f0(d + 1); } catch (e) {} if (d >= deepest - ${window}) attempt(); }
+    function f1(d, a) { if (d > deepest) deepest = d; try { f1(d + 1, a); } catch (e) {} if (d >= deepest - ${window}) attempt(); }
+    function f2(d, a, b) { if (d > deepest) deepest = d; try { f2(d + 1, a, b); } catch (e) {} if (d >= deepest - ${window}) attempt(); }
+    function f3(d, a, b, c, x) { if (d > deepest) deepest = d; try { f3(d + 1, a, b, c, x); } catch (e) {} if (d >= deepest - ${window}) attempt(); }
     const passes = [() => f0(0), () => f1(0, 1), () => f2(0, 1, 2), () => f3(0, 1, 2, 3, 4)];
-    for (let round = 0; round < 20; round++) {
+    for (let round = 0; round < ${rounds}; round++) {
+      deepest = 0;
       passes[round % passes.length]();
+      await new Promise((resolve) => setTimeout(resolve, 1));
       for (const error of candidates.splice(0)) {
         try { if (error.constructor.constructor('return 1')() === 1) return error; } catch (e) {}
       }
-      await new Promise((resolve) => setTimeout(resolve, 1));
     }
     return null;
   }
 `;
+}
+
+/**
+ * Source that registers objects with `registry` and churns the heap (awaiting a svc operation between
+ * steps) until `until` (source) holds or 300 steps passed: collections run, and with them the
+ * registry's cleanup callbacks. Leaves `step` defined.
+ */
+function churn(until: string): string {
+  return `
+    const ring = [];
+    let step = 0;
+    for (; step < 300 && !(${until}); step++) {
+      for (let i = 0; i < 20; i++) registry.register({ step, i }, step);
+      const junk = [];
+      for (let j = 0; j < 20000; j++) junk.push({ j, text: 'x' + j });
+      ring[step % 4] = junk;
+      await svc.getMetadata();
+    }`;
+}
+
+/** Through `new URL()`: the bridge's parseUrl (its JSON.stringify) overflows. */
+const ESCAPE = escapeSource(`() => { const U = URL; try { new U('http://a/'); } catch (e) { keep(e); } }`);
 
 describe('hostile 2: routes out of the script realm', () => {
   it("a stack overflow inside the bridge hands the script the workflow realm; it steals another environment's API key", async () => {
@@ -105,4 +142,238 @@ describe('hostile 2: routes out of the script realm', () => {
       { ok: true, output: { escaped: false } },
     ]);
   }, 120_000);
+  it('the escape is not parseUrl alone: console.log (bridge.log) leaks workflow-realm errors too', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // bridge.log calls String(), String.prototype.slice and the run's bufferLog (Date, Array.prototype.includes)
+    // of the workflow realm, synchronously.
+    const escape = escapeSource(`() => { try { console.log('x'); } catch (e) { keep(e); } }`);
+    const hash = await h.scripts.put(
+      bundle(`async function (svc) {
+        ${escape}
+        const found = await escape();
+        if (!found) return { escaped: false };
+        return { escaped: true, reached: found.constructor.constructor('return typeof globalThis.__TEMPORAL_ACTIVATOR__')() };
+      }`),
+    );
+    const outcome = await control.runAction({
+      definition: actionDefinition('log', hash),
+      connectionId: 'c',
+      input: {},
+    });
+    console.log(`[hostile2] escape through bridge.log: ${JSON.stringify(outcome)}`);
+    expect(outcome).toEqual({ ok: true, output: { escaped: false } });
+  }, 120_000);
+
+  it('blocked: sloppy-mode caller walks from every callback the bootstrap or the workflow invokes', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // A bundle without "use strict": each callback asks who called it (fn.caller, arguments.callee.caller).
+    const probe = await h.scripts.put(`const seen = [];
+function look(where, caller) {
+  let reached = null;
+  try { reached = caller ? typeof caller.constructor('return globalThis')() : null; } catch (e) { reached = 'refused'; }
+  seen.push(where + ':' + (caller ? 'caller ' + reached : 'null'));
+}
+module.exports.default = async function (svc) {
+  Object.defineProperty(Object.prototype, 'then', { configurable: true, get: function thenGetter() { look('then getter', thenGetter.caller); return undefined; } });
+  await svc.getMetadata();
+  delete Object.prototype.then;
+  await svc.log({ toJSON: function toJSON() { look('toJSON', toJSON.caller); return 1; } }).catch(function () {});
+  await new Promise(function (resolve) { setTimeout(function timer() { look('setTimeout', timer.caller); resolve(); }, 1); });
+  const config = {}; Object.defineProperty(config, 'endpoint', { enumerable: true, get: function endpointGetter() { look('config getter', endpointGetter.caller); return 'http://127.0.0.1:1/'; } }); await svc.get(config).catch(function () {});
+  console.log({ toJSON: function logged() { look('console', logged.caller); return 'x'; } });
+  await svc.getMetadata().then(function settled() { look('then callback', settled.caller); });
+  return { seen: seen.slice(0, 20) };
+};
+`);
+    const outcome = await control.runAction({
+      definition: actionDefinition('caller', probe),
+      connectionId: 'c',
+      input: {},
+    });
+    console.log(`[hostile2] caller walks: ${JSON.stringify(outcome)}`);
+    expect(JSON.stringify(outcome)).not.toContain('caller object');
+  }, 120_000);
+
+  it('a FinalizationRegistry callback runs outside every drain and activation: a throw there kills the workflow thread and the worker', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // No escape needed: the script's own realm has FinalizationRegistry. Its callbacks are V8 tasks on
+    // the worker thread's event loop; an exception there is an uncaught exception of the thread.
+    const attacker = await h.scripts.put(
+      bundle(`async function (svc) {
+        const registry = new FinalizationRegistry((held) => { throw new Error('thrown outside any run: ' + held); });
+        ${churn('false')}
+        return { survived: true };
+      }`),
+    );
+    let attackOutcome: unknown;
+    void control
+      .runAction(
+        { definition: actionDefinition('collector', attacker), connectionId: 'c', input: {} },
+        { timeoutMs: 90_000 },
+      )
+      .then(
+        (outcome) => (attackOutcome = outcome),
+        (error: unknown) => (attackOutcome = String(error)),
+      );
+    const state = await eventually(
+      () =>
+        Promise.resolve(
+          attackOutcome !== undefined || h.actionWorker.getState() !== 'RUNNING'
+            ? h.actionWorker.getState()
+            : undefined,
+        ),
+      100_000,
+      'the attack to end or the worker to stop',
+    );
+    console.log(`[hostile2] FinalizationRegistry throw: worker ${state}, attack ${JSON.stringify(attackOutcome)}`);
+    expect(state).toBe('RUNNING');
+    const bystander = await h.scripts.put(bundle(`async function (svc, input) { return input; }`));
+    expect(
+      await control.runAction(
+        { definition: actionDefinition('bystander', bystander), connectionId: 'b', input: { n: 1 } },
+        { timeoutMs: 30_000 },
+      ),
+    ).toEqual({ ok: true, output: { n: 1 } });
+  }, 150_000);
+
+  it('a FinalizationRegistry callback computes outside every drain: no time limit stops it, bystanders wait', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // One catastrophic regex (bounded: ~3-10 s on the shared machine) in a cleanup callback: not in a
+    // drain (2 s), not in an activation (isolate timeout 3 s), no loop for loop protection.
+    const attacker = await h.scripts.put(
+      bundle(`async function (svc) {
+        let fired = false;
+        const registry = new FinalizationRegistry(() => {
+          if (fired) return;
+          fired = true;
+          /^(a+)+$/.test('a'.repeat(26) + '!');
+        });
+        ${churn('fired')}
+        return { fired, step };
+      }`),
+    );
+    const bystander = await h.scripts.put(bundle(`async function (svc, input) { return input; }`));
+    let attackOutcome: unknown;
+    const started = Date.now();
+    const attack = control
+      .runAction(
+        { definition: actionDefinition('stall', attacker), connectionId: 'c', input: {} },
+        { timeoutMs: 100_000 },
+      )
+      .then(
+        (outcome) => (attackOutcome = outcome),
+        (error: unknown) => (attackOutcome = { code: (error as { code?: string }).code }),
+      );
+    // Bursts of three bystanders while the attack runs: some land on the attacker's thread.
+    let slowest = 0;
+    while (attackOutcome === undefined && Date.now() - started < 110_000) {
+      const burst = await Promise.all(
+        [1, 2, 3].map(async (n) => {
+          const t = Date.now();
+          await control.runAction(
+            { definition: actionDefinition('bystander', bystander), connectionId: 'b', input: { n } },
+            { timeoutMs: 60_000 },
+          );
+          return Date.now() - t;
+        }),
+      );
+      slowest = Math.max(slowest, ...burst);
+    }
+    await attack;
+    console.log(
+      `[hostile2] FinalizationRegistry stall: attack ${JSON.stringify(attackOutcome)}, slowest bystander ${slowest} ms`,
+    );
+    expect(attackOutcome).toEqual({ code: 'script_timeout' });
+    expect(slowest).toBeLessThan(3000);
+  }, 150_000);
+
+  it('buffer memory: a copy made through the species default (constructor undefined) is never charged', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // 40 MiB charged, then seven uncharged copies: 320 MiB held, over the 256 MiB per run.
+    const hoarder = await h.scripts.put(
+      bundle(`async function () {
+        const base = new Uint8Array(40 * 1024 * 1024);
+        Object.defineProperty(base, 'constructor', { value: undefined });
+        const kept = [base];
+        for (let i = 0; i < 7; i++) { const copy = base.slice(); copy.fill(i + 1); kept.push(copy); }
+        let held = 0;
+        for (const buffer of kept) held += buffer.byteLength;
+        return { heldMiB: held / 1048576 };
+      }`),
+    );
+    const outcome = await control
+      .runAction({ definition: actionDefinition('hoarder', hoarder), connectionId: 'c', input: {} })
+      .catch((error: unknown) => ({ code: (error as { code?: string }).code }));
+    console.log(`[hostile2] species copies: ${JSON.stringify(outcome)}`);
+    expect(outcome).toEqual({ code: 'script_memory_limit' });
+  }, 120_000);
+
+  it('history guard: durable timers (setTimeout) are not counted, so a run passes its event budget', async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const ids: Record<string, string> = {};
+    const run = async (name: string, source: string) => {
+      const hash = await h.scripts.put(bundle(source));
+      const definition = actionDefinition(name, hash);
+      const workflowId = rootActionId({ ...definition, connectionId: 'c' }, randomUUID());
+      ids[name] = workflowId;
+      return control
+        .runAction({ definition, connectionId: 'c', input: {}, options: { historyEventBudget: 60 } }, { workflowId })
+        .catch((error: unknown) => ({ code: (error as { code?: string }).code }));
+    };
+    // The guard works for svc operations...
+    expect(
+      await run(
+        'operations',
+        `async function (svc) { for (let i = 0; i < 100; i++) await svc.getMetadata(); return 'done'; }`,
+      ),
+    ).toEqual({
+      code: 'run_history_limit',
+    });
+    // ...but 300 timers (600+ events, ten times the budget) go through.
+    const timers = await run(
+      'timers',
+      `async function () { await Promise.all(Array.from({ length: 300 }, () => new Promise((resolve) => setTimeout(resolve, 1)))); return 'done'; }`,
+    );
+    const { historyLength } = await h.client.workflow.getHandle(ids['timers']!).describe();
+    console.log(`[hostile2] timers: ${JSON.stringify(timers)} with ${historyLength} events (budget 60)`);
+    expect(timers).toEqual({ code: 'run_history_limit' });
+  }, 120_000);
+
+  it("a getter on the script realm's Object.prototype runs when the bridge answers, outside the drain's time limit", async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // resolve(parse(answer)) reads answer.then synchronously, inside the workflow's activation but
+    // outside context.drain(): only the isolate timeout (3 s) is left to interrupt it.
+    const attacker = await h.scripts.put(
+      bundle(`async function (svc) {
+        let once = false;
+        Object.defineProperty(Object.prototype, 'then', { configurable: true, get() {
+          if (!once) { once = true; /^(a+)+$/.test('a'.repeat(26) + '!'); }
+          return undefined;
+        } });
+        await svc.getMetadata();
+        delete Object.prototype.then;
+        return 'finished';
+      }`),
+    );
+    const started = Date.now();
+    const outcome = await control
+      .runAction(
+        { definition: actionDefinition('answer-getter', attacker), connectionId: 'c', input: {} },
+        { timeoutMs: 100_000 },
+      )
+      .catch((error: unknown) => ({ code: (error as { code?: string }).code }));
+    const seconds = (Date.now() - started) / 1000;
+    console.log(
+      `[hostile2] getter on the answer: ${JSON.stringify(outcome)} in ${seconds.toFixed(1)} s, worker ${h.actionWorker.getState()}`,
+    );
+    expect(outcome).toEqual({ code: 'script_timeout' });
+    expect(h.actionWorker.getState()).toBe('RUNNING');
+  }, 150_000);
 });
