@@ -26,6 +26,8 @@ import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/ru
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
 import { budgetFunctionName, instrumentScript } from '../src/runtime/instrument.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
+import { createStepLedger, type StepKey } from '../src/runtime/stepLedger.js';
+import type { Encryptor } from '../src/connections/encryption.js';
 import type { HttpRequestInput, HttpResult } from '../src/runtime/svcTypes.js';
 
 /** Finds the deployed action a script's `svc.triggerAction` names; null when there is none. */
@@ -45,6 +47,8 @@ export interface RuntimeDeps {
   resolveAction: ActionResolver;
   /** A client of the same namespace: the runaway watchdog inspects and terminates runs with it. */
   temporal: Client;
+  /** Encrypts the step ledger's recorded responses (src/runtime/stepLedger.ts). */
+  encryptor: Encryptor;
   /** Verifies which run calls an activity (src/temporal/runAuthority.ts); built from `temporal` when omitted. */
   authorities?: RunAuthorities | undefined;
 }
@@ -57,6 +61,16 @@ export interface RecordWriteInput extends SyncScope {
   model: string;
   runId: string;
   records: Record<string, unknown>[];
+}
+
+/**
+ * Where a step stands in its run (workflows/svc.ts): its index, the same on every replay, and the
+ * index below which Temporal holds every step's result (the ledger may forget those). Absent in
+ * steps scheduled by workflow code older than the ledger.
+ */
+export interface StepRef {
+  index: number;
+  forgetBelow?: number | undefined;
 }
 
 /** A bundle as the run workflow evaluates it. */
@@ -88,15 +102,6 @@ export async function translated<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/**
- * The step id of the running activity: stable across a replay of the same run (the sequence number
- * Temporal gives the operation), so a write re-executed after a crash is recognised.
- */
-function currentStep(): string {
-  const info = Context.current().info;
-  return `${info.workflowExecution?.runId ?? ''}:${info.activityId}`;
-}
-
 /** The verified run that scheduled the running activity (src/temporal/runAuthority.ts). */
 export async function callingRun(authorities: RunAuthorities): Promise<RunAuthority> {
   const info = Context.current().info;
@@ -116,24 +121,18 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
   const authorities = deps.authorities ?? createRunAuthorities({ client: deps.temporal });
   const caller = () => callingRun(authorities);
 
+  const ledger = createStepLedger({ db, encryptor: deps.encryptor });
+
   /**
-   * Exactly-once record writes per step: a step whose result was lost with a crashed worker runs
-   * again on replay and then returns what the first execution wrote, instead of writing again (which
-   * would count the records as unchanged and falsify the run's added/updated counts).
+   * The ledger key of the running step (src/runtime/stepLedger.ts), after forgetting the steps
+   * Temporal already holds. Steps of workflow code older than the ledger are keyed by their activity
+   * sequence number, above any index the ledger gives.
    */
-  async function onceForStep(runId: string, write: () => Promise<WriteSummary>): Promise<WriteSummary> {
-    const step = currentStep();
-    const done = await db.query<{ result: WriteSummary }>(
-      'SELECT result FROM script_run_steps WHERE run_id = $1 AND step_id = $2',
-      [runId, step],
-    );
-    if (done.rows[0]) return done.rows[0].result;
-    const summary = await write();
-    await db.query(
-      'INSERT INTO script_run_steps (run_id, step_id, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      [runId, step, JSON.stringify(summary)],
-    );
-    return summary;
+  async function stepKey(step: StepRef | undefined): Promise<StepKey> {
+    const info = Context.current().info;
+    const runId = info.workflowExecution?.runId ?? '';
+    if (step?.forgetBelow !== undefined && step.forgetBelow > 0) await ledger.forget(runId, step.forgetBelow);
+    return { runId, step: step ? step.index : 1_000_000_000 + Number(info.activityId) };
   }
 
   // Bundles are immutable by hash; a few instrumented ones are kept to spare a parse per run, keyed by
@@ -169,46 +168,90 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       return loaded;
     },
 
-    /** One attempt of an HTTP request with the connection's credentials; see src/runtime/http.ts. */
-    async httpRequest(scope: ConnectionScope, request: HttpRequestInput): Promise<HttpResult> {
+    /**
+     * One attempt of an HTTP request with the connection's credentials (src/runtime/http.ts). Its
+     * outcome goes to the step ledger as soon as it is known: a step executed again after a crash
+     * answers from there and does not send the request again.
+     */
+    async httpRequest(scope: ConnectionScope, request: HttpRequestInput, step?: StepRef): Promise<HttpResult> {
       requireConnection(await translated(caller), scope);
-      return sendRequest(deps.connections, scope, request);
+      const key = await translated(() => stepKey(step));
+      const recalled = await translated(() => ledger.recall<HttpResult>(key));
+      if (recalled?.ok === true) return recalled.value;
+      if (recalled?.ok === false) {
+        throw ApplicationFailure.create({ ...recalled.failure, nonRetryable: true });
+      }
+      let result: HttpResult;
+      try {
+        result = await sendRequest(deps.connections, scope, request);
+      } catch (error) {
+        // A final answer (a 4xx, a refused request) is an outcome too; a retryable one is tried again anyway.
+        if (error instanceof ApplicationFailure && error.nonRetryable) {
+          const failure = {
+            type: error.type ?? 'http_error',
+            message: error.message,
+            details: [...(error.details ?? [])],
+          };
+          await ledger.remember(key, { ok: false, failure }).catch(() => undefined);
+        }
+        throw error;
+      }
+      // Not recorded (Postgres away): the request was answered all the same; only a crash before the
+      // next workflow task would send it again.
+      await ledger.remember(key, { ok: true, value: result }).catch((error: unknown) => {
+        console.warn(`[worker] step ledger: could not record request step ${key.step}: ${String(error)}`);
+      });
+      return result;
     },
 
-    async saveRecords(input: RecordWriteInput): Promise<WriteSummary> {
+    /** Exactly once per step: the ledger row is written in the records' own transaction. */
+    async saveRecords(input: RecordWriteInput, step?: StepRef): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return onceForStep(input.runId, () => records.saveRecords(input));
+        return records.saveRecords({ ...input, step: await stepKey(step) });
       });
     },
 
-    async deleteRecords(input: RecordWriteInput): Promise<WriteSummary> {
+    async deleteRecords(input: RecordWriteInput, step?: StepRef): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return onceForStep(input.runId, () =>
-          records.deleteRecords({ ...input, records: input.records.map((record) => ({ id: record['id'] })) }),
-        );
+        return records.deleteRecords({
+          ...input,
+          records: input.records.map((record) => ({ id: record['id'] })),
+          step: await stepKey(step),
+        });
       });
     },
 
     /** `track_deletes` after a successful full run. */
-    async markUnseenDeleted(input: SyncScope & { model: string; runId: string }): Promise<WriteSummary> {
+    async markUnseenDeleted(
+      input: SyncScope & { model: string; runId: string },
+      step?: StepRef,
+    ): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return onceForStep(input.runId, () => records.markUnseenDeleted(input));
+        return records.markUnseenDeleted({ ...input, step: await stepKey(step) });
       });
     },
 
-    /** `sync_mode: full_refresh_and_clear_cache`: erases this connection's records of the sync. */
-    async clearRecords(input: SyncScope): Promise<number> {
+    /**
+     * `sync_mode: full_refresh_and_clear_cache`: erases this connection's records of the sync. In the
+     * ledger too: erasing again after the run saved records would lose them.
+     */
+    async clearRecords(input: SyncScope, step?: StepRef): Promise<number> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return records.eraseSync({
+        const key = await stepKey(step);
+        const recalled = await ledger.recall<number>(key);
+        if (recalled?.ok) return recalled.value;
+        const erased = await records.eraseSync({
           environmentId: input.environmentId,
           integrationId: input.integrationId,
           syncName: input.syncName,
           connectionId: input.connectionId,
         });
+        await ledger.remember(key, { ok: true, value: erased });
+        return erased;
       });
     },
 

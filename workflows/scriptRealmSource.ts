@@ -14,13 +14,36 @@
  */
 export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
   'use strict';
-  const call = host.call;
-  const now = host.now;
-  const random = host.random;
-  const tick = host.tick;
-  const log = host.log;
-  const parseUrl = host.parseUrl;
-  const limits = { bufferBytes: host.bufferBytes, allocationBytes: host.allocationBytes, recordBytes: host.recordBytes };
+  const apply = Reflect.apply;
+  const create = Object.create;
+  const numberOf = Number;
+  // Every function of the run is called through this guard. Whatever such a call throws (even a
+  // RangeError that V8 raises in the run's own realm when the script exhausts the stack inside it) is
+  // replaced here by an error of this realm: nothing of another realm ever reaches the script. The
+  // answer is a primitive or nothing.
+  const guarded = (fn, kind) =>
+    function () {
+      let answer;
+      try {
+        answer = apply(fn, undefined, arguments);
+      } catch (_) {
+        throw new RangeError('the run could not answer (its stack or its limits ran out)');
+      }
+      if (kind === 'string') return typeof answer === 'string' ? answer : undefined;
+      if (kind === 'number') return numberOf(answer);
+      return undefined;
+    };
+  const call = guarded(host.call, 'none');
+  const now = guarded(host.now, 'number');
+  const random = guarded(host.random, 'number');
+  const tick = guarded(host.tick, 'string');
+  const log = guarded(host.log, 'none');
+  const parseUrl = guarded(host.parseUrl, 'string');
+  const limits = {
+    bufferBytes: numberOf(host.bufferBytes),
+    allocationBytes: numberOf(host.allocationBytes),
+    recordBytes: numberOf(host.recordBytes),
+  };
   const isArray = Array.isArray;
   const slice = Array.prototype.slice;
   const max = Math.max;
@@ -36,11 +59,15 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
   const isView = ArrayBuffer.isView;
   const FR = FinalizationRegistry;
 
-  // No hooks into other realms' stack frames, no shared memory, no WebAssembly.
+  // No hooks into other realms' stack frames, no shared memory, no WebAssembly, and no callbacks that
+  // the garbage collector calls outside the run's activations (a FinalizationRegistry's callback runs
+  // where no time limit holds, and one that throws kills the thread; this realm keeps its own).
   defineProperty(Error, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
   delete g.SharedArrayBuffer;
   delete g.WebAssembly;
   delete g.Atomics;
+  delete g.FinalizationRegistry;
+  delete g.WeakRef;
 
   // Deterministic time and randomness: the workflow's (replay sees the same values).
   const DateProxy = new Proxy(NativeDate, {
@@ -136,17 +163,24 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
       (made, args) => (typeof args[0] === 'number' || args[0] instanceof NativeArrayBuffer ? 0 : made.byteLength),
     );
   }
-  // Copies that bypass the species constructor.
-  for (const method of ['with', 'toReversed', 'toSorted']) {
-    const native = TypedArray.prototype[method];
-    if (typeof native !== 'function') continue;
-    defineProperty(TypedArray.prototype, method, {
-      value: { [method]() {
-        return chargeObject(native.apply(this, arguments), this.byteLength, 'a typed array copy');
-      } }[method],
-      writable: true,
-      configurable: true,
-    });
+  // Copies: those that bypass the species constructor, and those a script can send to the intrinsic
+  // constructor (a 'constructor' property set to undefined makes the species the native one). Each is
+  // charged by what it made; the wrapped constructors charge theirs already (a second charge of the
+  // same bytes only makes the limit stricter for that copy).
+  const copying = [[TypedArray.prototype, ['with', 'toReversed', 'toSorted', 'slice', 'map', 'filter']], [NativeArrayBuffer.prototype, ['slice']]];
+  for (const [prototype, methods] of copying) {
+    for (const method of methods) {
+      const native = prototype[method];
+      if (typeof native !== 'function') continue;
+      defineProperty(prototype, method, {
+        value: { [method]() {
+          const made = apply(native, this, arguments);
+          return chargeObject(made, made.byteLength, 'a buffer copy');
+        } }[method],
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 
   // Loop protection: the run's budget (workflows/scriptBudget.ts); it answers with a message when spent.
@@ -235,14 +269,21 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
   }
 
   function send(name, json) {
+    // The answer is resolved inside a box with no prototype: resolving with a plain object would look
+    // up its 'then' (a getter the script may have planted) right here, in the run's code and outside
+    // the drain's time limit. The box is opened in a continuation, inside the drain.
     return new P((resolve, reject) => {
       call(
         name,
         json,
-        (answer) => resolve(answer === undefined ? undefined : parse(answer)),
+        (answer) => {
+          const box = create(null);
+          box.value = answer === undefined ? undefined : parse(answer);
+          resolve(box);
+        },
         (failure) => reject(toError(parse(failure))),
       );
-    });
+    }).then((box) => box.value);
   }
 
   class ActionError extends Error {

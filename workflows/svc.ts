@@ -12,13 +12,14 @@ import {
   executeChild,
   proxyActivities,
   proxyLocalActivities,
+  sleep,
   uuid4,
   workflowInfo,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
-import type { RuntimeActivities } from '../activities/runtime.js';
+import type { RuntimeActivities, StepRef } from '../activities/runtime.js';
 import type { ConnectionScope } from '../src/connections/types.js';
 import type { WriteSummary } from '../src/records/types.js';
 import { SCRIPT_LIMITS, type RunActionInput, type RunOptions } from '../src/runtime/definitions.js';
@@ -77,6 +78,17 @@ export const HISTORY_BYTE_BUDGET = 45 * 1024 * 1024;
 const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
 // svc.log lines are buffered and written in batches, at the end of the run at the latest.
 const LOG_FLUSH_SIZE = 100;
+// Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
+// at 4 MiB: past this many bytes of results in one task the run ends the task (a 1 ms timer) before
+// the next step. Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a
+// reference of a few hundred bytes.
+const TASK_RESULT_BYTES = 2 * 1024 * 1024;
+const CLAIM_THRESHOLD_BYTES = 128 * 1024;
+const MARKER_BYTES = 400;
+// Timers of setTimeout waiting at once, per run.
+const MAX_TIMERS = 100;
+// The steps whose outcome the step ledger keeps (activities/runtime.ts): they act on the outside world.
+const LEDGERED = new Set<string>(['httpRequest', 'saveRecords', 'deleteRecords', 'markUnseenDeleted', 'clearRecords']);
 
 // Why these numbers: a request attempt waits up to 60 s for an answer (src/runtime/http.ts), so an
 // attempt may take 90 s; store operations are short but a large batch into a busy Postgres is not.
@@ -138,6 +150,15 @@ function describeRequest(method: HttpMethod, config: RequestConfig): string {
   return summary.length > 200 ? `${summary.slice(0, 197)}…` : summary;
 }
 
+/** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
+function resultBytes(result: unknown): number {
+  const response = result as { data?: unknown; headers?: Record<string, unknown> } | undefined;
+  if (response === null || typeof response !== 'object' || !('data' in response)) return MARKER_BYTES;
+  const declared = Number(response.headers?.['content-length']);
+  const body = Number.isFinite(declared) && declared > 0 ? declared : (JSON.stringify(response.data)?.length ?? 0);
+  return body > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : body + MARKER_BYTES;
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -176,12 +197,25 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // then are not in it yet, so they are counted here.
   let seenHistoryLength = -1;
   let operationsSinceHistoryUpdate = 0;
+  // The step ledger's view of the run: every step has an index (the same on every replay); steps
+  // below `forgetBelow` are held by Temporal (their markers were in a completed workflow task), so
+  // the ledger may drop them. A step that completed before the workflow saw one new workflow task
+  // is in the completion that led to the next one: hence the lag of one change.
+  let nextStep = 0;
+  const stepsInFlight = new Set<number>();
+  let lowestOpenAtLastChange = 0;
+  let forgetBelow = 0;
+  let forgetSent = 0;
+  let taskResultBytes = 0;
 
   function guardHistory(): void {
     const info = workflowInfo();
     if (info.historyLength !== seenHistoryLength) {
       seenHistoryLength = info.historyLength;
       operationsSinceHistoryUpdate = 0;
+      taskResultBytes = 0;
+      forgetBelow = lowestOpenAtLastChange;
+      lowestOpenAtLastChange = stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep;
     }
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
     const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
@@ -207,8 +241,24 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // refused once its budget ran out; the run's own steps go on.
     context.budget?.yielded(!overrides.bookkeeping);
     guardHistory();
+    if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES) {
+      // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB.
+      taskResultBytes = 0;
+      await sleep(1);
+      guardHistory();
+    }
     operations++;
     operationsSinceHistoryUpdate++;
+    const index = nextStep++;
+    stepsInFlight.add(index);
+    if (LEDGERED.has(name)) {
+      const step: StepRef = { index };
+      if (forgetBelow > forgetSent) {
+        step.forgetBelow = forgetBelow;
+        forgetSent = forgetBelow;
+      }
+      args = [...args, step] as unknown as typeof args;
+    }
     const options: LocalActivityOptions & ActivityOptions = {
       startToCloseTimeout: overrides.startToCloseTimeout ?? STORE_TIMEOUT,
       retry: overrides.retry ?? STORE_RETRY,
@@ -218,8 +268,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
     const proxy = (mode === 'local' ? local[name] : normal[name]) as unknown as { executeWithOptions: Call };
     try {
-      return (await proxy.executeWithOptions(options, args)) as Awaited<ReturnType<RuntimeActivities[K]>>;
+      const result = (await proxy.executeWithOptions(options, args)) as Awaited<ReturnType<RuntimeActivities[K]>>;
+      taskResultBytes += resultBytes(result);
+      return result;
     } finally {
+      stepsInFlight.delete(index);
       context.budget?.resumed();
     }
   }
@@ -428,6 +481,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     batchDelete: (records, model) => write('batchDelete', records, model),
   };
 
+  let timers = 0;
   // The script's realm walks svc.paginate through these: one iterator per open id.
   const paginations = new Map<number, AsyncIterator<unknown>>();
   const methods: Record<string, HttpMethod> = {
@@ -469,11 +523,21 @@ export function createSvc(context: SvcContext): SvcRuntime {
     getConnection: (forceRefresh, refreshToken) => svc.getConnection(forceRefresh === true, refreshToken === true),
     batchSave: (records, model) => svc.batchSave(records as { id: string }[], model as string),
     batchDelete: (records, model) => svc.batchDelete(records as { id: string }[], model as string),
+    // A timer is two events of the history (started, fired): counted like any operation, and a run
+    // holds at most MAX_TIMERS at once.
     sleep: async (ms) => {
+      if (timers >= MAX_TIMERS) {
+        throw new OperationError('too_many_timers', `setTimeout: at most ${MAX_TIMERS} timers may wait at once`);
+      }
       context.budget?.yielded();
+      guardHistory();
+      operations++;
+      operationsSinceHistoryUpdate += 2;
+      timers++;
       try {
         await scriptSleep(ms);
       } finally {
+        timers--;
         context.budget?.resumed();
       }
     },

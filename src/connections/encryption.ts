@@ -22,7 +22,8 @@ export type EncryptionPurpose =
   | 'integration_client_secret'
   | 'environment_variable'
   | 'oauth_session_secret'
-  | 'temporal_payload';
+  | 'temporal_payload'
+  | 'step_outcome';
 
 export interface EncryptionKey {
   /** First 8 hex characters of the key's SHA-256: identifies the key without revealing it. */

@@ -27,8 +27,10 @@ import type {
   SaveRecordsOptions,
   StoredRecord,
   SyncScope,
+  WriteStep,
   WriteSummary,
 } from './types.js';
+import { onceInTransaction } from '../runtime/stepLedger.js';
 
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1000;
@@ -61,6 +63,11 @@ interface PreparedRecord {
 
 const zeroSummary = (): WriteSummary => ({ added: 0, updated: 0, deleted: 0, unchanged: 0 });
 
+/** The write once per step when a step is given (src/runtime/stepLedger.ts), else simply the write. */
+function once<T>(client: PoolClient, step: WriteStep | undefined, work: () => Promise<T>): Promise<T> {
+  return step ? onceInTransaction(client, step, work) : work();
+}
+
 export function createPostgresRecordStore({
   db,
   chunkSize = 2000,
@@ -74,22 +81,24 @@ export function createPostgresRecordStore({
       // Everything is validated before the database is touched: a bad record stores nothing.
       const prepared = prepareRecords(options);
       if (prepared.length === 0) return zeroSummary();
-      return inTransaction(db, async (client) => {
-        await assertRunOwnsSync(client, options, options.runId);
-        const scopeId = await lockScope(client, options, true);
-        if (scopeId === null) throw new Error('record scope vanished while being created');
-        await client.query(
-          'INSERT INTO record_scope_syncs (scope_id, sync_name) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-          [scopeId, options.syncName],
-        );
-        const summary = zeroSummary();
-        let at: Date | undefined;
-        for (let start = 0; start < prepared.length; start += chunkSize) {
-          const chunk = prepared.slice(start, start + chunkSize);
-          at = await saveChunk(client, { scopeId, chunk, at, sync: options.syncName, runId: options.runId, summary });
-        }
-        return summary;
-      });
+      return inTransaction(db, (client) =>
+        once(client, options.step, async () => {
+          await assertRunOwnsSync(client, options, options.runId);
+          const scopeId = await lockScope(client, options, true);
+          if (scopeId === null) throw new Error('record scope vanished while being created');
+          await client.query(
+            'INSERT INTO record_scope_syncs (scope_id, sync_name) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+            [scopeId, options.syncName],
+          );
+          const summary = zeroSummary();
+          let at: Date | undefined;
+          for (let start = 0; start < prepared.length; start += chunkSize) {
+            const chunk = prepared.slice(start, start + chunkSize);
+            at = await saveChunk(client, { scopeId, chunk, at, sync: options.syncName, runId: options.runId, summary });
+          }
+          return summary;
+        }),
+      );
     },
 
     async deleteRecords(options) {
@@ -106,40 +115,44 @@ export function createPostgresRecordStore({
         keys.add(recordKey(record.id, where));
       });
       if (keys.size === 0) return zeroSummary();
-      return inTransaction(db, async (client) => {
-        await assertRunOwnsSync(client, options, options.runId);
-        const summary = zeroSummary();
-        const scopeId = await lockScope(client, options, false);
-        if (scopeId === null) return { ...summary, unchanged: keys.size };
-        const all = [...keys];
-        for (let start = 0; start < all.length; start += chunkSize) {
-          const result = await client.query(
-            `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
+      return inTransaction(db, (client) =>
+        once(client, options.step, async () => {
+          await assertRunOwnsSync(client, options, options.runId);
+          const summary = zeroSummary();
+          const scopeId = await lockScope(client, options, false);
+          if (scopeId === null) return { ...summary, unchanged: keys.size };
+          const all = [...keys];
+          for (let start = 0; start < all.length; start += chunkSize) {
+            const result = await client.query(
+              `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
                last_action = 'DELETED', position = nextval('record_positions')
              WHERE scope_id = $1 AND id = ANY($2::text[]) AND deleted_at IS NULL`,
-            [scopeId, all.slice(start, start + chunkSize)],
-          );
-          summary.deleted += result.rowCount ?? 0;
-        }
-        // Ids never stored, or already deleted: nothing changes for them.
-        summary.unchanged = keys.size - summary.deleted;
-        return summary;
-      });
+              [scopeId, all.slice(start, start + chunkSize)],
+            );
+            summary.deleted += result.rowCount ?? 0;
+          }
+          // Ids never stored, or already deleted: nothing changes for them.
+          summary.unchanged = keys.size - summary.deleted;
+          return summary;
+        }),
+      );
     },
 
     async markUnseenDeleted(options) {
-      return inTransaction(db, async (client) => {
-        await assertRunOwnsSync(client, options, options.runId);
-        const scopeId = await lockScope(client, options, false);
-        if (scopeId === null) return zeroSummary();
-        const result = await client.query(
-          `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
+      return inTransaction(db, (client) =>
+        once(client, options.step, async () => {
+          await assertRunOwnsSync(client, options, options.runId);
+          const scopeId = await lockScope(client, options, false);
+          if (scopeId === null) return zeroSummary();
+          const result = await client.query(
+            `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
              last_action = 'DELETED', position = nextval('record_positions')
            WHERE scope_id = $1 AND sync_name = $2 AND deleted_at IS NULL AND last_run_id <> $3`,
-          [scopeId, options.syncName, options.runId],
-        );
-        return { ...zeroSummary(), deleted: result.rowCount ?? 0 };
-      });
+            [scopeId, options.syncName, options.runId],
+          );
+          return { ...zeroSummary(), deleted: result.rowCount ?? 0 };
+        }),
+      );
     },
 
     async listRecords(options) {

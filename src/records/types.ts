@@ -39,17 +39,26 @@ export interface WriteSummary {
   unchanged: number;
 }
 
+/** A write done once per step of a run (src/runtime/stepLedger.ts): Temporal's run id and the step's index. */
+export interface WriteStep {
+  runId: string;
+  step: number;
+}
+
 export interface SaveRecordsOptions extends SyncScope {
   model: string;
   records: readonly Record<string, unknown>[];
   /** The run that writes; `track_deletes` later marks what this run did not save. */
   runId: string;
+  /** When given, the write is applied once per step: a repeat answers the first one's summary. */
+  step?: WriteStep | undefined;
 }
 
 export interface DeleteRecordsOptions extends SyncScope {
   model: string;
   records: readonly { id: unknown }[];
   runId: string;
+  step?: WriteStep | undefined;
 }
 
 export interface ListRecordsOptions extends RecordScope {
@@ -92,7 +101,9 @@ export interface RecordStore {
    * `track_deletes` after a successful full run: every record of the sync and model that `runId`
    * did not save is marked deleted. Never called for a failed or cancelled run.
    */
-  markUnseenDeleted(options: SyncScope & { model: string; runId: string }): Promise<WriteSummary>;
+  markUnseenDeleted(
+    options: SyncScope & { model: string; runId: string; step?: WriteStep | undefined },
+  ): Promise<WriteSummary>;
   listRecords(options: ListRecordsOptions): Promise<RecordPage>;
   countRecords(options: RecordScope & { model: string; includeDeleted?: boolean }): Promise<number>;
   /**

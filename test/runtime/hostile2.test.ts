@@ -287,7 +287,9 @@ module.exports.default = async function (svc) {
     console.log(
       `[hostile2] FinalizationRegistry stall: attack ${JSON.stringify(attackOutcome)}, slowest bystander ${slowest} ms`,
     );
-    expect(attackOutcome).toEqual({ code: 'script_timeout' });
+    // Scripts have no FinalizationRegistry any more (script_error: not defined); were it back, the
+    // stall would have to end as script_timeout. Either way no bystander waits.
+    expect(attackOutcome).toEqual({ code: expect.stringMatching(/^script_(error|timeout)$/) as unknown });
     expect(slowest).toBeLessThan(3000);
   }, 150_000);
 

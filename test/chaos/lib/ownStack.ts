@@ -160,6 +160,11 @@ export function superviseWorkers(
       );
       if (stopped) break;
       deaths.push({ ...exit, ms: Date.now() - started });
+      // What the worker said last: why it died (heap limit, an aborted isolate, a failed start).
+      process.stderr.write(
+        `[supervisor] worker exited (code ${String(exit.code)}, signal ${String(exit.signal)}) after ${Date.now() - started} ms: ` +
+          `${output.slice(-600).replace(/\s+/g, ' ')}\n`,
+      );
       // A worker that cannot even start (a server is down) is tried again after a pause.
       if (!entry.ready) await sleep(500);
     }
