@@ -256,6 +256,17 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     },
 
     /** Makes this run the one that owns the sync's records (fences off writes of an older run). */
+    /**
+     * The run's last step: Temporal holds every earlier step's result now (the run ended a workflow
+     * task just before), so the ledger forgets the run.
+     */
+    async forgetSteps(): Promise<void> {
+      return translated(async () => {
+        const run = await caller();
+        await ledger.forget(run.runId, 2_147_483_647);
+      });
+    },
+
     async beginRun(input: SyncScope & { runId: string }): Promise<void> {
       return translated(async () => {
         requireSyncRun(await caller(), input);

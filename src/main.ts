@@ -23,6 +23,7 @@ import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
 import { isServiceError } from './errors.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
+import { createStepLedger } from './runtime/stepLedger.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
@@ -118,7 +119,12 @@ async function main(): Promise<void> {
       });
       workerDone = workers.run();
       // Every worker process also deletes what interrupted erases left in the records cache.
-      const maintenance = startRecordsMaintenance(createPostgresRecordStore({ db }));
+      // And the step ledger's rows that runs which ended in failure left (a day is far longer than a
+      // run waits for a worker to take it over).
+      const ledger = createStepLedger({ db, encryptor: service.runtime.encryptor });
+      const maintenance = startRecordsMaintenance(createPostgresRecordStore({ db }), {
+        also: { 'step ledger rows of runs ended a day ago': () => ledger.purgeOlderThan(24) },
+      });
       cleanups.push(async () => {
         await maintenance.stop();
         workers.shutdown();

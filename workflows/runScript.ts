@@ -167,6 +167,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
   }
   const recordCounts = await runtime.step('countRecords', 'countRecords', [{ ...scope, models: definition.models }]);
   await runtime.flushLogs();
+  await runtime.finish();
   return {
     runId: info.workflowId,
     mode: input.mode,
@@ -204,5 +205,6 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     input.input === undefined ? undefined : JSON.stringify(input.input),
   );
   await runtime.flushLogs();
+  await runtime.finish();
   return output;
 }

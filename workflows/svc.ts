@@ -134,6 +134,8 @@ export interface SvcRuntime {
   summaries: Record<string, WriteSummary>;
   operations: () => number;
   flushLogs: () => Promise<void>;
+  /** Ends the run's use of the step ledger: its results are made durable, then the ledger forgets them. */
+  finish: () => Promise<void>;
   /** Runs one bookkeeping step of the run (not a script operation) with the same mode and budget. */
   step: <K extends keyof RuntimeActivities>(
     name: K,
@@ -207,6 +209,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
   let forgetBelow = 0;
   let forgetSent = 0;
   let taskResultBytes = 0;
+  let ledgered = 0;
 
   function guardHistory(): void {
     const info = workflowInfo();
@@ -252,6 +255,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const index = nextStep++;
     stepsInFlight.add(index);
     if (LEDGERED.has(name)) {
+      ledgered++;
       const step: StepRef = { index };
       if (forgetBelow > forgetSent) {
         step.forgetBelow = forgetBelow;
@@ -514,7 +518,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
         throw error;
       }
     },
-    log: (message, options) => svc.log(message as string, options === null ? undefined : (options)),
+    log: (message, options) => svc.log(message as string, options === null ? undefined : options),
     getEnvironmentVariables: () => svc.getEnvironmentVariables(),
     triggerAction: (actionName, input) => svc.triggerAction(actionName as string, input),
     getMetadata: () => svc.getMetadata(),
@@ -553,6 +557,13 @@ export function createSvc(context: SvcContext): SvcRuntime {
     summaries,
     operations: () => operations,
     flushLogs: () => flushLogs(true),
+    async finish() {
+      if (ledgered === 0 || mode !== 'local') return;
+      // A timer ends the workflow task: its completion records every step's marker. Then nothing of
+      // the ledger is needed any more.
+      await sleep(1);
+      await simple('forgetSteps', 'forgetSteps', [], true);
+    },
     step: (name, summary, args) => simple(name, summary, args, true),
   };
 }

@@ -16,7 +16,12 @@ export interface Maintenance {
 
 export function startRecordsMaintenance(
   store: Pick<RecordStore, 'purgeErasedRecords'>,
-  options: { intervalMs?: number; log?: (line: string) => void } = {},
+  options: {
+    intervalMs?: number;
+    log?: (line: string) => void;
+    /** Other purges of the same rhythm (the step ledger's leftovers), by what they delete. */
+    also?: Record<string, () => Promise<number>>;
+  } = {},
 ): Maintenance {
   const intervalMs = options.intervalMs ?? PURGE_INTERVAL_MS;
   const log = options.log ?? ((line: string) => console.warn(line));
@@ -26,6 +31,10 @@ export function startRecordsMaintenance(
       try {
         const purged = await store.purgeErasedRecords();
         if (purged > 0) log(`[maintenance] deleted ${purged} records left by interrupted erases`);
+        for (const [what, purgeMore] of Object.entries(options.also ?? {})) {
+          const more = await purgeMore();
+          if (more > 0) log(`[maintenance] deleted ${more} ${what}`);
+        }
       } catch (error) {
         // Postgres may be restarting: the next round tries again, nothing is lost meanwhile.
         log(

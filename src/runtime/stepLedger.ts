@@ -28,8 +28,7 @@ export interface StepKey {
 
 /** A step's recorded outcome: its value, or a failure that is final (never retried). */
 export type StepOutcome<T> =
-  | { ok: true; value: T }
-  | { ok: false; failure: { type: string; message: string; details: unknown[] } };
+  { ok: true; value: T } | { ok: false; failure: { type: string; message: string; details: unknown[] } };
 
 export interface StepLedger {
   /** The outcome of a step that already completed, if it did. */
@@ -55,10 +54,10 @@ export async function onceInTransaction<T>(client: PoolClient, key: StepKey, wor
     [key.runId, key.step],
   );
   if (taken.rowCount === 0) {
-    const { rows } = await client.query<{ result: T }>('SELECT result FROM script_steps WHERE run_id = $1 AND step = $2', [
-      key.runId,
-      key.step,
-    ]);
+    const { rows } = await client.query<{ result: T }>(
+      'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
+      [key.runId, key.step],
+    );
     return rows[0]!.result;
   }
   const result = await work();
