@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { ENDPOINT_FORM, endpointHint, parseEndpoint } from './endpoint.js';
 import { loadYaml, type LoadedYaml } from './load.js';
 import { closest, didYouMean, type ConfigProblem, type ProblemCode, type YamlPath } from './problems.js';
-import { parseRuns, RUNS_FORMS } from './runs.js';
+import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
 import { actionSchema, integrationSchema, serviceYamlSchema, syncSchema } from './schema.js';
 import { KNOWN_TYPES, parseTypeExpr } from './typeExpr.js';
 import {
@@ -387,7 +387,7 @@ function checkSync(
     if (parsedRuns.reason === 'below_minimum') {
       out.error(
         'runs_below_minimum',
-        `runs ${JSON.stringify(runs)} is more often than the minimum of once a minute (${MIN_RUNS_MS} ms); accepted forms: ${RUNS_FORMS}`,
+        `runs ${JSON.stringify(runs)} is more often than the minimum of every ${MIN_RUNS_TEXT} (${MIN_RUNS_MS} ms); accepted forms: ${RUNS_FORMS}`,
         [...path, 'runs'],
       );
     } else {
