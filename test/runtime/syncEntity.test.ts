@@ -147,6 +147,25 @@ describe('sync entity workflow', () => {
     await control.stop(ref, 'test over');
   });
 
+  it('svc.lastSyncDate is the start of the last successful run, not its end (docs/scripts.md)', async () => {
+    const seeing = bundle(`async function (svc) {
+      const meta = await svc.getMetadata();
+      const seen = svc.lastSyncDate ? svc.lastSyncDate.toISOString() : 'none';
+      await svc.updateMetadata({ seen: [...(meta.seen || []), seen] });
+      await svc.batchSave([{ id: 'one', n: 1 }], 'Item');
+    }`);
+    const { definition, ref } = await define({ syncName: 'last-sync-date', scriptHash: await h.scripts.put(seeing) });
+    await control.ensureSync(definition, ref.connectionId);
+    const first = await until(control, ref, 'the first run', (s) => s.executions === 1 && s.status === 'idle');
+    const startedAt = first.latestResult?.startedAt ?? '';
+    expect(Date.parse(startedAt)).toBeLessThan(Date.parse(first.finishedAt ?? ''));
+
+    await control.trigger(ref);
+    await until(control, ref, 'the second run', (s) => s.executions === 2 && s.status === 'idle');
+    expect(h.connections.metadata.get(ref.connectionId)?.['seen']).toEqual(['none', startedAt]);
+    await control.stop(ref, 'test over');
+  });
+
   async function countLive(connectionId: string): Promise<number> {
     const result = await h.pool.query<{ n: string }>(
       `SELECT count(*) AS n FROM records r JOIN record_scopes s USING (scope_id) WHERE s.connection_id = $1 AND r.deleted_at IS NULL`,
