@@ -147,6 +147,33 @@ describe('sync entity workflow', () => {
     await control.stop(ref, 'test over');
   });
 
+  it('a webhook queued while paused does not take the place of the due scheduled run: both run, the schedule keeps its interval', async () => {
+    items = [{ id: 'base', n: 0 }];
+    const { definition, ref } = await define({
+      syncName: 'hook-and-schedule',
+      webhookSubscriptions: ['item.created'],
+      autoStart: false,
+    });
+    await control.ensureSync(definition, ref.connectionId);
+    await control.deliverWebhook(ref, {
+      type: 'item.created',
+      payload: { id: 'hooked', n: 9 },
+      receivedAt: new Date().toISOString(),
+    });
+    // /sync/start of a sync that never ran: its scheduled run is due at once, and a webhook waits.
+    await control.resume(ref);
+    const done = await until(control, ref, 'both runs', (s) => s.executions >= 2 && s.status === 'idle');
+    expect(done.executions).toBe(2);
+    const runs = (h.connections.metadata.get(ref.connectionId)?.['runs'] ?? []) as string[];
+    expect([...runs].sort()).toEqual(['all', 'webhook']);
+    expect(await countLive(ref.connectionId)).toBe(2);
+    // The next scheduled run is one interval after the scheduled run, not after the webhook run too.
+    const next = Date.parse(done.nextScheduledSyncAt ?? '');
+    expect(next).toBeLessThanOrEqual(Date.parse(done.finishedAt ?? '') + 3600_000);
+    expect(next).toBeGreaterThan(Date.now() + 3500_000);
+    await control.stop(ref, 'test over');
+  });
+
   it('svc.lastSyncDate is the start of the last successful run, not its end (docs/scripts.md)', async () => {
     const seeing = bundle(`async function (svc) {
       const meta = await svc.getMetadata();
