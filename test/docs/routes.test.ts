@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BUILTIN_ENDPOINTS } from '../../src/api/generated.js';
+import { BUILTIN_ENDPOINTS } from '../../src/config/generatedEndpoints.js';
 
 const API_MD = readFileSync(fileURLToPath(new URL('../../docs/api.md', import.meta.url)), 'utf8');
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
