@@ -12,7 +12,7 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { composeService } from './api/compose.js';
 import { createApi } from './api/index.js';
@@ -27,7 +27,9 @@ import { createPostgresRecordStore } from './records/postgresRecordStore.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
+import { installServiceRuntime } from './temporal/logger.js';
 import { createRuntimeWorkers } from './temporal/worker.js';
+import { bundleServiceWorkflows } from './temporal/workflowBundle.js';
 
 const DEV_ENVIRONMENT = 'dev';
 const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
@@ -41,7 +43,8 @@ async function main(): Promise<void> {
   const say = (line: string): void => {
     if (!child) console.log(line);
   };
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // The SDK's logger, except that an expected run failure (an ActionError) is one INFO line.
+  installServiceRuntime();
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async (): Promise<void> => {
@@ -114,6 +117,8 @@ async function main(): Promise<void> {
         namespace: stack.temporal.namespace,
         taskQueue: settings.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ db, runtime: service.runtime }),
+        // With the interceptors that let the logger tell an ActionError from a fault.
+        workflowBundle: await bundleServiceWorkflows(),
         dataConverter,
       });
       workerDone = workers.run();
