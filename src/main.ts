@@ -24,10 +24,12 @@ import { redactUrl } from './devstack/postgres.js';
 import { isServiceError } from './errors.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
+import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
 import { installServiceRuntime } from './temporal/logger.js';
+import { threadMarksDirFor } from './temporal/scriptThreads.js';
 import { createRuntimeWorkers } from './temporal/worker.js';
 import { bundleServiceWorkflows } from './temporal/workflowBundle.js';
 
@@ -110,6 +112,13 @@ async function main(): Promise<void> {
       console.log(`worker     task queues ${queues} (child process, restarted if it dies)`);
     } else if (settings.SERVICE_ROLE !== 'api') {
       const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
+      // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator chose a folder.
+      process.env[THREAD_MARKS_DIR_VARIABLE] ||= threadMarksDirFor({
+        databaseUrl: stack.postgres.url,
+        temporalAddress: stack.temporal.address,
+        namespace: stack.temporal.namespace,
+        taskQueue: settings.TEMPORAL_TASK_QUEUE,
+      });
       // Sync runs and action runs on queues of their own, both served by this process: a failure of
       // either worker ends workerDone, and with it the process (a supervisor starts it again).
       const workers = await createRuntimeWorkers({
