@@ -6,6 +6,7 @@
  * at INFO so that the INFO line can be seen.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
 import { actionDefinition, bundle, json, startFakeApi, useRuntime, type RuntimeHarness } from './helpers.js';
@@ -44,11 +45,9 @@ describe('the worker log of failed runs', () => {
     const refusing = await h.scripts.put(
       bundle(`async function (svc, input) { throw new ActionError({ message: 'issue is locked', issue: input.n }); }`),
     );
-    const workflowId = 'action:expected-failure-log';
-    const outcome = await control.runAction(
-      { definition: actionDefinition('refuse', refusing), connectionId: 'c1', input: { n: 7 } },
-      { workflowId },
-    );
+    const definition = actionDefinition('refuse', refusing);
+    const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, 'expected-failure-log');
+    const outcome = await control.runAction({ definition, connectionId: 'c1', input: { n: 7 } }, { workflowId });
     expect(outcome).toMatchObject({ ok: false, body: { error_type: 'action_script_failure' } });
     const entries = await eventually(async () => {
       const found = entriesAbout(workflowId).filter((entry) => /Workflow failed/.test(entry));
@@ -58,18 +57,16 @@ describe('the worker log of failed runs', () => {
     const entry = entries[0]?.trim() ?? '';
     expect(entry.split('\n')).toHaveLength(1);
     expect(entry).toMatch(
-      /\[INFO\] Workflow failed as expected: action_script_failure: runAction action:expected-failure-log: issue is locked$/,
+      /\[INFO\] Workflow failed as expected: action_script_failure: runAction action:\S+:expected-failure-log: issue is locked$/,
     );
   });
 
   it('still logs an unexpected failure (a script that throws a TypeError) as a WARN with its error', async () => {
     const broken = await h.scripts.put(bundle(`async function (svc) { null.boom(); }`));
-    const workflowId = 'action:unexpected-failure-log';
+    const definition = actionDefinition('broken', broken);
+    const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, 'unexpected-failure-log');
     await expect(
-      control.runAction(
-        { definition: actionDefinition('broken', broken), connectionId: 'c1', input: {} },
-        { workflowId },
-      ),
+      control.runAction({ definition, connectionId: 'c1', input: {} }, { workflowId }),
     ).rejects.toMatchObject({ code: 'script_error' });
     const entry = await eventually(
       async () => entriesAbout(workflowId).find((candidate) => /\[WARN\] Workflow failed/.test(candidate)),
