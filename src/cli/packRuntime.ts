@@ -99,8 +99,11 @@ function createTypePrinter(program: ts.Program, ownFolder: string): (type: ts.Ty
       const file = d.getSourceFile();
       return program.isSourceFileDefaultLibrary(file) || file.fileName.includes('/node_modules/@types/node/');
     });
+  // A symbol that names its type (Date, Buffer, an interface of the module); anonymous object types
+  // (`__type`: type literals, mapped types such as Pick's) are written out instead.
+  const isNamed = (symbol: ts.Symbol): boolean =>
+    (symbol.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.Class | ts.SymbolFlags.TypeAlias)) !== 0;
   const isOwn = (symbol: ts.Symbol): boolean =>
-    (symbol.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.Class | ts.SymbolFlags.TypeAlias)) !== 0 &&
     (symbol.declarations ?? []).some((d) => d.getSourceFile().fileName.startsWith(ownFolder));
   const propertyName = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify(name));
   const named = (name: string, args: readonly ts.Type[], seen: ReadonlySet<ts.Type>): string =>
@@ -133,7 +136,7 @@ function createTypePrinter(program: ts.Program, ownFolder: string): (type: ts.Ty
         .join(', ')}]`;
     }
     const symbol = type.getSymbol();
-    if (symbol && (isLibrary(symbol.declarations) || isOwn(symbol))) {
+    if (symbol && isNamed(symbol) && (isLibrary(symbol.declarations) || isOwn(symbol))) {
       const reference = ((type as ts.ObjectType).objectFlags & ts.ObjectFlags.Reference) !== 0;
       return named(symbol.name, reference ? checker.getTypeArguments(type as ts.TypeReference) : [], inner);
     }

@@ -117,7 +117,7 @@ describe('the packed package, installed into an empty folder', () => {
         "const api = createClient({ baseUrl: 'http://127.0.0.1:3003', secretKey: 'sk' });",
         'export async function idle(): Promise<SyncStatus[]> {',
         "  const { syncs } = await api.syncs.status({ provider_config_key: 'github', syncs: '*' });",
-        "  return syncs.filter((sync) => sync.status === 'idle' && sync.latestError === null);",
+        "  return syncs.filter((sync) => sync.status === 'SUCCESS' && sync.latestError === null);",
         '}',
         'export async function firstPage(): Promise<number> {',
         "  const page = await api.records.list({ connectionId: 'c', providerConfigKey: 'github', model: 'Issue', limit: 10 });",
