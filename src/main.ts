@@ -12,7 +12,7 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { composeService } from './api/compose.js';
 import { createApi } from './api/index.js';
@@ -25,10 +25,14 @@ import { isServiceError } from './errors.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
 import { createStepLedger } from './runtime/stepLedger.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
+import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
+import { installServiceRuntime } from './temporal/logger.js';
+import { threadMarksDirFor } from './temporal/scriptThreads.js';
 import { createRuntimeWorkers } from './temporal/worker.js';
+import { bundleServiceWorkflows } from './temporal/workflowBundle.js';
 
 const DEV_ENVIRONMENT = 'dev';
 const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
@@ -42,7 +46,8 @@ async function main(): Promise<void> {
   const say = (line: string): void => {
     if (!child) console.log(line);
   };
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // The SDK's logger, except that an expected run failure (an ActionError) is one INFO line.
+  installServiceRuntime();
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async (): Promise<void> => {
@@ -108,6 +113,13 @@ async function main(): Promise<void> {
       console.log(`worker     task queues ${queues} (child process, restarted if it dies)`);
     } else if (settings.SERVICE_ROLE !== 'api') {
       const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
+      // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator chose a folder.
+      process.env[THREAD_MARKS_DIR_VARIABLE] ||= threadMarksDirFor({
+        databaseUrl: stack.postgres.url,
+        temporalAddress: stack.temporal.address,
+        namespace: stack.temporal.namespace,
+        taskQueue: settings.TEMPORAL_TASK_QUEUE,
+      });
       // Sync runs and action runs on queues of their own, both served by this process: a failure of
       // either worker ends workerDone, and with it the process (a supervisor starts it again).
       const workers = await createRuntimeWorkers({
@@ -115,6 +127,8 @@ async function main(): Promise<void> {
         namespace: stack.temporal.namespace,
         taskQueue: settings.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ db, runtime: service.runtime }),
+        // With the interceptors that let the logger tell an ActionError from a fault.
+        workflowBundle: await bundleServiceWorkflows(),
         dataConverter,
       });
       workerDone = workers.run();

@@ -67,6 +67,9 @@ const { recordSyncRun } = proxyLocalActivities<SyncRunActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
+// Executions recorded before a due scheduled run went ahead of queued webhooks replay as they ran.
+const SCHEDULE_BEFORE_WEBHOOKS = 'due-schedule-before-webhooks';
+
 // Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
 // so a flood cannot grow the entity's state without bound.
 const MAX_QUEUED_WEBHOOKS = 100;
@@ -166,13 +169,15 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     else await condition(woken, wait);
   }
 
+  // A trigger first, then a due scheduled run, then queued webhooks: a webhook run sees one event, so
+  // it never stands in for a scheduled run, and steady webhook traffic cannot starve the schedule.
   let mode: SyncMode = 'incremental';
   let webhook: WebhookEvent | undefined;
   let scheduled = false;
   if (state.pendingMode !== null) {
     mode = state.pendingMode;
     state.pendingMode = null;
-  } else if (!state.paused && state.webhooks.length > 0) {
+  } else if (!state.paused && state.webhooks.length > 0 && !(due() && patched(SCHEDULE_BEFORE_WEBHOOKS))) {
     webhook = state.webhooks.shift();
   } else {
     scheduled = true;
@@ -237,7 +242,10 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
   // A run triggered while the sync was never scheduled (auto_start false, paused) leaves it unscheduled:
   // resuming it starts syncing at once.
   const neverScheduled = state.paused && state.nextRunAt === null;
-  if (!neverScheduled && (scheduled || state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now())) {
+  // A webhook run leaves the schedule alone: a scheduled run that fell due meanwhile still runs next.
+  const lapsed = state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now();
+  const moveSchedule = scheduled || (lapsed && (webhook === undefined || !patched(SCHEDULE_BEFORE_WEBHOOKS)));
+  if (!neverScheduled && moveSchedule) {
     state.nextRunAt = new Date(Date.now() + definition.runsMs).toISOString();
   }
 

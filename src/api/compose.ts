@@ -21,7 +21,6 @@ import { createPostgresScriptStore } from '../runtime/scriptStore.js';
 import { createSyncControl } from '../temporal/syncControl.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { ApiDeps } from './deps.js';
-import { checkGeneratedEndpoints } from './generated.js';
 import { ensureConnectionSyncs } from './routes/shared.js';
 
 export interface ComposeServiceOptions {
@@ -62,7 +61,6 @@ export function composeService(options: ComposeServiceOptions) {
     syncs,
     connectionIds: async (environmentId, integrationId) =>
       (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
-    checkConfig: (config) => checkGeneratedEndpoints(config),
   });
   onConnectionSaved = async (scope) => {
     await ensureConnectionSyncs({ deployments, syncs }, scope);

@@ -5,17 +5,25 @@
  * query (GET, DELETE), path parameters (`:id` or `{id}`) merged in.
  *
  * Which endpoint answers:
- * 1. Built-in routes always win; a generated endpoint that a built-in route would shadow is refused at
- *    deploy (`checkGeneratedEndpoints`).
+ * 1. Built-in routes always win; a generated endpoint that a built-in route would shadow is a problem
+ *    of the configuration (src/config/generatedEndpoints.ts), reported by `service validate` and deploy.
  * 2. The `Provider-Config-Key` header selects the integration, so integrations may share a method and path.
  * 3. Within one integration a method and path belongs to one thing: the outputs of syncs may share it
  *    only when they return the same model (the records of a model are one set per connection); any
- *    other sharing is refused at deploy.
+ *    other sharing is a problem of the configuration, likewise.
  * 4. A literal segment is more specific than a parameter: `GET /issues/open` answers before `GET /issues/:id`.
  */
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import type { ModelConfig, ServiceConfig, TypeExpr } from './../config/types.js';
+import {
+  compileEndpointPath,
+  declaredEndpoints,
+  ENDPOINT_PARAM,
+  endpointSegments,
+  endpointShape,
+  type DeclaredEndpoint,
+} from '../config/generatedEndpoints.js';
+import type { ModelConfig, ServiceConfig, TypeExpr } from '../config/types.js';
 import type { Pool } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
@@ -25,212 +33,7 @@ import { connectionHeaders, invalidRequest, parse, type ValidationProblem } from
 import { triggerAction } from './routes/postActionTrigger.js';
 import { readRecords, recordsPageQuery } from './routes/shared.js';
 
-/** Every route the API declares besides the generated ones; `*` is any method. Kept in step with createApiRoutes by a test. */
-export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
-  { method: 'GET', path: '/records' },
-  { method: 'POST', path: '/action/trigger' },
-  { method: 'POST', path: '/sync/trigger' },
-  { method: 'POST', path: '/sync/pause' },
-  { method: 'POST', path: '/sync/start' },
-  { method: 'GET', path: '/sync/status' },
-  { method: 'GET', path: '/sync/runs' },
-  { method: 'GET', path: '/connections' },
-  { method: 'POST', path: '/connections' },
-  { method: 'GET', path: '/connections/:connection_id' },
-  { method: 'PATCH', path: '/connections/:connection_id' },
-  { method: 'DELETE', path: '/connections/:connection_id' },
-  { method: 'POST', path: '/connections/metadata' },
-  { method: 'PATCH', path: '/connections/metadata' },
-  { method: '*', path: '/proxy/*path' },
-  { method: 'GET', path: '/integrations' },
-  { method: 'POST', path: '/integrations' },
-  { method: 'GET', path: '/integrations/:id' },
-  { method: 'PATCH', path: '/integrations/:id' },
-  { method: 'DELETE', path: '/integrations/:id' },
-  { method: 'GET', path: '/environment-variables' },
-  { method: 'POST', path: '/environment-variables' },
-  { method: 'DELETE', path: '/environment-variables/:name' },
-  { method: 'GET', path: '/logs' },
-  { method: 'GET', path: '/health' },
-  { method: 'GET', path: '/openapi.json' },
-  { method: 'GET', path: '/reference' },
-  { method: 'POST', path: '/webhook/:environment/:integration' },
-  { method: 'GET', path: '/webhook-settings' },
-  { method: 'PUT', path: '/webhook-settings' },
-  { method: 'GET', path: '/webhook-deliveries' },
-  { method: 'POST', path: '/deploy/preview' },
-  { method: 'POST', path: '/deploy' },
-  { method: 'GET', path: '/deployments' },
-  { method: 'GET', path: '/deployments/:version' },
-  { method: 'GET', path: '/deployments/:version/request' },
-  { method: 'POST', path: '/deployments/:version/redeploy' },
-  { method: 'GET', path: '/oauth/connect/:integration' },
-  { method: 'GET', path: '/oauth/callback' },
-  // The dashboard's router: its pages, files and small routes.
-  { method: '*', path: '/dashboard' },
-  { method: '*', path: '/dashboard/*path' },
-];
-
-export interface EndpointProblem {
-  code: 'generated_endpoint_conflict' | 'generated_endpoint_shadows_builtin';
-  message: string;
-  /** Where in service.yaml: `integrations.<id>.syncs|actions.<name>.endpoint[.<n>]`. */
-  path: (string | number)[];
-}
-
-interface Declared {
-  method: string;
-  path: string;
-  integrationId: string;
-  kind: 'sync' | 'action';
-  name: string;
-  /** The sync output's model, or the action's output model. */
-  model: string;
-  /** The action's input model. */
-  input: string | null;
-  where: (string | number)[];
-}
-
-function declaredEndpoints(config: ServiceConfig): Declared[] {
-  const out: Declared[] = [];
-  for (const integration of config.integrations) {
-    for (const sync of integration.syncs) {
-      sync.outputs.forEach((output, index) => {
-        out.push({
-          method: output.endpoint.method,
-          path: output.endpoint.path,
-          integrationId: integration.id,
-          kind: 'sync',
-          name: sync.name,
-          model: output.model,
-          input: null,
-          where: [
-            'integrations',
-            integration.id,
-            'syncs',
-            sync.name,
-            'endpoint',
-            ...(sync.outputs.length > 1 ? [index] : []),
-          ],
-        });
-      });
-    }
-    for (const action of integration.actions) {
-      out.push({
-        method: action.endpoint.method,
-        path: action.endpoint.path,
-        integrationId: integration.id,
-        kind: 'action',
-        name: action.name,
-        model: action.output,
-        input: action.input,
-        where: ['integrations', integration.id, 'actions', action.name, 'endpoint'],
-      });
-    }
-  }
-  return out;
-}
-
-const PARAM = /^(?::([A-Za-z0-9_]+)|\{([A-Za-z0-9_]+)\})$/;
-
-function segments(path: string): string[] {
-  return path.split('/').filter((segment) => segment !== '');
-}
-
-/** A generated path as a matcher: `:id` and `{id}` match one segment; a trailing slash is optional. */
-function compile(path: string): { regex: RegExp; names: string[]; params: number } {
-  const names: string[] = [];
-  const source = segments(path)
-    .map((segment) => {
-      const match = PARAM.exec(segment);
-      if (match) {
-        names.push(match[1] ?? match[2] ?? '');
-        return '/([^/]+)';
-      }
-      return `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`;
-    })
-    .join('');
-  return { regex: new RegExp(`^${source || ''}/?$`), names, params: names.length };
-}
-
-/** An Express path of a built-in route as a matcher (`:name` one segment, `*name` the rest). */
-function compileBuiltin(path: string): RegExp {
-  const source = path
-    .split('/')
-    .filter((segment) => segment !== '')
-    .map((segment) =>
-      segment.startsWith(':')
-        ? '/[^/]+'
-        : segment.startsWith('*')
-          ? '/.+'
-          : `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
-    )
-    .join('');
-  return new RegExp(`^${source}/?$`);
-}
-
-/** A concrete path the pattern matches: parameters become a sample value. */
-function sample(path: string): string {
-  return `/${segments(path)
-    .map((segment) =>
-      PARAM.test(segment) || segment.startsWith(':') ? 'x1' : segment.startsWith('*') ? 'x1/x2' : segment,
-    )
-    .join('/')}`;
-}
-
-/** Shape of a path for conflict checks: parameters of any name are the same. */
-function shape(path: string): string {
-  return `/${segments(path)
-    .map((segment) => (PARAM.test(segment) ? ':' : segment))
-    .join('/')}`;
-}
-
-/**
- * The problems of a deployment's generated endpoints: shadowed by a built-in route, or sharing a
- * method and path within one integration for different things. Deploy calls this and refuses the
- * deploy when the list is not empty.
- */
-export function checkGeneratedEndpoints(
-  config: ServiceConfig,
-  builtins: readonly { method: string; path: string }[] = BUILTIN_ENDPOINTS,
-): EndpointProblem[] {
-  const problems: EndpointProblem[] = [];
-  const declared = declaredEndpoints(config);
-  for (const endpoint of declared) {
-    const generated = compile(endpoint.path).regex;
-    const shadow = builtins.find(
-      (builtin) =>
-        (builtin.method === '*' || builtin.method === endpoint.method) &&
-        (compileBuiltin(builtin.path).test(sample(endpoint.path)) || generated.test(sample(builtin.path))),
-    );
-    if (shadow) {
-      problems.push({
-        code: 'generated_endpoint_shadows_builtin',
-        message: `${endpoint.kind} '${endpoint.name}' of integration '${endpoint.integrationId}' declares endpoint ${endpoint.method} ${endpoint.path}, which the built-in route ${shadow.method === '*' ? 'ALL' : shadow.method} ${shadow.path} answers; choose another path`,
-        path: endpoint.where,
-      });
-    }
-  }
-  const byKey = new Map<string, Declared>();
-  for (const endpoint of declared) {
-    const key = `${endpoint.integrationId} ${endpoint.method} ${shape(endpoint.path)}`;
-    const first = byKey.get(key);
-    if (!first) {
-      byKey.set(key, endpoint);
-      continue;
-    }
-    const sameRecords = first.kind === 'sync' && endpoint.kind === 'sync' && first.model === endpoint.model;
-    if (sameRecords) continue;
-    problems.push({
-      code: 'generated_endpoint_conflict',
-      message: `${endpoint.kind} '${endpoint.name}' of integration '${endpoint.integrationId}' declares endpoint ${endpoint.method} ${endpoint.path}, already declared by ${first.kind} '${first.name}'${first.kind === 'sync' ? ` (model ${first.model})` : ''}; within an integration a method and path can only be shared by syncs returning the same model`,
-      path: endpoint.where,
-    });
-  }
-  return problems;
-}
-
-interface RoutedEndpoint extends Declared {
+interface RoutedEndpoint extends DeclaredEndpoint {
   regex: RegExp;
   names: string[];
   params: number;
@@ -247,7 +50,7 @@ function buildTable(version: number, config: ServiceConfig): RoutingTable {
   const byIntegration = new Map<string, RoutedEndpoint[]>();
   for (const endpoint of declaredEndpoints(config)) {
     const list = byIntegration.get(endpoint.integrationId) ?? [];
-    list.push({ ...endpoint, ...compile(endpoint.path) });
+    list.push({ ...endpoint, ...compileEndpointPath(endpoint.path) });
     byIntegration.set(endpoint.integrationId, list);
   }
   // Stable sort: fewer parameters first, declaration order otherwise.
@@ -451,18 +254,18 @@ const HEADERS = [
 
 /** The generated endpoints of a deployment as OpenAPI operations; integrations sharing a path share one operation. */
 export function generatedOperations(config: ServiceConfig): ExtraOperation[] {
-  const groups = new Map<string, Declared[]>();
+  const groups = new Map<string, DeclaredEndpoint[]>();
   for (const endpoint of declaredEndpoints(config)) {
-    const key = `${endpoint.method} ${shape(endpoint.path)}`;
+    const key = `${endpoint.method} ${endpointShape(endpoint.path)}`;
     groups.set(key, [...(groups.get(key) ?? []), endpoint]);
   }
   const operations: ExtraOperation[] = [];
   for (const group of groups.values()) {
     const first = group[0]!;
-    const pathNames = compile(first.path).names;
-    const openApiPath = `/${segments(first.path)
+    const pathNames = compileEndpointPath(first.path).names;
+    const openApiPath = `/${endpointSegments(first.path)
       .map((segment) => {
-        const match = PARAM.exec(segment);
+        const match = ENDPOINT_PARAM.exec(segment);
         return match ? `{${match[1] ?? match[2]}}` : segment;
       })
       .join('/')}`;

@@ -14,7 +14,6 @@ import { createApiRoutes, createGeneratedEndpointFallback } from './routes/index
 import { createServer } from './server.js';
 
 export type { ApiDeps, ProxyOptions } from './deps.js';
-export { checkGeneratedEndpoints, BUILTIN_ENDPOINTS, type EndpointProblem } from './generated.js';
 export { ensureConnectionSyncs } from './routes/shared.js';
 
 export function createApi(deps: ApiDeps) {

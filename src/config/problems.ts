@@ -30,6 +30,8 @@ export const PROBLEM_CODES = [
   'deprecated_key',
   'literal_looks_like_type',
   'ignored_field',
+  'generated_endpoint_conflict',
+  'generated_endpoint_shadows_builtin',
 ] as const;
 export type ProblemCode = (typeof PROBLEM_CODES)[number];
 

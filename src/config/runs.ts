@@ -11,6 +11,9 @@ const MS_NOTATION =
 const UNIT_ONLY =
   /^(?:milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w|years?|yrs?|y)$/i;
 
+/** The minimum as people write it: "30 seconds". */
+export const MIN_RUNS_TEXT = ms(MIN_RUNS_MS, { long: true });
+
 export const RUNS_FORMS =
   'a duration in the ms notation ("30m", "1h", "2 hours", "1d") or a phrase "every <duration>" ("every 30 minutes", "every hour", "every day")';
 

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { ENDPOINT_PATTERN } from './endpoint.js';
-import { RUNS_FORMS } from './runs.js';
+import { MIN_RUNS_TEXT, RUNS_FORMS } from './runs.js';
 
 const nameList = (what: string) =>
   z.union([z.string(), z.array(z.string())], { error: `expected ${what}: a string or a list of strings` });
@@ -35,7 +35,7 @@ export const syncSchema = z
       .describe('`full`: each run replaces all data. `incremental`: each run upserts.'),
     runs: z
       .string({ error: `expected a string: ${RUNS_FORMS}` })
-      .describe(`How often the sync runs, at least every minute. Default "24h". Accepts ${RUNS_FORMS}.`)
+      .describe(`How often the sync runs, at most every ${MIN_RUNS_TEXT}. Default "24h". Accepts ${RUNS_FORMS}.`)
       .optional(),
     input: z
       .string()

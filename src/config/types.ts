@@ -92,7 +92,7 @@ export interface ServiceConfig {
   models: ModelConfig[];
 }
 
-/** The shortest `runs` the service accepts: one minute (docs/configuration.md says why). */
-export const MIN_RUNS_MS = 60_000;
+/** The shortest `runs` the service accepts: 30 seconds (docs/configuration.md says why). */
+export const MIN_RUNS_MS = 30_000;
 /** `runs` when the sync does not say. */
 export const DEFAULT_RUNS = '24h';

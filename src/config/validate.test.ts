@@ -307,10 +307,21 @@ describe('runs', () => {
     },
   );
 
-  it.each(['30s', 'every 59 seconds', '"500"', '-1h'])('rejects %j as below the one-minute minimum', (runs) => {
+  it.each(['29s', 'every 10 seconds', '"500"', '-1h'])('rejects %j as below the 30-second minimum', (runs) => {
     const problem = only(withSync(`${BASE_SYNC}\nruns: ${runs}`));
     expect(problem.code).toBe('runs_below_minimum');
-    expect(problem.message).toContain('once a minute');
+    expect(problem.message).toContain('every 30 seconds');
+  });
+
+  it.each([
+    ['30s', 30_000],
+    ['45 seconds', 45_000],
+    ['every 30 seconds', 30_000],
+    ['"30000"', 30_000],
+  ])('accepts %j, at or above the 30-second minimum', (runs, millis) => {
+    const { config, problems } = compileConfig(withSync(`${BASE_SYNC}\nruns: ${runs}`));
+    expect(problems).toEqual([]);
+    expect(config?.integrations[0]?.syncs[0]?.runsMs).toBe(millis);
   });
 
   it('rejects a number (it must be a string) with the accepted forms', () => {

@@ -1,14 +1,16 @@
 /**
  * The service.yaml compiler: load (YAML with positions) → schema (zod: keys, value types, required
  * fields) → cross-reference checks (models, `id`, `__extends`, output/endpoint lengths, `runs`, type
- * expressions) → the normalized {@link ServiceConfig}. Every stage runs on whatever the previous one
+ * expressions, generated endpoints that collide or that a built-in route shadows) → the normalized
+ * {@link ServiceConfig}. Every stage runs on whatever the previous one
  * could read, so one run reports every problem of the file; the config is returned only without errors.
  */
 import type { z } from 'zod';
 import { ENDPOINT_FORM, endpointHint, parseEndpoint } from './endpoint.js';
+import { checkGeneratedEndpoints } from './generatedEndpoints.js';
 import { loadYaml, type LoadedYaml } from './load.js';
 import { closest, didYouMean, type ConfigProblem, type ProblemCode, type YamlPath } from './problems.js';
-import { parseRuns, RUNS_FORMS } from './runs.js';
+import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
 import { actionSchema, integrationSchema, serviceYamlSchema, syncSchema } from './schema.js';
 import { KNOWN_TYPES, parseTypeExpr } from './typeExpr.js';
 import {
@@ -98,6 +100,7 @@ export function compileConfig(text: string): ConfigResult {
   }
   schemaProblems(yaml.value, out);
   const config = crossCheck(yaml, yaml.value, out);
+  for (const problem of checkGeneratedEndpoints(config)) out.error(problem.code, problem.message, problem.path);
   return { config: out.errorCount === 0 ? config : null, problems: sortProblems(out.problems) };
 }
 
@@ -387,7 +390,7 @@ function checkSync(
     if (parsedRuns.reason === 'below_minimum') {
       out.error(
         'runs_below_minimum',
-        `runs ${JSON.stringify(runs)} is more often than the minimum of once a minute (${MIN_RUNS_MS} ms); accepted forms: ${RUNS_FORMS}`,
+        `runs ${JSON.stringify(runs)} is more often than the minimum of every ${MIN_RUNS_TEXT} (${MIN_RUNS_MS} ms); accepted forms: ${RUNS_FORMS}`,
         [...path, 'runs'],
       );
     } else {

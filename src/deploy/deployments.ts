@@ -105,13 +105,6 @@ export interface DeploymentsDeps {
   connectionIds(environmentId: string, integrationId: string): Promise<string[]>;
   /** How many workflow calls run at once while applying. @default 16 */
   concurrency?: number;
-  /**
-   * Checks beyond the config compiler's that only the service knows, such as generated endpoints that
-   * a built-in route would shadow (src/api/generated.ts checkGeneratedEndpoints). A problem refuses the deploy.
-   */
-  checkConfig?: (
-    config: ServiceConfig,
-  ) => readonly { code: string; message: string; path: readonly (string | number)[] }[];
 }
 
 interface DeploymentRow {
@@ -213,14 +206,6 @@ export function createDeployments(deps: DeploymentsDeps) {
       });
     }
     const config = compiled.config;
-    const extra = deps.checkConfig?.(config) ?? [];
-    if (extra.length > 0) {
-      throw new ServiceError(
-        'invalid_config',
-        `service.yaml: ${extra.map((problem) => `${problem.path.join('.')}: ${problem.message}`).join('; ')}`,
-        { status: 422, details: extra },
-      );
-    }
     const declared = new Set<string>();
     for (const integration of config.integrations) {
       for (const sync of integration.syncs) declared.add(scriptKey(integration.id, 'sync', sync.name));

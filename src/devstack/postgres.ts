@@ -1,7 +1,19 @@
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
 import { DevStackError, freePort, log, run, waitUntil } from './process.js';
 
@@ -65,9 +77,14 @@ async function installPostgres(): Promise<void> {
   }
 }
 
-/** Runs a PostgreSQL binary, as the `postgres` user when we are root (initdb and postgres refuse to run as root). */
+/**
+ * Runs a PostgreSQL binary, as the `postgres` user when we are root (initdb and postgres refuse to run as
+ * root). From `/`: the caller's working folder may be one `postgres` cannot enter, and initdb fails there.
+ */
 async function runAsOwner(binary: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  const result = isRoot() ? await run('runuser', ['-u', 'postgres', '--', binary, ...args]) : await run(binary, args);
+  const result = isRoot()
+    ? await run('runuser', ['-u', 'postgres', '--', binary, ...args], { cwd: '/' })
+    : await run(binary, args);
   return { code: result.code, output: `${result.stdout}\n${result.stderr}`.trim() };
 }
 
@@ -75,6 +92,65 @@ function adoptForPostgres(dir: string): void {
   if (!isRoot()) return;
   const { uid, gid } = postgresUser();
   chownSync(dir, uid, gid);
+}
+
+/** Whether the `postgres` user can enter and write `dir` (every folder above it included). */
+async function postgresCanUse(dir: string): Promise<boolean> {
+  return (await run('runuser', ['-u', 'postgres', '--', 'test', '-w', dir, '-a', '-x', dir], { cwd: '/' })).code === 0;
+}
+
+/** Where clusters go when their data folder is out of the `postgres` user's reach: its home, /var/lib/postgresql on Debian. */
+function reachableClusterRoot(): string {
+  const home = requireSync('getent', ['passwd', 'postgres']).split(':')[5];
+  return join(home || '/var/lib/postgresql', 'integration-service');
+}
+
+/**
+ * The folder the cluster of `dataDir` lives in. Unless running as root, `dataDir` itself. As root the
+ * server runs as `postgres`, which cannot reach a data folder under /root or in a `mktemp -d` folder
+ * (mode 0700): then the cluster goes to a folder of its own under the `postgres` user's home, and
+ * `dataDir` becomes a link to it, so a restart finds the same cluster.
+ */
+async function clusterFolder(dataDir: string): Promise<string> {
+  if (!isRoot()) {
+    mkdirSync(dataDir, { recursive: true });
+    return dataDir;
+  }
+  if (lstatSync(dataDir, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    // Made by an earlier start; its folder is made again if it was deleted (a new, empty cluster).
+    const target = resolve(dirname(dataDir), readlinkSync(dataDir));
+    mkdirSync(target, { recursive: true });
+    adoptForPostgres(target);
+    return target;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  adoptForPostgres(dataDir);
+  if (await postgresCanUse(dataDir)) return dataDir;
+  if (readdirSync(dataDir).length > 0) {
+    throw new DevStackError(
+      'postgres_data_dir_unreachable',
+      `The postgres user (which runs the local cluster when starting as root) cannot enter ${dataDir}, and it is not empty. ` +
+        'Move the data folder (SERVICE_DATA_DIR) somewhere it can, or set DATABASE_URL to a running server.',
+    );
+  }
+  const root = reachableClusterRoot();
+  mkdirSync(root, { recursive: true });
+  adoptForPostgres(root);
+  if (!(await postgresCanUse(root))) {
+    throw new DevStackError(
+      'postgres_data_dir_unreachable',
+      `The postgres user (which runs the local cluster when starting as root) can enter neither ${dataDir} nor ${root}. ` +
+        'Set SERVICE_DATA_DIR to a folder it can enter, or set DATABASE_URL to a running server.',
+    );
+  }
+  const target = mkdtempSync(join(root, 'cluster-'));
+  adoptForPostgres(target);
+  rmdirSync(dataDir);
+  symlinkSync(target, dataDir);
+  log(
+    `the postgres user cannot enter ${dataDir}, so the cluster lives in ${target} (${dataDir} links to it; delete both to start afresh)`,
+  );
+  return target;
 }
 
 function postgresUser(): { uid: number; gid: number } {
@@ -167,9 +243,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       );
   }
   const scratch = options.dataDir === undefined;
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'service-pg-'));
-  mkdirSync(dataDir, { recursive: true });
-  adoptForPostgres(dataDir);
+  const requested = options.dataDir ?? mkdtempSync(join(tmpdir(), 'service-pg-'));
+  const dataDir = await clusterFolder(requested);
 
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
     if (readdirSync(dataDir).length > 0) {
@@ -231,7 +306,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   const stop = async (): Promise<void> => {
     if (!existsSync(join(dataDir, 'postmaster.pid'))) return;
     await runAsOwner(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
-    if (scratch) rmSync(dataDir, { recursive: true, force: true });
+    if (scratch) for (const dir of new Set([dataDir, requested])) rmSync(dir, { recursive: true, force: true });
   };
   return { url, adminUrl, version: await serverVersion(url), owned: true, stop };
 }

@@ -147,7 +147,8 @@ export interface ServiceAction {
 
   /**
    * GET request to the external API with the connection's credentials injected. Each call is a
-   * durable step: after a crash the run resumes without repeating completed requests.
+   * durable step: after a worker crash the run continues from its recorded steps, but a request
+   * completed in the last seconds before the crash may be sent again (docs/scripts.md).
    * @example const res = await svc.get<{ items: Issue[] }>({ endpoint: '/issues', params: { page: 1 }, retries: 3 });
    */
   get<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
@@ -212,7 +213,11 @@ export interface WebhookEvent {
 
 /** The helper object of a sync script. */
 export interface ServiceSync extends ServiceAction {
-  /** When the last successful run of this sync for this connection ended; undefined on the first run and on a full resync. */
+  /**
+   * When the last successful run of this sync for this connection started (its start, not its end, so
+   * that what changed while it ran is fetched again, never missed); undefined on the first run and on a
+   * full resync.
+   */
   readonly lastSyncDate: Date | undefined;
   /** The webhook that triggered this run, when a webhook did. */
   readonly webhook: WebhookEvent | undefined;

@@ -11,7 +11,7 @@
  * waiting are never named, and continue after the restart.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -79,6 +79,35 @@ export interface ThreadMarks {
   collectOrphans(): Blamed[];
   /** Removes this process's files, after a clean shutdown (nobody is to blame). */
   clear(): void;
+}
+
+/** What tells one install of the service from another on a shared host. */
+export interface InstallIdentity {
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+/**
+ * The default folder of thread marks: one per install on this host (its database, Temporal server,
+ * namespace and task queue), so that worker processes of two installs never read each other's marks and
+ * signal runs of the other install. src/main.ts uses it unless SERVICE_THREAD_MARKS_DIR is set.
+ */
+export function threadMarksDirFor(install: InstallIdentity): string {
+  let database = install.databaseUrl;
+  try {
+    const url = new URL(install.databaseUrl);
+    // Without the password, so that rotating it keeps the folder (and the blame it holds).
+    database = `${url.protocol}//${url.username}@${url.host}${url.pathname}`;
+  } catch {
+    // Not a URL (key=value, a socket path): the whole string is the database's identity.
+  }
+  const key = createHash('sha256')
+    .update(JSON.stringify([database, install.temporalAddress, install.namespace, install.taskQueue]))
+    .digest('hex')
+    .slice(0, 16);
+  return join(tmpdir(), 'integration-service-threads', key);
 }
 
 /**

@@ -1,11 +1,14 @@
-/** The rules of generated endpoints at deploy time (src/api/generated.ts), and the built-in route list they are checked against. */
+/**
+ * The built-in route list that generated endpoints are checked against (src/config/generatedEndpoints.ts,
+ * whose own tests cover the checks) and the OpenAPI operations of generated endpoints (src/api/generated.ts).
+ */
 import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../../src/config/index.js';
 import type { ServiceConfig } from '../../src/config/types.js';
-import { BUILTIN_ENDPOINTS, checkGeneratedEndpoints, generatedOperations } from '../../src/api/generated.js';
+import { generatedOperations } from '../../src/api/generated.js';
+import { BUILTIN_ENDPOINTS } from '../../src/config/generatedEndpoints.js';
 import { createApiRoutes } from '../../src/api/routes/index.js';
 import type { ApiDeps } from '../../src/api/deps.js';
-import { SERVICE_YAML } from './fixtures.js';
 
 function config(
   integrations: Record<string, { syncs?: Record<string, [string, string]>; actions?: Record<string, string> }>,
@@ -38,65 +41,7 @@ function config(
   return compiled.config;
 }
 
-describe('checkGeneratedEndpoints', () => {
-  it('accepts the test deployment, integrations sharing a path, and syncs of one model sharing one', () => {
-    expect(checkGeneratedEndpoints(compileConfig(SERVICE_YAML).config!)).toEqual([]);
-    expect(
-      checkGeneratedEndpoints(
-        config({
-          github: {
-            syncs: { issues: ['A', 'GET /issues'], more: ['A', 'GET /issues'] },
-            actions: { get: 'GET /issues/{id}' },
-          },
-          gitlab: { syncs: { issues: ['B', 'GET /issues'] }, actions: { get: 'GET /issues/:number' } },
-        }),
-      ),
-    ).toEqual([]);
-  });
-
-  it('refuses an endpoint a built-in route answers, with its place in service.yaml', () => {
-    const problems = checkGeneratedEndpoints(
-      config({
-        github: {
-          syncs: { a: ['A', 'GET /records'], b: ['A', 'GET /connections/{id}'], c: ['B', 'GET /{anything}'] },
-          actions: {
-            p: 'POST /proxy/anything',
-            w: 'POST /webhook/x/y',
-            ok: 'POST /connections/x/y',
-            h: 'GET /health/',
-          },
-        },
-      }),
-    );
-    expect(problems.map((problem) => [problem.code, problem.path.join('.')])).toEqual([
-      ['generated_endpoint_shadows_builtin', 'integrations.github.syncs.a.endpoint'],
-      ['generated_endpoint_shadows_builtin', 'integrations.github.syncs.b.endpoint'],
-      ['generated_endpoint_shadows_builtin', 'integrations.github.syncs.c.endpoint'],
-      ['generated_endpoint_shadows_builtin', 'integrations.github.actions.p.endpoint'],
-      ['generated_endpoint_shadows_builtin', 'integrations.github.actions.w.endpoint'],
-      ['generated_endpoint_shadows_builtin', 'integrations.github.actions.h.endpoint'],
-    ]);
-    expect(problems[0]?.message).toContain('built-in route GET /records');
-    expect(problems[3]?.message).toContain('ALL /proxy/*path');
-  });
-
-  it('refuses a method and path shared within an integration by different things', () => {
-    const problems = checkGeneratedEndpoints(
-      config({
-        github: {
-          syncs: { issues: ['A', 'GET /issues'], others: ['B', 'GET /issues'] },
-          actions: { list: 'GET /issues', one: 'GET /issues/{id}', two: 'GET /issues/:key', create: 'POST /issues' },
-        },
-      }),
-    );
-    expect(problems.map((problem) => `${problem.code} ${problem.path.join('.')}`)).toEqual([
-      'generated_endpoint_conflict integrations.github.syncs.others.endpoint',
-      'generated_endpoint_conflict integrations.github.actions.list.endpoint',
-      'generated_endpoint_conflict integrations.github.actions.two.endpoint',
-    ]);
-    expect(problems[0]?.message).toMatch(/already declared by sync 'issues' \(model A\)/);
-  });
-
+describe('the built-in routes and the OpenAPI of generated endpoints', () => {
   it('BUILTIN_ENDPOINTS lists exactly the declared routes (plus the OAuth and dashboard routers)', () => {
     // Route factories only close over their dependencies; none is touched while declaring.
     const routes = createApiRoutes({} as ApiDeps);

@@ -100,7 +100,7 @@ describe('authentication on every route', () => {
   ]);
 
   it('refuses every keyed route without a key and with an unknown key, in the envelope', async () => {
-    const { BUILTIN_ENDPOINTS } = await import('../../src/api/generated.js');
+    const { BUILTIN_ENDPOINTS } = await import('../../src/config/generatedEndpoints.js');
     const keyed = BUILTIN_ENDPOINTS.filter(
       // The OAuth router and the dashboard's pages are public (the dashboard signs in in the page).
       (route) =>

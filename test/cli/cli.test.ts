@@ -356,14 +356,23 @@ describe('service compile rejects scripts that break the rules, with file:line:c
 });
 
 describe('service validate and problems in service.yaml', () => {
-  it('prints every mistake of a config with line:column, like a compiler, and exits 1 without a stack trace', () => {
+  /** `service validate` of a fixture config: its output and the `file:line:column severity code` of each problem. */
+  function validateFixture(fixture: string): { result: ReturnType<typeof spawnCli>; heads: string[] } {
     const root = tempProject();
     mkdirSync(join(root, 'service-integrations'));
-    copyFileSync(join(FIXTURES, 'several-mistakes.yaml'), join(root, 'service-integrations/service.yaml'));
+    copyFileSync(join(FIXTURES, fixture), join(root, 'service-integrations/service.yaml'));
     const result = spawnCli(root, 'validate');
+    const heads = result.err
+      .split('\n')
+      .filter((line) => line.startsWith('service-integrations/service.yaml:'))
+      .map((line) => line.split(' ').slice(0, 3).join(' '));
+    return { result, heads };
+  }
+
+  it('prints every mistake of a config with line:column, like a compiler, and exits 1 without a stack trace', () => {
+    const { result, heads } = validateFixture('several-mistakes.yaml');
     expect(result.code).toBe(1);
-    const heads = result.err.split('\n').filter((line) => line.startsWith('service-integrations/service.yaml:'));
-    expect(heads.map((line) => line.split(' ').slice(0, 3).join(' '))).toEqual([
+    expect(heads).toEqual([
       'service-integrations/service.yaml:7:17 error unknown_model',
       'service-integrations/service.yaml:8:19 error invalid_endpoint',
       'service-integrations/service.yaml:10:15 error runs_below_minimum',
@@ -375,6 +384,18 @@ describe('service validate and problems in service.yaml', () => {
     expect(result.err).toContain(`\n${' '.repeat(12)}auto_strat: true\n${' '.repeat(12)}^\n`);
     expect(result.err).toContain('6 errors, 0 warnings');
     expect(result.err).not.toMatch(/^\s+at /m);
+  });
+
+  it('reports generated endpoints that deploy would refuse (shadowed, shared) with line:column', () => {
+    const { result, heads } = validateFixture('endpoint-problems.yaml');
+    expect(result.code).toBe(1);
+    expect(heads).toEqual([
+      'service-integrations/service.yaml:13:19 error generated_endpoint_shadows_builtin',
+      'service-integrations/service.yaml:19:19 error generated_endpoint_conflict',
+    ]);
+    expect(result.err).toContain('which the built-in route GET /records answers');
+    expect(result.err).toContain("already declared by sync 'issues' (model Issue)");
+    expect(result.err).toContain('2 errors, 0 warnings');
   });
 
   it('generate and compile refuse the same config with the same problems and write nothing', async () => {

@@ -2,11 +2,14 @@
  * As a new user would: pack the project with `npm pack`, install the tarball into an empty folder
  * (from the registry, like any dependency), then `npx service init`, `generate` and `compile` there,
  * and compile the generated models.ts with `tsc --strict` under each module resolution a user may
- * have. Slow (about a minute, mostly npm install), so it is the only test of its kind.
+ * have; then import the typed client (`integration-service/client`), call it, and type-check programs
+ * that use it. Slow (about a minute, mostly npm install), so it is the only test of its kind.
  */
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,6 +82,65 @@ describe('the packed package, installed into an empty folder', () => {
       app,
     );
     expect(loaded.trim()).toBe('action_script_failure');
+
+    // The typed client (docs/api.md): imported by its documented name, called against a fake API here.
+    const seen: string[] = [];
+    const api = createServer((request, response) => {
+      seen.push(`${request.method} ${request.url} ${request.headers.authorization ?? ''}`);
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ status: 'ok', database: 'ok' }));
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+    try {
+      const called = await ok(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { createClient } from 'integration-service/client';\n` +
+            `const api = createClient({ baseUrl: '${baseUrl}', secretKey: 'sk_test' });\n` +
+            'console.log(JSON.stringify(await api.health()));',
+        ],
+        app,
+      );
+      expect(JSON.parse(called)).toEqual({ status: 'ok', database: 'ok' });
+      expect(seen).toEqual(['GET /health Bearer sk_test']);
+    } finally {
+      await new Promise((resolve) => api.close(resolve));
+    }
+    // Its types: a strict program that uses them compiles, and one that misuses them does not.
+    writeFileSync(
+      join(app, 'use-client.ts'),
+      [
+        "import { createClient, ServiceApiError, type SyncStatus } from 'integration-service/client';",
+        "const api = createClient({ baseUrl: 'http://127.0.0.1:3003', secretKey: 'sk' });",
+        'export async function idle(): Promise<SyncStatus[]> {',
+        "  const { syncs } = await api.syncs.status({ provider_config_key: 'github', syncs: '*' });",
+        "  return syncs.filter((sync) => sync.status === 'SUCCESS' && sync.latestError === null);",
+        '}',
+        'export async function firstPage(): Promise<number> {',
+        "  const page = await api.records.list({ connectionId: 'c', providerConfigKey: 'github', model: 'Issue', limit: 10 });",
+        '  return page.records.length;',
+        '}',
+        'export const isApiError = (error: unknown): boolean => error instanceof ServiceApiError && error.status === 404;',
+        '',
+      ].join('\n'),
+    );
+    await ok('npx', [...tsc, '--module', 'nodenext', '--moduleResolution', 'nodenext', 'use-client.ts'], app);
+    await ok('npx', [...tsc, '--module', 'preserve', '--moduleResolution', 'bundler', 'use-client.ts'], app);
+    await ok('npx', [...tsc, '--module', 'commonjs', '--moduleResolution', 'node10', 'use-client.ts'], app);
+    writeFileSync(
+      join(app, 'misuse-client.ts'),
+      "import { createClient } from 'integration-service/client';\nvoid createClient({ baseUrl: 'x' }).records.list({ connectionId: 'c', providerConfigKey: 'p', model: 1 });\n",
+    );
+    const misuse = await run(
+      'npx',
+      [...tsc, '--module', 'nodenext', '--moduleResolution', 'nodenext', 'misuse-client.ts'],
+      app,
+    );
+    expect(misuse.status).not.toBe(0);
+    expect(misuse.output).toMatch(/misuse-client\.ts\(2,\d+\): error TS2322/);
 
     // And a config with mistakes fails there too, each one with its position.
     mkdirSync(join(work, 'broken/service-integrations'), { recursive: true });

@@ -33,7 +33,7 @@ integrations:
         output: Ticket
         endpoint: GET /tickets
         sync_type: incremental
-        runs: 1h
+        runs: every 5 minutes
         auto_start: false
     actions:
       close-ticket:
@@ -332,6 +332,8 @@ describe('the dashboard', () => {
 
     const row = page.locator('tr[data-sync="tickets"]');
     await expect.poll(() => row.getAttribute('data-status'), { timeout: 15_000 }).toMatch(/paused|not_started/);
+    // The sync's type and its `runs` as service.yaml writes it ("every 5 minutes"), with no second "every".
+    expect(await row.locator('th .meta').textContent()).toBe('incremental, every 5 minutes');
     // Every status the row shows, in order, from here on (a string: the test's types have no DOM).
     await page.evaluate(`(() => {
       const target = document.querySelector('tr[data-sync="tickets"]');

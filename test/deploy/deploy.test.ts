@@ -3,6 +3,8 @@
  * the deploy's own promises (atomic, versioned, serialised, re-deployable, readable back). The steps
  * build on each other, in order, over one environment.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DeployRequest } from '../../src/deploy/deployments.js';
 import {
@@ -14,6 +16,8 @@ import {
   startApiHarness,
   type ApiHarness,
 } from '../api/helpers/harness.js';
+
+const ENDPOINT_PROBLEMS = fileURLToPath(new URL('../fixtures/configs/endpoint-problems.yaml', import.meta.url));
 
 interface Ticket {
   id: string;
@@ -336,6 +340,14 @@ describe('service deploy: the effects of a deploy (SPEC.md)', () => {
     const error = (broken.json as { error: { code: string; message: string } }).error;
     expect(error.code).toBe('invalid_config');
     expect(error.message).toMatch(/service\.yaml:\d+:\d+/);
+    // Generated endpoints that collide are problems of the file too, placed like the others.
+    const shadowed = await h.api.raw('POST', '/deploy', {
+      body: { yaml: readFileSync(ENDPOINT_PROBLEMS, 'utf8'), scripts: [] },
+    });
+    expect(shadowed.status).toBe(422);
+    const shadowedMessage = (shadowed.json as { error: { message: string } }).error.message;
+    expect(shadowedMessage).toContain('service.yaml:13:19 error generated_endpoint_shadows_builtin');
+    expect(shadowedMessage).toContain('service.yaml:19:19 error generated_endpoint_conflict');
     const mismatched = await h.api.raw('POST', '/deploy', { body: { ...request(), scripts: [] } });
     expect(mismatched.status).toBe(422);
     expect((mismatched.json as { error: { message: string } }).error.message).toMatch(/missing; run `service compile`/);

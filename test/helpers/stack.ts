@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { assertPostgresReachable } from '../../src/devstack/postgres.js';
 import { assertTemporalReachable } from '../../src/devstack/temporal.js';
+import { installServiceRuntime } from '../../src/temporal/logger.js';
 
 // Worker state changes at INFO drown the test output; warnings and errors still show.
-Runtime.install({ logger: new DefaultLogger('WARN') });
+installServiceRuntime('WARN');
 
 /** The servers the test run started (test/globalSetup.ts). */
 export function stack() {

@@ -147,6 +147,52 @@ describe('sync entity workflow', () => {
     await control.stop(ref, 'test over');
   });
 
+  it('a webhook queued while paused does not take the place of the due scheduled run: both run, the schedule keeps its interval', async () => {
+    items = [{ id: 'base', n: 0 }];
+    const { definition, ref } = await define({
+      syncName: 'hook-and-schedule',
+      webhookSubscriptions: ['item.created'],
+      autoStart: false,
+    });
+    await control.ensureSync(definition, ref.connectionId);
+    await control.deliverWebhook(ref, {
+      type: 'item.created',
+      payload: { id: 'hooked', n: 9 },
+      receivedAt: new Date().toISOString(),
+    });
+    // /sync/start of a sync that never ran: its scheduled run is due at once, and a webhook waits.
+    await control.resume(ref);
+    const done = await until(control, ref, 'both runs', (s) => s.executions >= 2 && s.status === 'idle');
+    expect(done.executions).toBe(2);
+    const runs = (h.connections.metadata.get(ref.connectionId)?.['runs'] ?? []) as string[];
+    expect([...runs].sort()).toEqual(['all', 'webhook']);
+    expect(await countLive(ref.connectionId)).toBe(2);
+    // The next scheduled run is one interval after the scheduled run, not after the webhook run too.
+    const next = Date.parse(done.nextScheduledSyncAt ?? '');
+    expect(next).toBeLessThanOrEqual(Date.parse(done.finishedAt ?? '') + 3600_000);
+    expect(next).toBeGreaterThan(Date.now() + 3500_000);
+    await control.stop(ref, 'test over');
+  });
+
+  it('svc.lastSyncDate is the start of the last successful run, not its end (docs/scripts.md)', async () => {
+    const seeing = bundle(`async function (svc) {
+      const meta = await svc.getMetadata();
+      const seen = svc.lastSyncDate ? svc.lastSyncDate.toISOString() : 'none';
+      await svc.updateMetadata({ seen: [...(meta.seen || []), seen] });
+      await svc.batchSave([{ id: 'one', n: 1 }], 'Item');
+    }`);
+    const { definition, ref } = await define({ syncName: 'last-sync-date', scriptHash: await h.scripts.put(seeing) });
+    await control.ensureSync(definition, ref.connectionId);
+    const first = await until(control, ref, 'the first run', (s) => s.executions === 1 && s.status === 'idle');
+    const startedAt = first.latestResult?.startedAt ?? '';
+    expect(Date.parse(startedAt)).toBeLessThan(Date.parse(first.finishedAt ?? ''));
+
+    await control.trigger(ref);
+    await until(control, ref, 'the second run', (s) => s.executions === 2 && s.status === 'idle');
+    expect(h.connections.metadata.get(ref.connectionId)?.['seen']).toEqual(['none', startedAt]);
+    await control.stop(ref, 'test over');
+  });
+
   async function countLive(connectionId: string): Promise<number> {
     const result = await h.pool.query<{ n: string }>(
       `SELECT count(*) AS n FROM records r JOIN record_scopes s USING (scope_id) WHERE s.connection_id = $1 AND r.deleted_at IS NULL`,

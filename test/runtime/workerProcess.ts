@@ -4,11 +4,12 @@
  * once polling. Run with `tsx test/runtime/workerProcess.ts`.
  */
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection, type LogLevel } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPool } from '../../src/db/pool.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
+import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
 
@@ -18,7 +19,9 @@ function required(name: string): string {
   return value;
 }
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
+// The service's logger, as src/main.ts installs it; WORKER_LOG_LEVEL=INFO shows its INFO lines.
+const LEVELS: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+installServiceRuntime(LEVELS.find((level) => level === process.env['WORKER_LOG_LEVEL']) ?? 'WARN');
 const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
 const connections = new TestConnections({ baseUrl: required('API_BASE_URL') });
 const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });

@@ -199,6 +199,12 @@ function summary(result) {
   return parts.join('; ') || 'no records';
 }
 
+/** `runs` as service.yaml writes it: "1h" reads "every 1h"; "every 5 minutes" already says "every". */
+function frequencyText(runs) {
+  if (!runs) return 'every —';
+  return /^every\s/i.test(runs.trim()) ? runs.trim() : `every ${runs}`;
+}
+
 async function renderSyncs(section, integration, connectionId) {
   const status = () =>
     api('/sync/status', { query: { provider_config_key: integration, syncs: '*', connection_id: connectionId } });
@@ -277,7 +283,7 @@ async function renderSyncs(section, integration, connectionId) {
           'th',
           { scope: 'row' },
           sync.name,
-          h('div', { class: 'meta' }, `${sync.sync_type}, every ${sync.frequency || '—'}`),
+          h('div', { class: 'meta' }, `${sync.sync_type}, ${frequencyText(sync.frequency)}`),
         ),
         h('td', {}, cells.status, h('div', { class: 'meta error-text', dataset: { role: 'error' } })),
         cells.finished,

@@ -1,0 +1,213 @@
+/**
+ * Generated endpoints as service.yaml declares them, and the two problems that need the whole file to
+ * see (SPEC.md "Generated endpoints"; docs/api.md): an endpoint that a built-in route of the API would
+ * answer first, and a method and path that one integration declares for two different things. Pure:
+ * `compileConfig` reports them with line:column like every other problem, so `service validate` finds
+ * what `service deploy` would refuse; the API's router (src/api/generated.ts) uses the same matchers.
+ */
+import type { ServiceConfig } from './types.js';
+
+/** Every route the API declares besides the generated ones; `*` is any method. Kept in step with createApiRoutes by a test. */
+export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
+  { method: 'GET', path: '/records' },
+  { method: 'POST', path: '/action/trigger' },
+  { method: 'POST', path: '/sync/trigger' },
+  { method: 'POST', path: '/sync/pause' },
+  { method: 'POST', path: '/sync/start' },
+  { method: 'GET', path: '/sync/status' },
+  { method: 'GET', path: '/sync/runs' },
+  { method: 'GET', path: '/connections' },
+  { method: 'POST', path: '/connections' },
+  { method: 'GET', path: '/connections/:connection_id' },
+  { method: 'PATCH', path: '/connections/:connection_id' },
+  { method: 'DELETE', path: '/connections/:connection_id' },
+  { method: 'POST', path: '/connections/metadata' },
+  { method: 'PATCH', path: '/connections/metadata' },
+  { method: '*', path: '/proxy/*path' },
+  { method: 'GET', path: '/integrations' },
+  { method: 'POST', path: '/integrations' },
+  { method: 'GET', path: '/integrations/:id' },
+  { method: 'PATCH', path: '/integrations/:id' },
+  { method: 'DELETE', path: '/integrations/:id' },
+  { method: 'GET', path: '/environment-variables' },
+  { method: 'POST', path: '/environment-variables' },
+  { method: 'DELETE', path: '/environment-variables/:name' },
+  { method: 'GET', path: '/logs' },
+  { method: 'GET', path: '/health' },
+  { method: 'GET', path: '/openapi.json' },
+  { method: 'GET', path: '/reference' },
+  { method: 'POST', path: '/webhook/:environment/:integration' },
+  { method: 'GET', path: '/webhook-settings' },
+  { method: 'PUT', path: '/webhook-settings' },
+  { method: 'GET', path: '/webhook-deliveries' },
+  { method: 'POST', path: '/deploy/preview' },
+  { method: 'POST', path: '/deploy' },
+  { method: 'GET', path: '/deployments' },
+  { method: 'GET', path: '/deployments/:version' },
+  { method: 'GET', path: '/deployments/:version/request' },
+  { method: 'POST', path: '/deployments/:version/redeploy' },
+  { method: 'GET', path: '/oauth/connect/:integration' },
+  { method: 'GET', path: '/oauth/callback' },
+  // The dashboard's router: its pages, files and small routes.
+  { method: '*', path: '/dashboard' },
+  { method: '*', path: '/dashboard/*path' },
+];
+
+export interface EndpointProblem {
+  code: 'generated_endpoint_conflict' | 'generated_endpoint_shadows_builtin';
+  message: string;
+  /** Where in service.yaml: `integrations.<id>.syncs|actions.<name>.endpoint[.<n>]`. */
+  path: (string | number)[];
+}
+
+export interface DeclaredEndpoint {
+  method: string;
+  path: string;
+  integrationId: string;
+  kind: 'sync' | 'action';
+  name: string;
+  /** The sync output's model, or the action's output model. */
+  model: string;
+  /** The action's input model. */
+  input: string | null;
+  where: (string | number)[];
+}
+
+export function declaredEndpoints(config: ServiceConfig): DeclaredEndpoint[] {
+  const out: DeclaredEndpoint[] = [];
+  for (const integration of config.integrations) {
+    for (const sync of integration.syncs) {
+      sync.outputs.forEach((output, index) => {
+        out.push({
+          method: output.endpoint.method,
+          path: output.endpoint.path,
+          integrationId: integration.id,
+          kind: 'sync',
+          name: sync.name,
+          model: output.model,
+          input: null,
+          where: [
+            'integrations',
+            integration.id,
+            'syncs',
+            sync.name,
+            'endpoint',
+            ...(sync.outputs.length > 1 ? [index] : []),
+          ],
+        });
+      });
+    }
+    for (const action of integration.actions) {
+      out.push({
+        method: action.endpoint.method,
+        path: action.endpoint.path,
+        integrationId: integration.id,
+        kind: 'action',
+        name: action.name,
+        model: action.output,
+        input: action.input,
+        where: ['integrations', integration.id, 'actions', action.name, 'endpoint'],
+      });
+    }
+  }
+  return out;
+}
+
+/** A path parameter segment: `:name` or `{name}`. */
+export const ENDPOINT_PARAM = /^(?::([A-Za-z0-9_]+)|\{([A-Za-z0-9_]+)\})$/;
+
+export function endpointSegments(path: string): string[] {
+  return path.split('/').filter((segment) => segment !== '');
+}
+
+/** A generated path as a matcher: `:id` and `{id}` match one segment; a trailing slash is optional. */
+export function compileEndpointPath(path: string): { regex: RegExp; names: string[]; params: number } {
+  const names: string[] = [];
+  const source = endpointSegments(path)
+    .map((segment) => {
+      const match = ENDPOINT_PARAM.exec(segment);
+      if (match) {
+        names.push(match[1] ?? match[2] ?? '');
+        return '/([^/]+)';
+      }
+      return `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`;
+    })
+    .join('');
+  return { regex: new RegExp(`^${source || ''}/?$`), names, params: names.length };
+}
+
+/** An Express path of a built-in route as a matcher (`:name` one segment, `*name` the rest). */
+function compileBuiltin(path: string): RegExp {
+  const source = path
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map((segment) =>
+      segment.startsWith(':')
+        ? '/[^/]+'
+        : segment.startsWith('*')
+          ? '/.+'
+          : `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
+    )
+    .join('');
+  return new RegExp(`^${source}/?$`);
+}
+
+/** A concrete path the pattern matches: parameters become a sample value. */
+function sample(path: string): string {
+  return `/${endpointSegments(path)
+    .map((segment) =>
+      ENDPOINT_PARAM.test(segment) || segment.startsWith(':') ? 'x1' : segment.startsWith('*') ? 'x1/x2' : segment,
+    )
+    .join('/')}`;
+}
+
+/** Shape of a path for conflict checks: parameters of any name are the same. */
+export function endpointShape(path: string): string {
+  return `/${endpointSegments(path)
+    .map((segment) => (ENDPOINT_PARAM.test(segment) ? ':' : segment))
+    .join('/')}`;
+}
+
+/**
+ * The problems of a configuration's generated endpoints: shadowed by a built-in route, or sharing a
+ * method and path within one integration for different things. compileConfig reports each as an error.
+ */
+export function checkGeneratedEndpoints(
+  config: ServiceConfig,
+  builtins: readonly { method: string; path: string }[] = BUILTIN_ENDPOINTS,
+): EndpointProblem[] {
+  const problems: EndpointProblem[] = [];
+  const declared = declaredEndpoints(config);
+  for (const endpoint of declared) {
+    const generated = compileEndpointPath(endpoint.path).regex;
+    const shadow = builtins.find(
+      (builtin) =>
+        (builtin.method === '*' || builtin.method === endpoint.method) &&
+        (compileBuiltin(builtin.path).test(sample(endpoint.path)) || generated.test(sample(builtin.path))),
+    );
+    if (shadow) {
+      problems.push({
+        code: 'generated_endpoint_shadows_builtin',
+        message: `${endpoint.kind} '${endpoint.name}' of integration '${endpoint.integrationId}' declares endpoint ${endpoint.method} ${endpoint.path}, which the built-in route ${shadow.method === '*' ? 'ALL' : shadow.method} ${shadow.path} answers; choose another path`,
+        path: endpoint.where,
+      });
+    }
+  }
+  const byKey = new Map<string, DeclaredEndpoint>();
+  for (const endpoint of declared) {
+    const key = `${endpoint.integrationId} ${endpoint.method} ${endpointShape(endpoint.path)}`;
+    const first = byKey.get(key);
+    if (!first) {
+      byKey.set(key, endpoint);
+      continue;
+    }
+    const sameRecords = first.kind === 'sync' && endpoint.kind === 'sync' && first.model === endpoint.model;
+    if (sameRecords) continue;
+    problems.push({
+      code: 'generated_endpoint_conflict',
+      message: `${endpoint.kind} '${endpoint.name}' of integration '${endpoint.integrationId}' declares endpoint ${endpoint.method} ${endpoint.path}, already declared by ${first.kind} '${first.name}'${first.kind === 'sync' ? ` (model ${first.model})` : ''}; within an integration a method and path can only be shared by syncs returning the same model`,
+      path: endpoint.where,
+    });
+  }
+  return problems;
+}
