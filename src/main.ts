@@ -31,8 +31,7 @@ import { loadSettings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
 import { installServiceRuntime } from './temporal/logger.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
-import { createRuntimeWorkers } from './temporal/worker.js';
-import { bundleServiceWorkflows } from './temporal/workflowBundle.js';
+import { bundleWorkflows, createRuntimeWorkers } from './temporal/worker.js';
 
 const DEV_ENVIRONMENT = 'dev';
 const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
@@ -128,7 +127,7 @@ async function main(): Promise<void> {
         taskQueue: settings.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ db, runtime: service.runtime }),
         // With the interceptors that let the logger tell an ActionError from a fault.
-        workflowBundle: await bundleServiceWorkflows(),
+        workflowBundle: await bundleWorkflows(),
         dataConverter,
       });
       workerDone = workers.run();

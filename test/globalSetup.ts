@@ -5,7 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { startStack } from '../src/devstack/index.js';
 import { createPool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
-import { bundleServiceWorkflows } from '../src/temporal/workflowBundle.js';
+import { bundleWorkflows } from '../src/temporal/worker.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -42,7 +42,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env['SERVICE_THREAD_MARKS_DIR'] ??= join(bundleDir, 'thread-marks');
   mkdirSync(process.env['SERVICE_THREAD_MARKS_DIR'], { recursive: true });
   // The bundle the service's workers run (src/main.ts).
-  const bundle = await bundleServiceWorkflows();
+  const bundle = await bundleWorkflows();
   const workflowBundlePath = join(bundleDir, 'workflows.js');
   writeFileSync(workflowBundlePath, bundle.code);
   process.stderr.write(`[test] stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -17,11 +17,23 @@ import { actionTaskQueue } from './taskQueues.js';
 export const WORKFLOWS_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'index.ts');
 
 /**
+ * Workflow interceptors of the bundle: workflows/failureLog.ts names a failed run's failure type on its
+ * log lines (src/temporal/logger.ts), so that an ActionError logs one line, not a warning and a stack.
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [
+  join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'failureLog.ts'),
+];
+
+/**
  * Bundles the workflow code once; a Node import in workflow code fails here, at build time. Tests
  * bundle other entries (a hostile variant, a single workflow) the same way.
  */
 export async function bundleWorkflows(workflowsPath = WORKFLOWS_PATH): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+  return bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES],
+    logger: quietBundlerLogger,
+  });
 }
 
 const quietBundlerLogger = {
