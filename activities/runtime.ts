@@ -257,13 +257,14 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
 
     /** Makes this run the one that owns the sync's records (fences off writes of an older run). */
     /**
-     * The run's last step: Temporal holds every earlier step's result now (the run ended a workflow
-     * task just before), so the ledger forgets the run.
+     * Scheduled as an ordinary activity, so it runs only once the workflow task that scheduled it is
+     * recorded, with every earlier step's result: the ledger forgets the run's steps below `below`
+     * (all of them when absent). workflows/svc.ts uses it to end a task and at the end of a sync run.
      */
-    async forgetSteps(): Promise<void> {
+    async forgetSteps(below?: number): Promise<void> {
       return translated(async () => {
         const run = await caller();
-        await ledger.forget(run.runId, 2_147_483_647);
+        await ledger.forget(run.runId, below ?? 2_147_483_647);
       });
     },
 

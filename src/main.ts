@@ -132,11 +132,11 @@ async function main(): Promise<void> {
       });
       workerDone = workers.run();
       // Every worker process also deletes what interrupted erases left in the records cache.
-      // And the step ledger's rows that runs which ended in failure left (a day is far longer than a
-      // run waits for a worker to take it over).
+      // And the step ledger's rows that actions and failed runs left: an hour is far longer than a run
+      // waits for a worker to take it over (docs/architecture.md, "Exact resume").
       const ledger = createStepLedger({ db, encryptor: service.runtime.encryptor });
       const maintenance = startRecordsMaintenance(createPostgresRecordStore({ db }), {
-        also: { 'step ledger rows of runs ended a day ago': () => ledger.purgeOlderThan(24) },
+        also: { 'step ledger rows older than an hour': () => ledger.purgeOlderThan(1) },
       });
       cleanups.push(async () => {
         await maintenance.stop();

@@ -12,7 +12,6 @@ import {
   executeChild,
   proxyActivities,
   proxyLocalActivities,
-  sleep,
   uuid4,
   workflowInfo,
   type ActivityOptions,
@@ -103,6 +102,8 @@ const STORE_RETRY: RetryPolicy = {
 };
 
 const local = proxyLocalActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
+// Ends the current workflow task (an ordinary activity is sent with the task's completion); short.
+const endTask = proxyActivities<RuntimeActivities>({ startToCloseTimeout: '1 minute', retry: STORE_RETRY });
 const normal = proxyActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
 
 export interface SvcContext {
@@ -245,9 +246,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.budget?.yielded(!overrides.bookkeeping);
     guardHistory();
     if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES) {
-      // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB.
+      // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
+      // activity is scheduled by the task's completion and runs after it (a timer would wait ~1 s).
       taskResultBytes = 0;
-      await sleep(1);
+      // Steps completed before this point are in the completion that schedules it.
+      await endTask.forgetSteps(stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep);
       guardHistory();
     }
     operations++;
@@ -559,10 +562,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
     flushLogs: () => flushLogs(true),
     async finish() {
       if (ledgered === 0 || mode !== 'local') return;
-      // A timer ends the workflow task: its completion records every step's marker. Then nothing of
-      // the ledger is needed any more.
-      await sleep(1);
-      await simple('forgetSteps', 'forgetSteps', [], true);
+      // An ordinary activity runs after the task that scheduled it is recorded, markers and all: then
+      // nothing of the ledger is needed any more.
+      await endTask.forgetSteps();
     },
     step: (name, summary, args) => simple(name, summary, args, true),
   };

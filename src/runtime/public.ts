@@ -147,8 +147,9 @@ export interface ServiceAction {
 
   /**
    * GET request to the external API with the connection's credentials injected. Each call is a
-   * durable step: after a worker crash the run continues from its recorded steps, but a request
-   * completed in the last seconds before the crash may be sent again (docs/scripts.md).
+   * durable step: after a worker crash the run continues at the step it was on and a completed
+   * request is answered from the step ledger; only the request in flight at the crash may be sent again
+   * (docs/scripts.md).
    * @example const res = await svc.get<{ items: Issue[] }>({ endpoint: '/issues', params: { page: 1 }, retries: 3 });
    */
   get<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
