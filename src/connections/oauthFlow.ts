@@ -10,6 +10,7 @@ import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from '
 import { z } from 'zod';
 import type { Pool } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
+import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
 import type { PostgresConnectionService } from './connectionService.js';
 import { connectionIdSchema } from './connectionService.js';
 import type { Encryptor } from './encryption.js';
@@ -18,13 +19,13 @@ import { signOAuth1 } from './oauth1.js';
 import {
   credentialsFromTokenResponse,
   missingClient,
-  redact,
   requestToken,
   settingsFromTokenResponse,
   TokenRequestError,
   type Fetch,
 } from './oauth2.js';
 import { fillTemplate, validateConnectionConfig, type OAuth1Provider } from './providers/catalog.js';
+import { redactSecrets } from './redaction.js';
 import type { ConnectionScope } from './types.js';
 
 /** How long an end user has between opening the connect URL and coming back: long enough for a login with 2FA. */
@@ -92,7 +93,7 @@ export class OAuthFlow {
   private readonly ttlMs: number;
 
   constructor(private readonly deps: OAuthFlowDeps) {
-    this.fetch = deps.fetch ?? globalThis.fetch;
+    this.fetch = deps.fetch ?? policyFetch;
     this.now = deps.now ?? (() => new Date());
     this.ttlMs = deps.stateTtlMs ?? DEFAULT_STATE_TTL_MS;
   }
@@ -408,7 +409,7 @@ export class OAuthFlow {
     } catch (error) {
       throw new ServiceError(
         'oauth_token_exchange_failed',
-        `the OAuth 1 token endpoint ${new URL(url).origin} did not answer: ${redact((error as Error).message, secrets)}`,
+        `the OAuth 1 token endpoint ${new URL(url).origin} did not answer: ${redactSecrets(outboundRefusal(error)?.message ?? (error as Error).message, secrets)}`,
         { status: 502 },
       );
     }
