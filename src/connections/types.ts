@@ -57,6 +57,12 @@ export interface ConnectionService {
    */
   authorizeRequest(scope: ConnectionScope, request: RequestToAuthorize): Promise<AuthorizedRequest>;
   getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>>;
+  /**
+   * Every credential value of the connection in the forms it can be echoed in (redaction.ts), so that
+   * an error message kept or shown for it (a run's failure, a webhook) can have them redacted. Empty
+   * when the connection does not exist. Optional: a connection service without it redacts nothing.
+   */
+  credentialSecrets?(scope: ConnectionScope): Promise<string[]>;
   /** Replaces the whole metadata. */
   setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
   /** Merges the given properties into the metadata. */

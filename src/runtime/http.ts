@@ -200,8 +200,7 @@ function networkFailure(
 // Credentials the connection service put into the query string must not reach history or logs: every
 // credential value is redacted (by value), and parameters named like a credential (by name) too, for
 // connection services that do not say which values are secret.
-const SECRET_QUERY_KEYS =
-  /^(api[_-]?key|key|appid|token|access[_-]?token|auth|signature|oauth_.*|client_secret|password)$/i;
+const SECRET_QUERY_KEYS = /^(api[_-]?key|key|token|access[_-]?token|auth|signature|oauth_.*|client_secret|password)$/i;
 
 function redactUrl(url: string, secrets: readonly string[]): string {
   const parsed = new URL(url);
