@@ -78,6 +78,20 @@ export function createServer(options: CreateServerOptions): express.Express {
       );
       return;
     }
+    // Malformed percent-encoding (a `%` without two hex digits, bytes that are not UTF-8, an encoded
+    // lone surrogate) cannot name anything: 400 for every route, before any of them decodes it.
+    try {
+      decodeURIComponent(req.url);
+    } catch {
+      next(
+        new ServiceError(
+          'invalid_request',
+          'The URL has a malformed percent-encoding: each % must start an escape of two hex digits, and the escaped bytes must be UTF-8.',
+          { status: 400 },
+        ),
+      );
+      return;
+    }
     next();
   });
   app.use(
@@ -295,6 +309,9 @@ export function toServiceError(error: unknown): ServiceError {
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return new ServiceError('invalid_request', 'The request could not be read.', { status });
     }
+  }
+  if (error instanceof URIError) {
+    return new ServiceError('invalid_request', 'The URL has a malformed percent-encoding.', { status: 400 });
   }
   if (error instanceof z.ZodError) {
     return new ServiceError('invalid_request', 'The request is invalid.', { status: 400, details: error.issues });
