@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
+import { isDatabaseUnavailable } from '../db/pool.js';
 import { ServiceError, isServiceError } from '../errors.js';
 import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
 import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
@@ -309,6 +310,13 @@ export function toServiceError(error: unknown): ServiceError {
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return new ServiceError('invalid_request', 'The request could not be read.', { status });
     }
+  }
+  if (isDatabaseUnavailable(error)) {
+    return new ServiceError(
+      'database_unreachable',
+      'The service’s database cannot be reached right now; try again in a few seconds.',
+      { status: 503, retryable: true },
+    );
   }
   if (error instanceof URIError) {
     return new ServiceError('invalid_request', 'The URL has a malformed percent-encoding.', { status: 400 });
