@@ -170,6 +170,15 @@ function describe(scope: ConnectionScope): string {
   return `connection '${scope.connectionId}' of integration '${scope.integrationId}'`;
 }
 
+/** A connect flow may not replace an existing connection unless its session said so. */
+export function connectionExists(scope: ConnectionScope): ServiceError {
+  return new ServiceError(
+    'connection_exists',
+    `${describe(scope)} already exists; re-authorising it needs a connect session made with allow_reconnect`,
+    { status: 409 },
+  );
+}
+
 function invalidInput(what: string, error: z.ZodError): ServiceError {
   const problems = error.issues.map((issue) => `${issue.path.join('.') || '(value)'}: ${issue.message}`);
   return new ServiceError(`invalid_${what}`, `invalid ${what}: ${problems.join('; ')}`, {
@@ -381,27 +390,36 @@ export class PostgresConnectionService implements ConnectionService {
     return this.toRecord(row, data.credentials, false);
   }
 
-  /** Creates or replaces a connection's credentials, clearing any refresh error (used by import and the OAuth callback). */
+  /**
+   * Creates or replaces a connection's credentials, clearing any refresh error (used by import and the
+   * OAuth callback). With `replace: false` an existing connection is left as it is and the call fails
+   * with `connection_exists` (a connect flow whose session did not allow a reconnect).
+   */
   async saveConnection(
     scope: ConnectionScope,
     credentials: StoredCredentials,
     connectionConfig: Record<string, string>,
     metadata?: Record<string, unknown>,
     tags?: ConnectionTags,
+    options: { replace?: boolean } = {},
   ): Promise<ConnectionRow> {
     const id = connectionIdSchema.safeParse(scope.connectionId);
     if (!id.success) throw invalidInput('connection_id', id.error);
-    const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
-      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags)
-       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb))
-       ON CONFLICT (environment_id, provider_config_key, connection_id) DO UPDATE SET
+    const onConflict =
+      options.replace === false
+        ? 'DO NOTHING'
+        : `DO UPDATE SET
          credentials_encrypted = EXCLUDED.credentials_encrypted,
          connection_config = EXCLUDED.connection_config,
          metadata = COALESCE($6::jsonb, connections.metadata),
          tags = COALESCE($8::jsonb, connections.tags),
          credentials_refreshed_at = EXCLUDED.credentials_refreshed_at,
          refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
-         updated_at = now()
+         updated_at = now()`;
+    const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
+      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags)
+       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb))
+       ON CONFLICT (environment_id, provider_config_key, connection_id) ${onConflict}
        RETURNING *, (xmax = 0) AS inserted`,
       [
         scope.environmentId,
@@ -414,7 +432,8 @@ export class PostgresConnectionService implements ConnectionService {
         tags === undefined ? null : JSON.stringify(tags),
       ],
     );
-    const row = rows[0]!;
+    const row = rows[0];
+    if (!row) throw connectionExists(scope);
     this.log(`${row.inserted ? 'created' : 'updated'} ${describe(scope)} (${credentials.type})`);
     // The credentials are stored whatever the hook does: a hook failure (starting syncs, say) is
     // reported, not allowed to turn a successful connect into a failure page.

@@ -807,7 +807,7 @@ describe('the OAuth router, mounted by createApi', () => {
     });
     expect(response.status).toBe(401);
     expect(response.headers.get('content-type')).toContain('text/html');
-    expect(await response.text()).toContain('public_key');
+    expect(await response.text()).toContain('connect_session_token');
   });
 });
 

@@ -81,7 +81,13 @@ export interface ApiHarness {
 }
 
 export async function startApiHarness(
-  options: { rateLimit?: ApiDeps['rateLimit']; bodyLimit?: string; proxy?: ApiDeps['proxy'] } = {},
+  options: {
+    rateLimit?: ApiDeps['rateLimit'];
+    bodyLimit?: string;
+    proxy?: ApiDeps['proxy'];
+    /** More catalog entries (an OAuth provider, say), beside the fake API's. */
+    providers?: Record<string, unknown>;
+  } = {},
 ): Promise<ApiHarness> {
   const { pool } = await useDatabase();
   const fake = await startFakeServer();
@@ -105,6 +111,7 @@ export async function startApiHarness(
           api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
           base_url: `${fake.url}/api`,
         },
+        ...options.providers,
       },
     }),
     log: () => undefined,
