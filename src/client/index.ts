@@ -305,7 +305,7 @@ export function createClient(options: ClientOptions) {
     deploy: {
       preview: (body: DeployRequest) => call<DeployPlan>('POST', '/deploy/preview', { body }),
       apply: (body: DeployRequest, options: { allow_destructive?: boolean } = {}) =>
-        call<{ version: number; changes: unknown[] }>('POST', '/deploy', { body, query: options }),
+        call<{ version: number; changes: unknown[]; warnings: string[] }>('POST', '/deploy', { body, query: options }),
     },
 
     /** A generated endpoint of the deployment: records of a sync endpoint, or an action's result. */

@@ -250,35 +250,122 @@ describe('security', () => {
     expect(probe.text).toContain('"hasKey":true');
   });
 
-  it('inbound webhooks: a missing or bad signature is refused where the integration has a secret', async () => {
-    const body = JSON.stringify({ type: 'issue.updated', issue: { id: 'w1', title: 'from webhook' } });
-    const send = async (environment: string, headers: Record<string, string>) => {
+  it('inbound webhooks: refused unsigned, badly signed, outside the tolerance window, and replayed', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const body = (id: string) => JSON.stringify({ type: 'issue.updated', issue: { id, title: 'from webhook' } });
+    const hmac = (secret: string, text: string) => createHmac('sha256', secret).update(text).digest('hex');
+    const signed = (text: string, at: number, secret = WEBHOOK_SECRET) => ({
+      'x-signature-256': `sha256=${hmac(secret, `${at}.${text}`)}`,
+      'x-signature-timestamp': String(at),
+    });
+    const send = async (environment: string, text: string, headers: Record<string, string>) => {
       const response = await fetch(`${h.baseUrl}/webhook/${environment}/${INTEGRATION}?connection_id=c1`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
-        body,
+        body: text,
       });
-      const text = await response.text();
-      if (response.status >= 400) errorBodies.push(text);
-      return { status: response.status, text };
+      const answer = await response.text();
+      if (response.status >= 400) errorBodies.push(answer);
+      return { status: response.status, code: (JSON.parse(answer) as { error?: { code: string } }).error?.code };
     };
-    const good = createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex');
-    const wrong = createHmac('sha256', 'another-secret').update(body).digest('hex');
-    const missing = await send(h.envA.name, {});
-    const bad = await send(h.envA.name, { 'x-signature-256': `sha256=${wrong}` });
-    const garbage = await send(h.envA.name, { 'x-signature-256': 'sha256=zz' });
-    const valid = await send(h.envA.name, { 'x-signature-256': `sha256=${good}` });
-    recordFigures('security-webhooks', {
-      missing: missing.status,
-      bad: bad.status,
-      garbage: garbage.status,
-      valid: valid.status,
-    });
-    for (const refused of [missing, bad, garbage]) {
-      expect(refused.status, refused.text).toBe(401);
-      expect(refused.text).toContain('invalid_webhook_signature');
+    const refused: [string, string, Record<string, string>, number, string][] = [
+      ['no signature', 'w-missing', {}, 401, 'invalid_webhook_signature'],
+      ['another secret', 'w-wrong', signed(body('w-wrong'), now, 'another-secret'), 401, 'invalid_webhook_signature'],
+      [
+        'garbage',
+        'w-garbage',
+        { 'x-signature-256': 'sha256=zz', 'x-signature-timestamp': String(now) },
+        401,
+        'invalid_webhook_signature',
+      ],
+      // The body alone signed (no timestamp in the signature), as before issue 16.
+      [
+        'body only',
+        'w-body',
+        { 'x-signature-256': `sha256=${hmac(WEBHOOK_SECRET, body('w-body'))}`, 'x-signature-timestamp': String(now) },
+        401,
+        'invalid_webhook_signature',
+      ],
+      // A valid signature of one time presented with another.
+      [
+        'moved timestamp',
+        'w-moved',
+        { ...signed(body('w-moved'), now - 10), 'x-signature-timestamp': String(now) },
+        401,
+        'invalid_webhook_signature',
+      ],
+      ['stale', 'w-stale', signed(body('w-stale'), now - 600), 401, 'webhook_timestamp_out_of_tolerance'],
+      ['future', 'w-future', signed(body('w-future'), now + 600), 401, 'webhook_timestamp_out_of_tolerance'],
+    ];
+    // Webhooks reach running syncs (the fixture's issues sync does not start by itself).
+    for (const client of [h.api, h.apiB]) {
+      await client.syncs.start({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
     }
-    expect(valid.status, valid.text).toBe(200);
+    const answers: Record<string, string> = {};
+    for (const [name, id, headers, status, code] of refused) {
+      const answer = await send(h.envA.name, body(id), headers);
+      answers[name] = `${answer.status} ${answer.code}`;
+      expect([answer.status, answer.code], name).toEqual([status, code]);
+    }
+    const valid = signed(body('w-ok'), now - 60);
+    const first = await send(h.envA.name, body('w-ok'), valid);
+    const replay = await send(h.envA.name, body('w-ok'), valid);
+    answers['valid'] = `${first.status}`;
+    answers['replay'] = `${replay.status} ${replay.code}`;
+    expect(first.status).toBe(200);
+    expect([replay.status, replay.code]).toEqual([409, 'webhook_replayed']);
+
+    // Environment B's integration has no secret: refused until B opts in to unsigned webhooks.
+    const unsigned = await send(h.envB.name, body('w-unsigned'), {});
+    answers['unsigned'] = `${unsigned.status} ${unsigned.code}`;
+    expect([unsigned.status, unsigned.code]).toEqual([401, 'webhook_signature_required']);
+    const warned = await h.apiB.deploy.preview(deployRequest());
+    expect(warned.warnings.join()).toContain('does not accept unsigned webhooks');
+    await h.apiB.environment.updateSettings({ allow_unsigned_webhooks: true });
+    try {
+      expect((await send(h.envB.name, body('w-optin'), {})).status).toBe(200);
+      expect((await h.apiB.deploy.preview(deployRequest())).warnings.join()).toContain('accepts unsigned webhooks');
+    } finally {
+      await h.apiB.environment.updateSettings({ allow_unsigned_webhooks: false });
+    }
+    recordFigures('security-webhooks', answers);
+
+    // What was delivered arrived; nothing refused did.
+    await eventually(
+      async () => {
+        const a = await h.api.records.list({
+          connectionId: 'c1',
+          providerConfigKey: INTEGRATION,
+          model: 'Issue',
+          ids: ['w-ok'],
+        });
+        const b = await h.apiB.records.list({
+          connectionId: 'c1',
+          providerConfigKey: INTEGRATION,
+          model: 'Issue',
+          ids: ['w-optin'],
+        });
+        return a.records.length === 1 && b.records.length === 1 ? true : undefined;
+      },
+      60_000,
+      'the delivered webhooks',
+    );
+    const refusedIds = [...refused.map(([, id]) => id), 'w-unsigned'];
+    for (const [client, name] of [
+      [h.api, 'A'],
+      [h.apiB, 'B'],
+    ] as const) {
+      const page = await client.records.list({
+        connectionId: 'c1',
+        providerConfigKey: INTEGRATION,
+        model: 'Issue',
+        ids: refusedIds,
+      });
+      expect(
+        page.records.map((r) => r.id),
+        name,
+      ).toEqual([]);
+    }
   });
 
   it('a key sent in the query and echoed by the upstream appears in no error, status or run', async () => {
