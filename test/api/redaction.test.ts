@@ -1,7 +1,8 @@
 /**
  * A script that puts its connection's credential into its own failure (`throw new Error(token)`): the
  * API shows the failure everywhere with the credential redacted, in every form it may take (as is,
- * percent-encoded, base64): the action's error, /sync/status, /sync/runs and the run history table.
+ * percent-encoded, base64): the action's error, /sync/status, /sync/runs, the run history table and
+ * the outbound webhook that tells the application about the failed run.
  */
 import { describe, expect, it } from 'vitest';
 import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
@@ -40,7 +41,7 @@ models:
 `;
 
 describe('credentials in a script’s own failure', () => {
-  it('are redacted from the action error, the sync status and the run history', async () => {
+  it('are redacted from the action error, the sync status, the run history and the webhook', async () => {
     const h = await startApiHarness();
     await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
     await h.deploy(h.envA.id, {
@@ -61,6 +62,9 @@ describe('credentials in a script’s own failure', () => {
     expect(action.status).toBeGreaterThanOrEqual(400);
     expect(actionText).toContain('as is: [redacted] encoded: [redacted] base64: [redacted]');
 
+    // The failed run is also told to the application by an outbound webhook.
+    h.fake.setHandler((_req, res) => res.writeHead(204).end());
+    await h.api.webhooks.setSettings({ url: `${h.fake.url}/hooks` });
     await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['leaky'] });
     const status = await eventually(
       async () => {
@@ -73,11 +77,22 @@ describe('credentials in a script’s own failure', () => {
     );
     const runs = JSON.stringify((await h.api.raw('GET', `/sync/runs?provider_config_key=${INTEGRATION}`)).json);
     const stored = JSON.stringify((await h.pool.query('SELECT error_message FROM sync_runs')).rows);
+    const webhook = await eventually(
+      async () => {
+        const sent = h.fake.requests.filter((request) => request.url === '/hooks');
+        return sent.length > 0 ? sent.map((request) => request.body).join() : undefined;
+      },
+      60_000,
+      'the webhook of the failed run',
+    );
+    const deliveries = JSON.stringify(await h.api.webhooks.deliveries());
     for (const [where, text] of [
       ['action error', actionText],
       ['status', status],
       ['runs', runs],
       ['sync_runs', stored],
+      ['webhook body', webhook],
+      ['webhook deliveries', deliveries],
     ] as const) {
       expect(text, where).toContain('[redacted]');
       for (const form of [KEY, encodeURIComponent(KEY), BASE64.replace(/=+$/, '')]) {
