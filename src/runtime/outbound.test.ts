@@ -2,7 +2,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedIpv4, OUTBOUND_REFUSED, OutboundPolicy, outboundRefusal, refusedRange } from './outbound.js';
+import {
+  configureOutboundPolicy,
+  embeddedIpv4,
+  OUTBOUND_REFUSED,
+  OutboundPolicy,
+  outboundRefusal,
+  policyFetch,
+  refusedRange,
+} from './outbound.js';
 
 describe('refusedRange', () => {
   it.each([
@@ -135,5 +143,24 @@ describe('connections through the policy agents', () => {
     // The name resolves to ::1 and 127.0.0.1; the allowed one is the one connected to.
     expect((await get(policy, `http://localhost:${port}/`)).data).toBe('internal secret');
     expect(connects).toBeGreaterThan(0);
+  });
+
+  it('policyFetch (OAuth token requests, outbound webhooks) obeys the process policy', async () => {
+    const before = connects;
+    configureOutboundPolicy(new OutboundPolicy(''));
+    const refused = await policyFetch(`http://127.0.0.1:${port}/token`, { method: 'POST', body: 'a=b' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(TypeError);
+    expect(outboundRefusal(refused)?.message).toContain('SERVICE_OUTBOUND_ALLOW');
+    expect(connects).toBe(before);
+    configureOutboundPolicy(new OutboundPolicy(`127.0.0.1:${port}`));
+    const response = await policyFetch(`http://127.0.0.1:${port}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'a=b',
+    });
+    expect([response.status, await response.text()]).toEqual([200, 'internal secret']);
   });
 });

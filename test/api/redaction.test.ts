@@ -63,7 +63,9 @@ describe('credentials in a script’s own failure', () => {
     expect(actionText).toContain('as is: [redacted] encoded: [redacted] base64: [redacted]');
 
     // The failed run is also told to the application by an outbound webhook.
-    h.fake.setHandler((_req, res) => res.writeHead(204).end());
+    h.fake.setHandler((_req, res) => {
+      res.writeHead(204).end();
+    });
     await h.api.webhooks.setSettings({ url: `${h.fake.url}/hooks` });
     await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['leaky'] });
     const status = await eventually(

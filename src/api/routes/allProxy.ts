@@ -86,7 +86,7 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
       path: '/proxy/*path',
       summary: `${method.toUpperCase()} the external API of a connection, credentials injected`,
       description:
-        'Headers: `Retries` (0–10), `Retry-On` (extra statuses to retry, comma-separated), `Base-Url-Override`. The answer is the external API’s own status, headers and body.',
+        'Headers: `Retries` (0–10), `Retry-On` (extra statuses to retry, comma-separated), `Base-Url-Override` (a host of the provider only: 403 base_url_not_allowed otherwise). The answer is the external API’s own status, headers and body; an internal address is 403 outbound_request_refused unless SERVICE_OUTBOUND_ALLOW opens it.',
       tags: ['proxy'],
       auth: 'secret-key',
       connectionScoped: true,
