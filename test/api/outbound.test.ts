@@ -88,19 +88,23 @@ beforeAll(async () => {
     }
   });
 
-  await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
   await h.api.integrations.create({
-    id: 'xkey',
+    unique_key: 'xkey',
     provider: PROVIDER,
     provider_settings: { api_key: { in: 'header', name: 'X-Api-Key', format: '${apiKey}' } },
   });
   await h.api.integrations.create({
-    id: 'weather',
+    unique_key: 'weather',
     provider: 'openweathermap',
     provider_settings: { base_url: `${h.fake.url}/weather` },
   });
   // The environment's own configuration pointing the base URL at an internal service.
-  await h.api.integrations.create({ id: 'inward', provider: PROVIDER, provider_settings: { base_url: internalUrl } });
+  await h.api.integrations.create({
+    unique_key: 'inward',
+    provider: PROVIDER,
+    provider_settings: { base_url: internalUrl },
+  });
   await h.deploy(h.envA.id, {
     yaml: YAML,
     scripts: [INTEGRATION, 'xkey', 'weather', 'inward'].map((integration) => ({

@@ -43,7 +43,7 @@ models:
 describe('credentials in a script’s own failure', () => {
   it('are redacted from the action error, the sync status, the run history and the webhook', async () => {
     const h = await startApiHarness();
-    await h.api.integrations.create({ id: INTEGRATION, provider: PROVIDER });
+    await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
     await h.deploy(h.envA.id, {
       yaml: YAML,
       scripts: [

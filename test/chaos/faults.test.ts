@@ -91,8 +91,10 @@ describe('faults: a full sync survives worker kills and server restarts', () => 
 
       // Run 1, no faults: the cache holds version 1 (with the extras).
       const seedStarted = Date.now();
-      await start('sync-run:chaos-seed');
-      const seeded = await resultOf('sync-run:chaos-seed');
+      // A run id the service would have given (src/temporal/runAuthority.ts), or the run is refused.
+      const seedId = syncRunId({ ...input.definition, connectionId: input.connectionId }, 'chaos-seed');
+      await start(seedId);
+      const seeded = await resultOf(seedId);
       expect(seeded.models['Record']).toMatchObject({ added: TOTAL + EXTRAS, deleted: 0 });
       const seedMs = Date.now() - seedStarted;
 

@@ -123,7 +123,7 @@ beforeAll(async () => {
     await h.deploy(env.id, withProbe);
   }
   await h.api.integrations.create({
-    id: WEATHER,
+    unique_key: WEATHER,
     provider: 'openweathermap',
     provider_settings: { base_url: `${h.fake.url}/weather` },
   });
