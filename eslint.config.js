@@ -20,7 +20,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['bin/*.js', 'eslint.config.js'] },
+        projectService: { allowDefaultProject: ['bin/*.js', 'eslint.config.js', 'src/runtime/*.cjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

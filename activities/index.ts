@@ -1,4 +1,5 @@
 import type { Encryptor } from '../src/connections/encryption.js';
+import type { ConnectionScope } from '../src/connections/types.js';
 import type { Pool } from '../src/db/pool.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
 import { createRunAuthorities } from '../src/temporal/runAuthority.js';
@@ -49,14 +50,17 @@ function createHealthActivities({ db }: { db: Pool }) {
 export function createActivities({ db, runtime }: ActivityDeps) {
   // One cache of verified callers for every activity of the worker (src/temporal/runAuthority.ts).
   const authorities = runtime ? (runtime.authorities ?? createRunAuthorities({ client: runtime.temporal })) : undefined;
+  const connections = runtime?.connections;
+  const secretsOf = async (scope: ConnectionScope): Promise<string[]> =>
+    (await connections?.credentialSecrets?.(scope).catch(() => [])) ?? [];
   return {
     ...createHealthActivities({ db }),
     ...(runtime && authorities
       ? {
           ...createRuntimeActivities({ db, ...runtime, authorities }),
           // What the sync entity does after each run: the run history and the outbound webhooks.
-          ...createSyncRunActivities({ runHistory: createRunHistory({ db }), authorities }),
-          ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities }),
+          ...createSyncRunActivities({ runHistory: createRunHistory({ db }), authorities, secretsOf }),
+          ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),
         }
       : {}),
   };

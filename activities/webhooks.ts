@@ -13,17 +13,26 @@ import {
 import { createWebhookSettingsStore } from '../src/api/webhooks/settings.js';
 import { requireSyncWebhook, scopeDenied, type RunAuthorities } from '../src/temporal/runAuthority.js';
 import { callingRun, translated } from './runtime.js';
+import { redactedError, type SecretsOf } from './syncRuns.js';
 
 export interface WebhookActivityDeps {
   db: Pool;
   encryptor: Encryptor;
+  /** Credential values to keep out of a failed run's webhook body. @default none */
+  secretsOf?: SecretsOf;
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
   /** Verifies the calling workflow (src/temporal/runAuthority.ts): only a sync's own webhook workflow acts here. */
   authorities: RunAuthorities;
 }
 
-export function createWebhookActivities({ db, encryptor, fetch, authorities }: WebhookActivityDeps) {
+export function createWebhookActivities({
+  db,
+  encryptor,
+  fetch,
+  authorities,
+  secretsOf = async () => [],
+}: WebhookActivityDeps) {
   const settings = createWebhookSettingsStore({ db, encryptor });
 
   /** The calling deliverWebhook workflow, verified to be a child of the sync entity it reports on. */
@@ -53,7 +62,8 @@ export function createWebhookActivities({ db, encryptor, fetch, authorities }: W
       return translated(async () => {
         const run = await callingRun(authorities);
         requireSyncWebhook(run, event);
-        return recordSyncDeliveries(db, settings, event, run.workflowId);
+        const error = await redactedError(event.error, event, secretsOf);
+        return recordSyncDeliveries(db, settings, { ...event, error }, run.workflowId);
       });
     },
     /** One attempt; throws (retryable) unless the application answered 2xx. */

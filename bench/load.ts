@@ -141,6 +141,8 @@ async function main(): Promise<void> {
         TEMPORAL_TASK_QUEUE: TASK_QUEUE,
         SERVICE_ENCRYPTION_KEY: key.toString('base64'),
         SERVICE_PROVIDERS_FILE: providers,
+        // The fake API only (docs/operations.md "Outbound requests").
+        SERVICE_OUTBOUND_ALLOW: `127.0.0.1:${(fake.address() as AddressInfo).port}`,
         DATABASE_POOL_SIZE: '20',
       },
       stdio: ['ignore', 'pipe', 'inherit'],

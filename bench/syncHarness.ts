@@ -13,6 +13,7 @@ import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { startStack } from '../src/devstack/index.js';
 import type { ActionDefinition } from '../src/runtime/definitions.js';
+import { outboundPolicy } from '../src/runtime/outbound.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
 import { createRuntimeWorkers } from '../src/temporal/worker.js';
@@ -39,6 +40,8 @@ export async function startRuntimeBench(options: {
   const server = createServer(options.api);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // The fake API only: the outbound request policy keeps refusing every other local address.
+  outboundPolicy().allow(new URL(apiUrl).host);
 
   const clientConnection = await Connection.connect({ address: stack.temporal.address });
   const client = new Client({

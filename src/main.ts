@@ -26,6 +26,7 @@ import { startRecordsMaintenance } from './records/maintenance.js';
 import { createStepLedger } from './runtime/stepLedger.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
 import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
+import { configureOutboundPolicy, OutboundPolicy } from './runtime/outbound.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { loadSettings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
@@ -38,6 +39,8 @@ const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'productio
 
 async function main(): Promise<void> {
   const settings = loadSettings();
+  // Before anything sends a request: the outbound request policy of this process (docs/operations.md).
+  configureOutboundPolicy(new OutboundPolicy(settings.SERVICE_OUTBOUND_ALLOW));
   const dataDir = resolve(settings.SERVICE_DATA_DIR);
   const local = !settings.DATABASE_URL || !settings.TEMPORAL_ADDRESS;
   // The worker child of a supervised `all` process: its parent already said where everything is.

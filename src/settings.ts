@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ServiceError } from './errors.js';
+import { OutboundPolicy } from './runtime/outbound.js';
 
 const port = z.coerce.number().int().min(0).max(65_535);
 
@@ -27,6 +28,20 @@ export const settingsSchema = z.object({
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
   /** Sustained API requests per second per key, and the burst. */
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).default(200),
+  /**
+   * What outbound requests (svc, proxy, OAuth token requests, outbound webhooks) may reach beyond
+   * public addresses: host names, addresses and CIDR blocks, each optionally with a port.
+   */
+  SERVICE_OUTBOUND_ALLOW: z
+    .string()
+    .default('')
+    .superRefine((value, ctx) => {
+      try {
+        new OutboundPolicy(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
   /** Largest JSON request body, in the notation of the `bytes` package (`5mb`). */
   BODY_LIMIT: z
     .string()

@@ -22,6 +22,8 @@ import { createSyncControl } from '../temporal/syncControl.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { ApiDeps } from './deps.js';
 import { ensureConnectionSyncs } from './routes/shared.js';
+import { webhookDeployWarnings } from './webhooks/inbound.js';
+import { createWebhookSettingsStore } from './webhooks/settings.js';
 
 export interface ComposeServiceOptions {
   db: Pool;
@@ -54,6 +56,7 @@ export function composeService(options: ComposeServiceOptions) {
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
   const syncs = createSyncControl({ client: temporal, taskQueue: options.taskQueue });
+  const webhookSettings = createWebhookSettingsStore({ db, encryptor });
   const deployments = createDeployments({
     db,
     scripts,
@@ -61,6 +64,12 @@ export function composeService(options: ComposeServiceOptions) {
     syncs,
     connectionIds: async (environmentId, integrationId) =>
       (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+    warnings: async (environmentId, config) =>
+      webhookDeployWarnings(
+        await connections.environments.get(environmentId),
+        config,
+        async (integrationId) => (await webhookSettings.inboundView(environmentId, integrationId))?.has_secret ?? false,
+      ),
   });
   onConnectionSaved = async (scope) => {
     await ensureConnectionSyncs({ deployments, syncs }, scope);

@@ -2,10 +2,12 @@
  * The end user's side of connecting: `GET /oauth/connect/:integration` sends the browser to the
  * provider, `GET /oauth/callback` finishes and shows a plain success or failure page. Both are opened
  * by browsers, so they answer with HTML, not the JSON error envelope, and they take no secret key.
- * The connect link is either bound by a connect token the application's backend made (recommended),
- * or names the environment by its public key (off with `requireConnectToken`):
+ * The connect link carries a connect session the application's backend made with POST
+ * /connect/sessions (single use, bound to one connection), or, only where the environment opted in
+ * (`allow_public_key_connect`), names the environment by its public key; such a link can create a
+ * connection, never replace one:
  *
- *   /oauth/connect/<integration>?connect_token=ct_…&connection_config[subdomain]=acme
+ *   /oauth/connect/<integration>?connect_session_token=cs_…&connection_config[subdomain]=acme
  *   /oauth/connect/<integration>?public_key=pk_…&connection_id=<id>&connection_config[subdomain]=acme
  */
 import { Router, type Request, type Response } from 'express';
@@ -17,11 +19,6 @@ import { isServiceError, ServiceError } from '../errors.js';
 export interface OAuthRoutesDeps {
   flow: OAuthFlow;
   environments: EnvironmentStore;
-  /**
-   * Refuse `public_key` links: only connect tokens made by the application's backend start a flow, so
-   * nobody can attach their own account to a connection id of their choosing. @default false
-   */
-  requireConnectToken?: boolean;
   /** One line per failure, never with a secret in it. @default a line on stderr */
   log?: (message: string) => void;
 }
@@ -69,32 +66,28 @@ export function createOAuthRouter(deps: OAuthRoutesDeps): Router {
     try {
       const fromLink = connectionConfigOf(req);
       let input;
-      if (query['connect_token'] !== undefined) {
-        const bound = deps.flow.verifyConnectToken(query['connect_token']);
-        if (bound.integrationId !== req.params.integration) {
-          throw new ServiceError('invalid_connect_token', 'the connect token was made for another integration', {
-            status: 401,
-          });
-        }
-        // Settings the token fixes win; the end user may add the ones it left open (their subdomain, say).
+      const sessionToken = query['connect_session_token'];
+      if (sessionToken !== undefined) {
+        const bound = await deps.flow.useConnectSession(sessionToken, req.params.integration);
+        // Settings the session fixes win; the end user may add the ones it left open (their subdomain, say).
         input = { ...bound, connectionConfig: { ...fromLink, ...bound.connectionConfig } };
       } else {
-        const publicKey = deps.requireConnectToken ? undefined : query['public_key'];
+        const publicKey = query['public_key'];
         const environment = publicKey ? await deps.environments.findByPublicKey(publicKey) : undefined;
-        if (!environment) {
+        if (!environment?.allowPublicKeyConnect) {
           throw new ServiceError(
             'invalid_connect_link',
-            deps.requireConnectToken
-              ? 'The connect link has no connect_token: ask the application for a new link.'
-              : 'The connect link has no valid public_key or connect_token: ask the application for a new link.',
+            'The connect link has no valid connect_session_token: ask the application for a new link.',
             { status: 401 },
           );
         }
+        // Anyone who knows the public key may follow such a link: it creates a connection, never replaces one.
         input = {
           environmentId: environment.id,
           integrationId: req.params.integration,
           connectionId: query['connection_id'] ?? '',
           connectionConfig: fromLink,
+          allowReconnect: false,
         };
       }
       const { authorizationUrl } = await deps.flow.start(input);

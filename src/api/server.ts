@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
+import { isDatabaseUnavailable } from '../db/pool.js';
 import { ServiceError, isServiceError } from '../errors.js';
 import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
 import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
@@ -74,6 +75,20 @@ export function createServer(options: CreateServerOptions): express.Express {
           {
             status: 400,
           },
+        ),
+      );
+      return;
+    }
+    // Malformed percent-encoding (a `%` without two hex digits, bytes that are not UTF-8, an encoded
+    // lone surrogate) cannot name anything: 400 for every route, before any of them decodes it.
+    try {
+      decodeURIComponent(req.url);
+    } catch {
+      next(
+        new ServiceError(
+          'invalid_request',
+          'The URL has a malformed percent-encoding: each % must start an escape of two hex digits, and the escaped bytes must be UTF-8.',
+          { status: 400 },
         ),
       );
       return;
@@ -295,6 +310,16 @@ export function toServiceError(error: unknown): ServiceError {
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return new ServiceError('invalid_request', 'The request could not be read.', { status });
     }
+  }
+  if (isDatabaseUnavailable(error)) {
+    return new ServiceError(
+      'database_unreachable',
+      'The service’s database cannot be reached right now; try again in a few seconds.',
+      { status: 503, retryable: true },
+    );
+  }
+  if (error instanceof URIError) {
+    return new ServiceError('invalid_request', 'The URL has a malformed percent-encoding.', { status: 400 });
   }
   if (error instanceof z.ZodError) {
     return new ServiceError('invalid_request', 'The request is invalid.', { status: 400, details: error.issues });

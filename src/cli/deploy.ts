@@ -47,6 +47,7 @@ export function resolveTarget(
 }
 
 function printPlan(plan: DeployPlan, io: CliIo): void {
+  for (const warning of plan.warnings ?? []) io.err(`warning: ${warning}\n`);
   const from = plan.previousVersion === null ? 'nothing deployed yet' : `version ${plan.previousVersion}`;
   if (plan.changes.length === 0) {
     io.out(`no changes against ${from}.\n`);

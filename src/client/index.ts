@@ -18,6 +18,8 @@ import type { connectionsQuery } from '../api/routes/getConnections.js';
 import type { importConnectionBody } from '../api/routes/postConnections.js';
 import type { patchConnectionBody } from '../api/routes/patchConnection.js';
 import type { createIntegrationBody, integrationSchema, patchIntegrationBody } from '../api/routes/integrationView.js';
+import type { connectSessionBody, connectSessionSchema } from '../api/routes/postConnectSessions.js';
+import type { environmentSettingsSchema, patchEnvironmentSettingsBody } from '../api/routes/environmentSettings.js';
 import type { environmentVariableSchema } from '../api/routes/getEnvironmentVariables.js';
 import type { setVariablesBody } from '../api/routes/postEnvironmentVariables.js';
 import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
@@ -48,6 +50,8 @@ export type ConnectionRecord = z.output<typeof connectionRecordSchema>;
 export type Integration = z.output<typeof integrationSchema>;
 export type EnvironmentVariable = z.output<typeof environmentVariableSchema>;
 export type LogLine = z.output<typeof logLineSchema>;
+export type ConnectSession = z.output<typeof connectSessionSchema>;
+export type EnvironmentSettings = z.output<typeof environmentSettingsSchema>;
 export type { WebhookDelivery };
 
 /** `{ error_type: 'action_script_failure', payload }`: what an action answers when its script throws ActionError. */
@@ -224,6 +228,15 @@ export function createClient(options: ClientOptions) {
       /** Merges into the metadata of one connection, or of several (all or none). */
       updateMetadata: (body: z.input<typeof metadataBody>) =>
         call<MetadataAnswer>('PATCH', '/connections/metadata', { body }),
+      /** A single-use, short-lived connect link for one end user and one connection id. */
+      createConnectSession: (body: z.input<typeof connectSessionBody>) =>
+        call<ConnectSession>('POST', '/connect/sessions', { body }),
+    },
+
+    environment: {
+      getSettings: () => call<EnvironmentSettings>('GET', '/environment-settings'),
+      updateSettings: (body: z.input<typeof patchEnvironmentSettingsBody>) =>
+        call<EnvironmentSettings>('PATCH', '/environment-settings', { body }),
     },
 
     /** ALL /proxy/*: the external API's answer as received. */
@@ -292,7 +305,7 @@ export function createClient(options: ClientOptions) {
     deploy: {
       preview: (body: DeployRequest) => call<DeployPlan>('POST', '/deploy/preview', { body }),
       apply: (body: DeployRequest, options: { allow_destructive?: boolean } = {}) =>
-        call<{ version: number; changes: unknown[] }>('POST', '/deploy', { body, query: options }),
+        call<{ version: number; changes: unknown[]; warnings: string[] }>('POST', '/deploy', { body, query: options }),
     },
 
     /** A generated endpoint of the deployment: records of a sync endpoint, or an action's result. */

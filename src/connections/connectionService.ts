@@ -9,9 +9,11 @@
  */
 import { z } from 'zod';
 import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
+import { policyFetch } from '../runtime/outbound.js';
 import { ServiceError } from '../errors.js';
 import type { ConnectionRecord, Credentials } from '../runtime/public.js';
 import type { Encryptor } from './encryption.js';
+import { secretForms } from './redaction.js';
 import type { IntegrationStore, ResolvedIntegration } from './integrationStore.js';
 import { signOAuth1 } from './oauth1.js';
 import {
@@ -154,7 +156,7 @@ export interface PostgresConnectionServiceDeps {
   db: Pool;
   encryptor: Encryptor;
   integrations: IntegrationStore;
-  /** For token requests; tests may pass their own. @default globalThis.fetch */
+  /** For token requests; tests may pass their own. @default policyFetch (the outbound request policy) */
   fetch?: Fetch;
   /** @default () => new Date() */
   now?: () => Date;
@@ -166,6 +168,15 @@ export interface PostgresConnectionServiceDeps {
 
 function describe(scope: ConnectionScope): string {
   return `connection '${scope.connectionId}' of integration '${scope.integrationId}'`;
+}
+
+/** A connect flow may not replace an existing connection unless its session said so. */
+export function connectionExists(scope: ConnectionScope): ServiceError {
+  return new ServiceError(
+    'connection_exists',
+    `${describe(scope)} already exists; re-authorising it needs a connect session made with allow_reconnect`,
+    { status: 409 },
+  );
 }
 
 function invalidInput(what: string, error: z.ZodError): ServiceError {
@@ -194,7 +205,7 @@ export class PostgresConnectionService implements ConnectionService {
     this.db = deps.db;
     this.encryptor = deps.encryptor;
     this.integrations = deps.integrations;
-    this.fetch = deps.fetch ?? globalThis.fetch;
+    this.fetch = deps.fetch ?? policyFetch;
     this.now = deps.now ?? (() => new Date());
     this.log = deps.log ?? ((message) => process.stderr.write(`[connections] ${message}\n`));
     this.onConnectionSaved = deps.onConnectionSaved;
@@ -214,50 +225,56 @@ export class PostgresConnectionService implements ConnectionService {
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
     const { row, credentials } = await this.fresh(scope, false);
     const { provider } = resolved;
-
+    const catalogBase =
+      provider.base_url === undefined
+        ? undefined
+        : fillTemplate(
+            provider.base_url,
+            provider,
+            row.connection_config,
+            `the base URL of provider '${resolved.integration.provider}'`,
+          );
+    const hosts = {
+      base: catalogBase === undefined ? undefined : new URL(catalogBase),
+      allowed: provider.allowed_hosts,
+    };
+    const override = request.baseUrlOverride;
+    if (override !== undefined) {
+      const parsed = httpUrl(override, 'the base URL override');
+      if (!isProviderHost(parsed, hosts)) {
+        throw new ServiceError(
+          'base_url_not_allowed',
+          `the base URL override ${parsed.origin} is not a host of integration '${scope.integrationId}' (its base URL${catalogBase === undefined ? ' is not set' : ` is ${hosts.base?.origin}`}${provider.allowed_hosts.length > 0 ? `, its allowed hosts are ${provider.allowed_hosts.join(', ')}` : ''}); add the host to the integration's provider_settings.allowed_hosts to allow it`,
+          { status: 403 },
+        );
+      }
+    }
+    const base = override ?? catalogBase;
     const absolute = /^https?:\/\//i.test(request.endpoint);
-    let base: string | undefined = request.baseUrlOverride;
-    // The API's own origin: credentials go there and nowhere else.
-    let home: string | undefined = base;
-    if (base === undefined && provider.base_url !== undefined) {
-      home = fillTemplate(
-        provider.base_url,
-        provider,
-        row.connection_config,
-        `the base URL of provider '${resolved.integration.provider}'`,
-      );
-    }
-    if (base === undefined && !absolute && provider.base_url !== undefined) {
-      base = fillTemplate(
-        provider.base_url,
-        provider,
-        row.connection_config,
-        `the base URL of provider '${resolved.integration.provider}'`,
-      );
-    }
     if (base === undefined && !absolute) {
       throw new ServiceError(
         'missing_base_url',
-        `provider '${resolved.integration.provider}' of integration '${scope.integrationId}' has no base URL in the catalog; pass baseUrlOverride (or set base_url in the integration's provider_settings)`,
+        `provider '${resolved.integration.provider}' of integration '${scope.integrationId}' has no base URL in the catalog; set base_url in the integration's provider_settings (or pass an allowed baseUrlOverride)`,
         { status: 400 },
       );
     }
-    const url = new URL(base === undefined ? request.endpoint : joinUrl(base, request.endpoint));
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-      throw new ServiceError('invalid_request_url', `requests go to http(s) URLs only, not ${url.protocol}`, {
-        status: 400,
-      });
-    }
+    const url = httpUrl(base === undefined ? request.endpoint : joinUrl(base, request.endpoint), 'the request URL');
     for (const [name, value] of Object.entries(request.params)) url.searchParams.append(name, String(value));
+    const secrets = this.secretsOf(credentials, resolved);
 
-    // An absolute URL on another origin (a next-page link or a download URL that an API answered
-    // with) is sent as it is, without the connection's credentials or the provider's headers, as
-    // browsers and HTTP clients do on a cross-origin redirect: an answer must not be able to lead
-    // the credentials to another host.
-    if (absolute && home !== undefined && new URL(home).origin !== url.origin) {
+    // A URL on another host (a next-page link or a download URL that an API answered with, a
+    // redirect) is sent without the connection's credentials or the provider's headers, as browsers
+    // and HTTP clients do on a cross-origin redirect, and without any header or query parameter that
+    // carries a credential value: an answer must not be able to lead the credentials to another host.
+    if (!isProviderHost(url, hosts)) {
       const plain: Record<string, string> = {};
-      for (const [name, value] of Object.entries(request.headers)) setHeader(plain, name, value);
-      return { method: request.method.toUpperCase(), url: url.toString(), headers: plain };
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (!carriesSecret(value, secrets)) setHeader(plain, name, value);
+      }
+      for (const [name, value] of [...url.searchParams.entries()]) {
+        if (carriesSecret(value, secrets)) url.searchParams.delete(name, value);
+      }
+      return { method: request.method.toUpperCase(), url: url.toString(), headers: plain, secrets };
     }
 
     const headers: Record<string, string> = { ...provider.headers };
@@ -302,7 +319,34 @@ export class PostgresConnectionService implements ConnectionService {
         break;
       }
     }
-    return { method: request.method.toUpperCase(), url: url.toString(), headers };
+    return { method: request.method.toUpperCase(), url: url.toString(), headers, secrets };
+  }
+
+  /**
+   * Every credential value of a connection in the forms it can be echoed in (src/connections/redaction.ts),
+   * for redacting error messages and statuses; empty when the connection does not exist.
+   */
+  async credentialSecrets(scope: ConnectionScope): Promise<string[]> {
+    const { rows } = await this.db.query<ConnectionRow>(
+      'SELECT * FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
+      [scope.environmentId, scope.integrationId, scope.connectionId],
+    );
+    if (!rows[0]) return [];
+    const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId).catch(() => undefined);
+    return this.secretsOf(this.decrypt(rows[0]), resolved);
+  }
+
+  private secretsOf(credentials: StoredCredentials, resolved: ResolvedIntegration | undefined): string[] {
+    switch (credentials.type) {
+      case 'OAUTH2':
+        return secretForms([credentials.access_token, credentials.refresh_token, resolved?.clientSecret]);
+      case 'OAUTH1':
+        return secretForms([credentials.oauth_token, credentials.oauth_token_secret, resolved?.clientSecret]);
+      case 'API_KEY':
+        return secretForms([credentials.apiKey]);
+      case 'BASIC':
+        return secretForms([credentials.password, `${credentials.username}:${credentials.password}`]);
+    }
   }
 
   async getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>> {
@@ -346,27 +390,36 @@ export class PostgresConnectionService implements ConnectionService {
     return this.toRecord(row, data.credentials, false);
   }
 
-  /** Creates or replaces a connection's credentials, clearing any refresh error (used by import and the OAuth callback). */
+  /**
+   * Creates or replaces a connection's credentials, clearing any refresh error (used by import and the
+   * OAuth callback). With `replace: false` an existing connection is left as it is and the call fails
+   * with `connection_exists` (a connect flow whose session did not allow a reconnect).
+   */
   async saveConnection(
     scope: ConnectionScope,
     credentials: StoredCredentials,
     connectionConfig: Record<string, string>,
     metadata?: Record<string, unknown>,
     tags?: ConnectionTags,
+    options: { replace?: boolean } = {},
   ): Promise<ConnectionRow> {
     const id = connectionIdSchema.safeParse(scope.connectionId);
     if (!id.success) throw invalidInput('connection_id', id.error);
-    const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
-      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags)
-       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb))
-       ON CONFLICT (environment_id, provider_config_key, connection_id) DO UPDATE SET
+    const onConflict =
+      options.replace === false
+        ? 'DO NOTHING'
+        : `DO UPDATE SET
          credentials_encrypted = EXCLUDED.credentials_encrypted,
          connection_config = EXCLUDED.connection_config,
          metadata = COALESCE($6::jsonb, connections.metadata),
          tags = COALESCE($8::jsonb, connections.tags),
          credentials_refreshed_at = EXCLUDED.credentials_refreshed_at,
          refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
-         updated_at = now()
+         updated_at = now()`;
+    const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
+      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags)
+       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb))
+       ON CONFLICT (environment_id, provider_config_key, connection_id) ${onConflict}
        RETURNING *, (xmax = 0) AS inserted`,
       [
         scope.environmentId,
@@ -379,7 +432,8 @@ export class PostgresConnectionService implements ConnectionService {
         tags === undefined ? null : JSON.stringify(tags),
       ],
     );
-    const row = rows[0]!;
+    const row = rows[0];
+    if (!row) throw connectionExists(scope);
     this.log(`${row.inserted ? 'created' : 'updated'} ${describe(scope)} (${credentials.type})`);
     // The credentials are stored whatever the hook does: a hook failure (starting syncs, say) is
     // reported, not allowed to turn a successful connect into a failure page.
@@ -761,6 +815,44 @@ function setHeader(headers: Record<string, string>, name: string, value: string)
   for (const existing of Object.keys(headers))
     if (existing.toLowerCase() === name.toLowerCase()) delete headers[existing];
   headers[name] = value;
+}
+
+/** An http(s) URL, or `invalid_request_url` naming `what`. */
+function httpUrl(text: string, what: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ServiceError('invalid_request_url', `${what} is not a URL`, { status: 400 });
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ServiceError('invalid_request_url', `requests go to http(s) URLs only, not ${url.protocol}`, {
+      status: 400,
+    });
+  }
+  return url;
+}
+
+const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' };
+
+/**
+ * Whether `url` is on a host of the provider: the origin of its base URL, or an `allowed_hosts` entry
+ * (https, or the base URL's scheme; the entry's port, else the scheme's default).
+ */
+function isProviderHost(url: URL, hosts: { base: URL | undefined; allowed: readonly string[] }): boolean {
+  if (hosts.base !== undefined && url.origin === hosts.base.origin) return true;
+  if (url.protocol !== 'https:' && url.protocol !== hosts.base?.protocol) return false;
+  const hostname = url.hostname.toLowerCase();
+  const port = url.port || DEFAULT_PORTS[url.protocol];
+  return hosts.allowed.some((entry) => {
+    const [name = '', entryPort] = entry.toLowerCase().split(':');
+    if ((entryPort ?? DEFAULT_PORTS[url.protocol]) !== port) return false;
+    return name.startsWith('*.') ? hostname.endsWith(name.slice(1)) : hostname === name;
+  });
+}
+
+function carriesSecret(value: string, secrets: readonly string[]): boolean {
+  return secrets.some((secret) => value.includes(secret));
 }
 
 /** `https://api.x.com/v2` + `/users` → `https://api.x.com/v2/users`: the endpoint extends the base path. */

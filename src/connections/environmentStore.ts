@@ -1,8 +1,8 @@
 /**
  * Environments (production, staging, a developer's own…) and the keys that reach them. The secret key
  * authenticates the application's API calls and is stored only as a SHA-256 hash: it is shown once,
- * at creation or rotation. The public key names the environment in end users' browsers (the OAuth
- * connect URL) and is not a secret.
+ * at creation or rotation. The public key names the environment in end users' browsers and is not a
+ * secret; a connect link with only the public key works only where the environment opted in to it.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
@@ -15,6 +15,16 @@ export interface Environment {
   publicKey: string;
   accountId: number;
   createdAt: string;
+  /** Connect links may name the environment by its public key alone (new connections only). @default false */
+  allowPublicKeyConnect: boolean;
+  /** Inbound webhooks of integrations without a webhook secret are accepted unsigned. @default false */
+  allowUnsignedWebhooks: boolean;
+}
+
+/** The per-environment opt-ins; each off until the environment's owner turns it on. */
+export interface EnvironmentSettings {
+  allowPublicKeyConnect?: boolean | undefined;
+  allowUnsignedWebhooks?: boolean | undefined;
 }
 
 interface EnvironmentRow {
@@ -24,6 +34,8 @@ interface EnvironmentRow {
   secret_key_hash: string;
   account_id: number;
   created_at: Date;
+  allow_public_key_connect: boolean;
+  allow_unsigned_webhooks: boolean;
 }
 
 const environmentName = z
@@ -48,6 +60,8 @@ function toEnvironment(row: EnvironmentRow): Environment {
     publicKey: row.public_key,
     accountId: row.account_id,
     createdAt: row.created_at.toISOString(),
+    allowPublicKeyConnect: row.allow_public_key_connect,
+    allowUnsignedWebhooks: row.allow_unsigned_webhooks,
   };
 }
 
@@ -80,7 +94,7 @@ export class EnvironmentStore {
     try {
       const { rows } = await this.db.query<EnvironmentRow>(
         `INSERT INTO environments (id, name, secret_key_hash, public_key) VALUES ($1, $2, $3, $4)
-         RETURNING id, name, public_key, secret_key_hash, account_id, created_at`,
+         RETURNING *`,
         [input.id ?? randomUUID(), name.data, hashKey(secretKey), publicKey],
       );
       return { environment: toEnvironment(rows[0]!), secretKey };
@@ -131,6 +145,20 @@ export class EnvironmentStore {
       publicKey,
     ]);
     return rows[0] ? toEnvironment(rows[0]) : undefined;
+  }
+
+  /** Changes the per-environment opt-ins given; the others keep their value. */
+  async updateSettings(id: string, settings: EnvironmentSettings): Promise<Environment> {
+    const { rows } = await this.db.query<EnvironmentRow>(
+      `UPDATE environments SET
+         allow_public_key_connect = COALESCE($2, allow_public_key_connect),
+         allow_unsigned_webhooks = COALESCE($3, allow_unsigned_webhooks),
+         updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [id, settings.allowPublicKeyConnect ?? null, settings.allowUnsignedWebhooks ?? null],
+    );
+    if (!rows[0]) throw new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+    return toEnvironment(rows[0]);
   }
 
   /** Replaces the secret key; the old one stops working at once. Returns the new key, shown once. */

@@ -3,7 +3,9 @@
  * code exchange and the refresh authenticate the client, encode the body and read the answer alike.
  */
 import { ServiceError } from '../errors.js';
+import { outboundRefusal } from '../runtime/outbound.js';
 import { fillTemplate, type OAuth2Provider } from './providers/catalog.js';
+import { redactSecrets } from './redaction.js';
 
 export type Fetch = typeof globalThis.fetch;
 
@@ -50,15 +52,6 @@ export interface TokenRequest {
         refresh_token: string;
       };
   fetch: Fetch;
-}
-
-/** Replaces each secret that occurs in `text` (a provider's error description, say) by [redacted]. */
-export function redact(text: string, secrets: readonly (string | undefined)[]): string {
-  let result = text;
-  for (const secret of secrets) {
-    if (secret && secret.length >= 4) result = result.split(secret).join('[redacted]');
-  }
-  return result;
 }
 
 function parseBody(text: string, contentType: string): Record<string, unknown> | undefined {
@@ -117,10 +110,10 @@ export async function requestToken(request: TokenRequest): Promise<Record<string
       signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
     });
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = outboundRefusal(error)?.message ?? (error instanceof Error ? error.message : String(error));
     throw new TokenRequestError(
       'token_endpoint_unreachable',
-      `the token endpoint ${new URL(url).origin} did not answer: ${redact(reason, secrets)}`,
+      `the token endpoint ${new URL(url).origin} did not answer: ${redactSecrets(reason, secrets)}`,
       false,
     );
   }
@@ -135,7 +128,7 @@ export async function requestToken(request: TokenRequest): Promise<Record<string
         ? PERMANENT_ERRORS.has(errorCode) ||
           (response.status >= 400 && response.status < 500 && response.status !== 429)
         : response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429;
-    const detail = description ? `: ${redact(description, secrets).slice(0, 300)}` : '';
+    const detail = description ? `: ${redactSecrets(description, secrets).slice(0, 300)}` : '';
     throw new TokenRequestError(code, `the token endpoint answered ${response.status} ${code}${detail}`, permanent);
   }
   if (!parsed || typeof parsed['access_token'] !== 'string' || parsed['access_token'] === '') {

@@ -6,25 +6,27 @@
  * Each attempt is a row of oauth_sessions keyed by a hash of its `state` (OAuth 2) or temporary token
  * (OAuth 1): the callback deletes the row as it reads it, so a state works once, and it expires.
  */
-import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
+import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
 import type { PostgresConnectionService } from './connectionService.js';
-import { connectionIdSchema } from './connectionService.js';
+import { connectionExists, connectionIdSchema } from './connectionService.js';
 import type { Encryptor } from './encryption.js';
 import type { IntegrationStore } from './integrationStore.js';
 import { signOAuth1 } from './oauth1.js';
 import {
   credentialsFromTokenResponse,
   missingClient,
-  redact,
   requestToken,
   settingsFromTokenResponse,
   TokenRequestError,
   type Fetch,
 } from './oauth2.js';
-import { fillTemplate, validateConnectionConfig, type OAuth1Provider } from './providers/catalog.js';
+import { checkSetting, fillTemplate, validateConnectionConfig, type OAuth1Provider } from './providers/catalog.js';
+import { redactSecrets } from './redaction.js';
+import { connectionTagsSchema, endUserSchema, tagsWithEndUser, type ConnectionTags } from './tags.js';
 import type { ConnectionScope } from './types.js';
 
 /** How long an end user has between opening the connect URL and coming back: long enough for a login with 2FA. */
@@ -48,9 +50,35 @@ export const startInput = z
     integrationId: z.string().min(1),
     connectionId: connectionIdSchema,
     connectionConfig: z.record(z.string(), z.string().max(2048)).default({}),
+    /** Whether the attempt may replace the credentials of an existing connection (a reconnect). */
+    allowReconnect: z.boolean().default(false),
+    /** Tags the connection gets (docs/api.md); none: an existing connection keeps its own. */
+    tags: connectionTagsSchema.optional(),
   })
   .strict();
 export type StartConnectInput = z.input<typeof startInput>;
+
+/** Lifetime of a connect session unless the application asks for another (1 minute to 1 hour). */
+export const DEFAULT_CONNECT_SESSION_TTL_MS = 30 * 60 * 1000;
+export const MAX_CONNECT_SESSION_TTL_MS = 60 * 60 * 1000;
+
+export const connectSessionInput = startInput.extend({
+  ttlMs: z.number().int().min(60_000).max(MAX_CONNECT_SESSION_TTL_MS).default(DEFAULT_CONNECT_SESSION_TTL_MS),
+  /** Who the end user is: kept as the connection's tags `end_user_id`, `end_user_email`, … (tags.ts). */
+  endUser: endUserSchema.optional(),
+});
+export type ConnectSessionInput = z.input<typeof connectSessionInput>;
+
+interface ConnectSessionRow {
+  environment_id: string;
+  integration_id: string;
+  connection_id: string;
+  connection_config: Record<string, string>;
+  tags: ConnectionTags;
+  allow_reconnect: boolean;
+  expires_at: Date;
+  used_at: Date | null;
+}
 
 interface SessionRow {
   environment_id: string;
@@ -60,21 +88,9 @@ interface SessionRow {
   secret_encrypted: string | null;
   redirect_uri: string;
   expires_at: Date;
+  allow_reconnect: boolean;
+  tags: ConnectionTags | null;
 }
-
-/** Default lifetime of a connect token: the time an application gives its user to click "connect". */
-export const DEFAULT_CONNECT_TOKEN_TTL_MS = 30 * 60 * 1000;
-
-const connectTokenPayload = z
-  .object({
-    e: z.string(),
-    i: z.string(),
-    c: z.string(),
-    cc: z.record(z.string(), z.string()),
-    /** Expiry, milliseconds since the epoch. */
-    x: z.number(),
-  })
-  .strict();
 
 export type CallbackResult = { ok: true; scope: ConnectionScope } | { ok: false; error: ServiceError };
 
@@ -92,30 +108,25 @@ export class OAuthFlow {
   private readonly ttlMs: number;
 
   constructor(private readonly deps: OAuthFlowDeps) {
-    this.fetch = deps.fetch ?? globalThis.fetch;
+    this.fetch = deps.fetch ?? policyFetch;
     this.now = deps.now ?? (() => new Date());
     this.ttlMs = deps.stateTtlMs ?? DEFAULT_STATE_TTL_MS;
   }
 
   /** Starts a connect attempt and returns the URL to send the end user's browser to. */
   async start(input: StartConnectInput): Promise<{ authorizationUrl: string }> {
-    const parsed = startInput.safeParse(input);
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-      throw new ServiceError('invalid_connect_request', `invalid connect request: ${problems.join('; ')}`, {
-        status: 400,
-      });
-    }
-    const { environmentId, integrationId, connectionConfig } = parsed.data;
+    const parsed = parseConnectRequest(startInput, input);
+    const { environmentId, integrationId, connectionConfig } = parsed;
     const resolved = await this.deps.integrations.resolve(environmentId, integrationId);
     const { provider } = resolved;
     if (!resolved.clientId) throw missingClient(integrationId);
     validateConnectionConfig(provider, connectionConfig);
+    if (!parsed.allowReconnect) await this.refuseExisting(parsed);
     // Old attempts nobody finished: cheap to drop here, and nothing else has to sweep them.
     await this.deps.db.query('DELETE FROM oauth_sessions WHERE expires_at < $1', [this.now()]);
 
     if (provider.auth_mode === 'OAUTH1') {
-      return this.startOAuth1(resolved.clientId, resolved.clientSecret, provider, parsed.data);
+      return this.startOAuth1(resolved.clientId, resolved.clientSecret, provider, parsed);
     }
     if (provider.auth_mode !== 'OAUTH2') {
       throw new ServiceError(
@@ -126,7 +137,7 @@ export class OAuthFlow {
     }
     const state = randomToken();
     const verifier = provider.pkce ? randomToken() : undefined;
-    await this.saveSession(state, parsed.data, verifier);
+    await this.saveSession(state, parsed, verifier);
 
     const url = new URL(fillTemplate(provider.authorization_url, provider, connectionConfig, 'the authorization URL'));
     const scopes = [...new Set([...provider.default_scopes, ...resolved.integration.oauthScopes])];
@@ -146,80 +157,108 @@ export class OAuthFlow {
   }
 
   /**
-   * A connect token: what an application's backend (holding the secret key) hands its end user so the
-   * connect link is bound to one environment, integration and connection id. Without it, anyone who
-   * knows the public key could attach their own account to any connection id. Signed with a key
-   * derived from the encryption key (HKDF), so it needs no storage and survives key rotation.
+   * A connect session: what the application's backend (holding the secret key) makes for one end
+   * user, and hands to their browser as `/oauth/connect/<integration>?connect_session_token=…`. It
+   * binds the flow to one environment, integration and connection id, works once, and expires
+   * (30 minutes unless `ttlMs` says otherwise, at most an hour). Re-authorising a connection that
+   * exists needs `allowReconnect`. Only a hash of the token is stored.
    */
-  createConnectToken(input: StartConnectInput & { ttlMs?: number }): { token: string; expiresAt: string } {
-    const { ttlMs, ...rest } = input;
-    const parsed = startInput.safeParse(rest);
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-      throw new ServiceError('invalid_connect_request', `invalid connect request: ${problems.join('; ')}`, {
-        status: 400,
-      });
+  async createConnectSession(input: ConnectSessionInput): Promise<{ token: string; expiresAt: string }> {
+    const parsed = parseConnectRequest(connectSessionInput, input);
+    const resolved = await this.deps.integrations.resolve(parsed.environmentId, parsed.integrationId);
+    if (resolved.provider.auth_mode !== 'OAUTH2' && resolved.provider.auth_mode !== 'OAUTH1') {
+      throw new ServiceError(
+        'unsupported_auth_mode',
+        `integration '${parsed.integrationId}' uses ${resolved.provider.auth_mode}, which has no connect flow; import the credentials instead`,
+        { status: 400 },
+      );
     }
-    const expiresAt = this.now().getTime() + (ttlMs ?? DEFAULT_CONNECT_TOKEN_TTL_MS);
-    const payload = Buffer.from(
-      JSON.stringify({
-        e: parsed.data.environmentId,
-        i: parsed.data.integrationId,
-        c: parsed.data.connectionId,
-        cc: parsed.data.connectionConfig,
-        x: expiresAt,
-      }),
-    ).toString('base64url');
-    const mac = createHmac('sha256', this.tokenKeys()[0]!).update(payload).digest('base64url');
-    return { token: `ct_${payload}.${mac}`, expiresAt: new Date(expiresAt).toISOString() };
+    for (const [name, value] of Object.entries(parsed.connectionConfig)) checkSetting(resolved.provider, name, value);
+    if (!parsed.allowReconnect) await this.refuseExisting(parsed);
+    const now = this.now();
+    await this.deps.db.query('DELETE FROM connect_sessions WHERE expires_at < $1', [now]);
+    const token = `cs_${randomToken()}`;
+    const expiresAt = new Date(now.getTime() + parsed.ttlMs);
+    await this.deps.db.query(
+      `INSERT INTO connect_sessions (token_hash, environment_id, integration_id, connection_id, connection_config, tags, allow_reconnect, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        sha256(token),
+        parsed.environmentId,
+        parsed.integrationId,
+        parsed.connectionId,
+        JSON.stringify(parsed.connectionConfig),
+        JSON.stringify(tagsWithEndUser(parsed.endUser, parsed.tags)),
+        parsed.allowReconnect,
+        expiresAt,
+      ],
+    );
+    return { token, expiresAt: expiresAt.toISOString() };
   }
 
-  /** What a connect token binds, or a ServiceError when it is forged, malformed or expired. */
-  verifyConnectToken(token: string): z.infer<typeof startInput> {
+  /** The link an end user opens to use a connect session: beside the callback, on the same server. */
+  connectUrl(integrationId: string, token: string): string {
+    const base = this.deps.callbackUrl.replace(/\/oauth\/callback\/?$/, '');
+    return `${base}/oauth/connect/${encodeURIComponent(integrationId)}?connect_session_token=${token}`;
+  }
+
+  /**
+   * Spends a connect session for `integrationId` and returns what it binds; a ServiceError (401) when
+   * it is unknown, made for another integration, already used or expired. Of two uses at once, one wins.
+   */
+  async useConnectSession(token: string, integrationId: string): Promise<z.infer<typeof startInput>> {
     const invalid = new ServiceError(
-      'invalid_connect_token',
-      'the connect token is not valid; ask the application for a new link',
-      {
-        status: 401,
-      },
+      'invalid_connect_session',
+      'the connect session is not valid for this integration; ask the application for a new link',
+      { status: 401 },
     );
-    const match = /^ct_([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/.exec(token);
-    if (!match) throw invalid;
-    const payload = match[1]!;
-    const mac = match[2]!;
-    // Compare the text, not decoded bytes: base64 ignores the low bits of the last character, so two
-    // spellings decode alike, and a token must have exactly one.
-    const presented = Buffer.from(mac);
-    const valid = this.tokenKeys().some((key) => {
-      const expected = Buffer.from(createHmac('sha256', key).update(payload).digest('base64url'));
-      return expected.length === presented.length && timingSafeEqual(expected, presented);
-    });
-    if (!valid) throw invalid;
-    let decoded: unknown;
-    try {
-      decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-    } catch {
+    if (!/^cs_[A-Za-z0-9_-]{43}$/.test(token)) throw invalid;
+    const { rows } = await this.deps.db.query<ConnectSessionRow>(
+      `UPDATE connect_sessions SET used_at = $3
+       WHERE token_hash = $1 AND integration_id = $2 AND used_at IS NULL AND expires_at > $3 RETURNING *`,
+      [sha256(token), integrationId, this.now()],
+    );
+    const session = rows[0];
+    if (!session) {
+      const { rows: found } = await this.deps.db.query<ConnectSessionRow>(
+        'SELECT * FROM connect_sessions WHERE token_hash = $1 AND integration_id = $2',
+        [sha256(token), integrationId],
+      );
+      if (found[0]?.used_at) {
+        throw new ServiceError(
+          'connect_session_used',
+          'this connect link was already used; ask the application for a new one',
+          { status: 401 },
+        );
+      }
+      if (found[0]) {
+        throw new ServiceError(
+          'connect_session_expired',
+          'this connect link expired; ask the application for a new one',
+          {
+            status: 401,
+          },
+        );
+      }
       throw invalid;
     }
-    const parsed = connectTokenPayload.safeParse(decoded);
-    if (!parsed.success) throw invalid;
-    if (parsed.data.x < this.now().getTime()) {
-      throw new ServiceError('connect_token_expired', 'the connect token expired; ask the application for a new link', {
-        status: 401,
-      });
-    }
     return {
-      environmentId: parsed.data.e,
-      integrationId: parsed.data.i,
-      connectionId: parsed.data.c,
-      connectionConfig: parsed.data.cc,
+      environmentId: session.environment_id,
+      integrationId: session.integration_id,
+      connectionId: session.connection_id,
+      connectionConfig: session.connection_config,
+      allowReconnect: session.allow_reconnect,
+      ...(Object.keys(session.tags).length === 0 ? {} : { tags: session.tags }),
     };
   }
 
-  private tokenKeys(): Buffer[] {
-    return this.deps.encryptor.keys.map((entry) =>
-      Buffer.from(hkdfSync('sha256', entry.key, Buffer.alloc(0), 'integration-service connect token', 32)),
+  /** `connection_exists` (409) when the connection exists: only a session that allows it re-authorises one. */
+  private async refuseExisting(scope: ConnectionScope): Promise<void> {
+    const { rows } = await this.deps.db.query(
+      'SELECT 1 FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
+      [scope.environmentId, scope.integrationId, scope.connectionId],
     );
+    if (rows.length > 0) throw connectionExists(scope);
   }
 
   /**
@@ -300,7 +339,7 @@ export class OAuthFlow {
     }
     const credentials = credentialsFromTokenResponse(raw, this.now());
     const config = { ...session.connection_config, ...settingsFromTokenResponse(provider, raw) };
-    await this.deps.connections.saveConnection(scope, credentials, config);
+    await this.deps.connections.saveConnection(scope, credentials, config, undefined, ...saveOptions(session));
     return { ok: true, scope };
   }
 
@@ -380,6 +419,8 @@ export class OAuthFlow {
         raw: access.raw,
       },
       session.connection_config,
+      undefined,
+      ...saveOptions(session),
     );
     return { ok: true, scope };
   }
@@ -408,7 +449,7 @@ export class OAuthFlow {
     } catch (error) {
       throw new ServiceError(
         'oauth_token_exchange_failed',
-        `the OAuth 1 token endpoint ${new URL(url).origin} did not answer: ${redact((error as Error).message, secrets)}`,
+        `the OAuth 1 token endpoint ${new URL(url).origin} did not answer: ${redactSecrets(outboundRefusal(error)?.message ?? (error as Error).message, secrets)}`,
         { status: 502 },
       );
     }
@@ -431,8 +472,8 @@ export class OAuthFlow {
 
   private async saveSession(key: string, input: z.infer<typeof startInput>, secret: string | undefined): Promise<void> {
     await this.deps.db.query(
-      `INSERT INTO oauth_sessions (state_hash, environment_id, provider_config_key, connection_id, connection_config, secret_encrypted, redirect_uri, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      `INSERT INTO oauth_sessions (state_hash, environment_id, provider_config_key, connection_id, connection_config, secret_encrypted, redirect_uri, expires_at, allow_reconnect, tags)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       [
         sha256(key),
         input.environmentId,
@@ -442,6 +483,8 @@ export class OAuthFlow {
         secret === undefined ? null : this.deps.encryptor.encrypt(secret, 'oauth_session_secret'),
         this.deps.callbackUrl,
         new Date(this.now().getTime() + this.ttlMs),
+        input.allowReconnect,
+        input.tags === undefined ? null : JSON.stringify(input.tags),
       ],
     );
   }
@@ -475,4 +518,21 @@ export class OAuthFlow {
       connectionId: session.connection_id,
     };
   }
+}
+
+function parseConnectRequest<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ServiceError('invalid_connect_request', `invalid connect request: ${problems.join('; ')}`, {
+      status: 400,
+      details: problems,
+    });
+  }
+  return parsed.data;
+}
+
+/** The session's tags (none: an existing connection keeps its own); it replaces a connection only when allowed. */
+function saveOptions(session: SessionRow): [ConnectionTags | undefined, { replace: boolean }] {
+  return [session.tags ?? undefined, { replace: session.allow_reconnect }];
 }

@@ -85,6 +85,8 @@ export interface DeployPlan {
   previousVersion: number | null;
   changes: PlannedChange[];
   destructive: boolean;
+  /** What the deploy does not refuse but the deployer should know (DeploymentsDeps.warnings). */
+  warnings: string[];
 }
 
 /** What deploy needs of the sync workflows (src/temporal/syncControl.ts). */
@@ -105,6 +107,11 @@ export interface DeploymentsDeps {
   connectionIds(environmentId: string, integrationId: string): Promise<string[]>;
   /** How many workflow calls run at once while applying. @default 16 */
   concurrency?: number;
+  /**
+   * What a deploy should say but does not refuse (a sync subscribed to webhooks that the environment
+   * will not accept, say): shown by preview and apply, and by `service deploy`.
+   */
+  warnings?: (environmentId: string, config: ServiceConfig) => Promise<string[]>;
 }
 
 interface DeploymentRow {
@@ -273,6 +280,7 @@ export function createDeployments(deps: DeploymentsDeps) {
       previousVersion: previous?.version ?? null,
       changes: planned,
       destructive: planned.some((change) => change.destructive),
+      warnings: (await deps.warnings?.(environmentId, next.config)) ?? [],
     };
   }
 

@@ -177,6 +177,8 @@ function requireSync(command: string, args: string[]): string {
 
 async function queryOnce<T>(url: string, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  // A server that dies mid-query fails the query; without a listener its 'error' event would end the process.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     const result = await client.query(sql);

@@ -6,7 +6,9 @@
 import axios, { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConnectionScope, ConnectionService } from '../connections/types.js';
+import { redactSecrets, redactValue } from '../connections/redaction.js';
 import { isServiceError } from '../errors.js';
+import { OUTBOUND_REFUSED, outboundPolicy, outboundRefusal } from './outbound.js';
 import type { RequestConfig } from './public.js';
 import { REQUEST_ERROR_TYPES, type HttpRequestInput, type HttpResult, type HttpFailureDetails } from './svcTypes.js';
 
@@ -63,94 +65,151 @@ function responseData(config: RequestConfig, data: unknown): unknown {
   return data;
 }
 
+/** Redirects followed per attempt, as axios does by default (each hop re-authorised and re-checked). */
+export const MAX_REDIRECTS = 5;
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
 /**
  * Sends one attempt of the request. Returns the response for 1xx–3xx; throws an ApplicationFailure
  * for everything else, retryable or not per SPEC.md, carrying the response as its detail and the
  * server's `Retry-After` as the next retry delay.
+ *
+ * Every connection goes through the outbound request policy (src/runtime/outbound.ts). Redirects are
+ * followed here, not by the HTTP client: each hop is authorised again, so the connection's
+ * credentials go only to the provider's hosts, and each hop's address is checked. Whatever is kept
+ * or shown of the request and its answer in a failure (URL, message, body, headers) has every
+ * credential value of the connection redacted.
  */
 export async function sendRequest(
   connections: ConnectionService,
   scope: ConnectionScope,
   { method, config }: HttpRequestInput,
 ): Promise<HttpResult> {
-  let authorized;
-  try {
-    authorized = await connections.authorizeRequest(scope, {
-      method,
-      endpoint: config.endpoint,
-      baseUrlOverride: config.baseUrlOverride,
-      headers: config.headers ?? {},
-      params: config.params ?? {},
-    });
-  } catch (error) {
-    if (isServiceError(error)) {
-      throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !error.retryable });
+  const authorize = async (request: { method: string; endpoint: string; params: Record<string, string | number> }) => {
+    try {
+      return await connections.authorizeRequest(scope, {
+        ...request,
+        baseUrlOverride: config.baseUrlOverride,
+        headers: config.headers ?? {},
+      });
+    } catch (error) {
+      if (isServiceError(error)) {
+        throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !error.retryable });
+      }
+      throw error;
     }
-    throw error;
-  }
+  };
+  const first = await authorize({ method, endpoint: config.endpoint, params: config.params ?? {} });
+  const secrets = first.secrets ?? [];
   // The connection service built the URL with the query, credentials included: redact before it is kept.
-  const request = { method, url: redactUrl(authorized.url) };
-  const headers: Record<string, string> = { ...authorized.headers };
-  // Axios asks for compressed bodies by default; without `decompress` the body would arrive compressed.
-  const hasAcceptEncoding = Object.keys(headers).some((key) => key.toLowerCase() === 'accept-encoding');
-  if (config.decompress !== true && !hasAcceptEncoding) headers['Accept-Encoding'] = 'identity';
+  const request = { method, url: redactUrl(first.url, secrets) };
+  const agents = outboundPolicy().httpAgents();
+  let authorized = first;
+  let data = config.data;
   try {
-    const response = await axios.request({
-      method,
-      url: authorized.url,
-      headers,
-      data: config.data,
-      responseType: axiosResponseType(config),
-      decompress: config.decompress === true,
-      timeout: REQUEST_TIMEOUT_MS,
-      maxRedirects: 5,
-      maxContentLength: Infinity,
-      maxBodyLength: Infinity,
-      validateStatus: () => true,
-      transitional: { clarifyTimeoutError: false },
-    });
-    const result: HttpResult = {
-      status: response.status,
-      headers: lowerCaseHeaders(response.headers),
-      data: responseData(config, response.data),
-      request,
-    };
-    if (response.status < 400) return result;
-    const details: HttpFailureDetails = { kind: 'response', response: result };
-    const retryable = isRetryableStatus(response.status, config.retryOn);
-    const retryAfter = retryable ? parseRetryAfter(result.headers['retry-after']) : undefined;
-    throw ApplicationFailure.create({
-      type: REQUEST_ERROR_TYPES.status,
-      message: `${method} ${request.url} answered ${response.status}`,
-      nonRetryable: !retryable || (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS),
-      details: [details],
-      ...(retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_MS ? { nextRetryDelay: retryAfter } : {}),
-    });
+    for (let hop = 0; ; hop++) {
+      const headers: Record<string, string> = { ...authorized.headers };
+      // Axios asks for compressed bodies by default; without `decompress` the body would arrive compressed.
+      const hasAcceptEncoding = Object.keys(headers).some((key) => key.toLowerCase() === 'accept-encoding');
+      if (config.decompress !== true && !hasAcceptEncoding) headers['Accept-Encoding'] = 'identity';
+      const response = await axios.request({
+        method: authorized.method,
+        url: authorized.url,
+        headers,
+        data,
+        responseType: axiosResponseType(config),
+        decompress: config.decompress === true,
+        timeout: REQUEST_TIMEOUT_MS,
+        maxRedirects: 0,
+        httpAgent: agents.http,
+        httpsAgent: agents.https,
+        proxy: false,
+        maxContentLength: Infinity,
+        maxBodyLength: Infinity,
+        validateStatus: () => true,
+        transitional: { clarifyTimeoutError: false },
+      });
+      const location = response.headers['location'] as unknown;
+      if (REDIRECT_STATUSES.has(response.status) && typeof location === 'string' && location !== '') {
+        if (hop >= MAX_REDIRECTS) {
+          throw networkFailure(method, request, 'ERR_FR_TOO_MANY_REDIRECTS', `more than ${MAX_REDIRECTS} redirects`);
+        }
+        // 303, and 301/302 after a POST, continue as a GET without the body (RFC 9110 section 15.4).
+        const asGet =
+          response.status === 303 ||
+          ((response.status === 301 || response.status === 302) && authorized.method === 'POST');
+        if (asGet) data = undefined;
+        authorized = await authorize({
+          method: asGet ? 'GET' : authorized.method,
+          endpoint: new URL(location, authorized.url).toString(),
+          params: {},
+        });
+        continue;
+      }
+      const result: HttpResult = {
+        status: response.status,
+        headers: lowerCaseHeaders(response.headers),
+        data: responseData(config, response.data),
+        request,
+      };
+      if (response.status < 400) return result;
+      const details: HttpFailureDetails = { kind: 'response', response: redactValue(result, secrets) };
+      const retryable = isRetryableStatus(response.status, config.retryOn);
+      const retryAfter = retryable ? parseRetryAfter(result.headers['retry-after']) : undefined;
+      throw ApplicationFailure.create({
+        type: REQUEST_ERROR_TYPES.status,
+        message: `${method} ${request.url} answered ${response.status}`,
+        nonRetryable: !retryable || (retryAfter !== undefined && retryAfter > MAX_RETRY_AFTER_MS),
+        details: [details],
+        ...(retryAfter !== undefined && retryAfter <= MAX_RETRY_AFTER_MS ? { nextRetryDelay: retryAfter } : {}),
+      });
+    }
   } catch (error) {
     if (error instanceof ApplicationFailure) throw error;
-    if (error instanceof AxiosError) {
-      const code = error.code ?? 'ERR_NETWORK';
-      const details: HttpFailureDetails = { kind: 'network', code, request };
+    const refused = outboundRefusal(error);
+    if (refused) {
       throw ApplicationFailure.create({
-        type: REQUEST_ERROR_TYPES.network,
-        message: `${method} ${request.url} failed: ${code} ${error.message}`,
-        nonRetryable: !RETRYABLE_NETWORK_CODES.has(code),
-        details: [details],
+        type: OUTBOUND_REFUSED,
+        message: `${method} ${request.url}: ${redactSecrets(refused.message, secrets)}`,
+        nonRetryable: true,
       });
+    }
+    if (error instanceof AxiosError) {
+      throw networkFailure(method, request, error.code ?? 'ERR_NETWORK', redactSecrets(error.message, secrets));
     }
     throw error;
   }
 }
 
-// Credentials the connection service put into the query string must not reach history or logs.
+function networkFailure(
+  method: string,
+  request: { method: string; url: string },
+  code: string,
+  message: string,
+): ApplicationFailure {
+  const details: HttpFailureDetails = { kind: 'network', code, request };
+  return ApplicationFailure.create({
+    type: REQUEST_ERROR_TYPES.network,
+    message: `${method} ${request.url} failed: ${code} ${message}`,
+    nonRetryable: !RETRYABLE_NETWORK_CODES.has(code),
+    details: [details],
+  });
+}
+
+// Credentials the connection service put into the query string must not reach history or logs: every
+// credential value is redacted (by value), and parameters named like a credential (by name) too, for
+// connection services that do not say which values are secret.
 const SECRET_QUERY_KEYS = /^(api[_-]?key|key|token|access[_-]?token|auth|signature|oauth_.*|client_secret|password)$/i;
 
-function redactUrl(url: string): string {
+function redactUrl(url: string, secrets: readonly string[]): string {
   const parsed = new URL(url);
-  for (const key of [...parsed.searchParams.keys()]) {
-    if (SECRET_QUERY_KEYS.test(key)) parsed.searchParams.set(key, 'REDACTED');
+  for (const [key, value] of [...parsed.searchParams.entries()]) {
+    if (SECRET_QUERY_KEYS.test(key) || secrets.some((secret) => value.includes(secret))) {
+      parsed.searchParams.set(key, 'REDACTED');
+    }
   }
   parsed.username = '';
   parsed.password = '';
-  return parsed.toString();
+  return redactSecrets(parsed.toString(), secrets);
 }

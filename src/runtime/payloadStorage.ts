@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
@@ -138,6 +139,9 @@ export function createEncryptionCodec(encryptor: Encryptor): PayloadCodec {
   };
 }
 
+/** The module exporting the service's failure converter (encodeCommonAttributes), for workers, clients and the workflow bundle. */
+export const FAILURE_CONVERTER_PATH = fileURLToPath(new URL('./failureConverter.cjs', import.meta.url));
+
 /**
  * The data converter of the worker and of every client that starts runs or reads their results. With
  * an encryptor (the service always passes one) every payload is encrypted first, then a large one is
@@ -153,5 +157,9 @@ export function createDataConverter({
   encryptor?: Encryptor;
 }) {
   const claimCheck = createClaimCheckCodec({ db, ...(threshold === undefined ? {} : { threshold }) });
-  return { payloadCodecs: encryptor ? [createEncryptionCodec(encryptor), claimCheck] : [claimCheck] };
+  return {
+    // Failure messages and stack traces are encoded as payloads, so the codecs encrypt them too.
+    failureConverterPath: FAILURE_CONVERTER_PATH,
+    payloadCodecs: encryptor ? [createEncryptionCodec(encryptor), claimCheck] : [claimCheck],
+  };
 }

@@ -698,11 +698,18 @@ describe('GET /logs', () => {
 
 describe('inbound webhooks', () => {
   const secret = 'inbound-secret-123';
-  const sign = (body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-  const post = (environment: string, body: string, signature?: string, query = '') =>
+  /** The headers of a signed webhook: HMAC-SHA256 of `<timestamp>.<body>`, and the timestamp. */
+  const sign = (body: string): Record<string, string> => {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    return {
+      'x-signature-256': `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`,
+      'x-signature-timestamp': timestamp,
+    };
+  };
+  const post = (environment: string, body: string, signature?: Record<string, string>, query = '') =>
     fetch(`${h.baseUrl}/webhook/${environment}/${INTEGRATION}${query}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(signature ? { 'x-signature-256': signature } : {}) },
+      headers: { 'content-type': 'application/json', ...signature },
       body,
     });
 
@@ -807,7 +814,7 @@ describe('the OAuth router, mounted by createApi', () => {
     });
     expect(response.status).toBe(401);
     expect(response.headers.get('content-type')).toContain('text/html');
-    expect(await response.text()).toContain('public_key');
+    expect(await response.text()).toContain('connect_session_token');
   });
 });
 

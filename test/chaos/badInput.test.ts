@@ -23,6 +23,12 @@ interface Operation {
   bodyProperties: string[];
 }
 
+/**
+ * Percent-encodings no URL may carry: a bare %, a % without two hex digits, bytes that are not UTF-8
+ * (a lone continuation byte, an overlong form, an encoded UTF-16 surrogate, a truncated sequence).
+ */
+const MALFORMED_ENCODINGS = ['%', '%FF', '%ED%A0%80', '%C0%AF', '%E0%80%AF', '%G1', '%2', 'a%', '%E2%82', '%80'];
+
 /** What an answer may not contain: a stack frame, a source path, an internal error class. */
 const LEAK = /\n\s+at |\bat [\w.<>]+ \(|\.(ts|js):\d+|node_modules|TypeError|ReferenceError|SyntaxError: Unexpected/;
 
@@ -63,13 +69,20 @@ describe('bad input', () => {
     let requests = 0;
     for (const operation of operations) {
       for (let i = 0; i < CASES_PER_ROUTE; i++) {
+        // Now and then a raw malformed percent-encoding, in the path or the query: always a 400.
+        const malformed = random.chance(0.1) ? random.pick(MALFORMED_ENCODINGS) : undefined;
+        const inPath = malformed !== undefined && operation.params.length > 0 && random.chance(0.5);
         const path = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
-          encodeURIComponent(random.pick([random.string(), 'c1', INTEGRATION, h.envA.name, h.envB.name, name])),
+          inPath
+            ? `x${malformed}`
+            : encodeURIComponent(random.pick([random.string(), 'c1', INTEGRATION, h.envA.name, h.envB.name, name])),
         );
         const query = new URLSearchParams();
         for (const name of [...operation.query, ...random.some(['limit', 'cursor', 'model', 'x', '__proto__'])]) {
           if (random.chance(0.6)) query.set(name, random.scalarText());
         }
+        const rawQuery =
+          malformed !== undefined && !inPath ? `${random.pick(['x', ...operation.query])}=${malformed}` : '';
         const headers: Record<string, string> = {};
         const auth = random.int(10);
         if (auth < 7) headers['authorization'] = `Bearer ${h.envA.secretKey}`;
@@ -92,7 +105,8 @@ describe('bad input', () => {
             'application/json; charset=latin1',
           ]);
         }
-        const url = `${h.baseUrl}${path}${query.size > 0 ? `?${query.toString()}` : ''}`;
+        const search = [query.toString(), rawQuery].filter((part) => part !== '').join('&');
+        const url = `${h.baseUrl}${path}${search === '' ? '' : `?${search}`}`;
         const response = await fetch(url, {
           method: operation.method,
           headers,
@@ -106,7 +120,8 @@ describe('bad input', () => {
         const text = await response.text();
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
         const what = `${operation.method} ${url} ${headers['content-type'] ?? ''} ${body?.slice(0, 200) ?? ''} -> ${response.status} ${text.slice(0, 300)}`;
-        if (response.status >= 500) failures.push(what);
+        if (malformed !== undefined && response.status !== 400) failures.push(`malformed encoding not a 400: ${what}`);
+        else if (response.status >= 500) failures.push(what);
         else if (LEAK.test(text)) failures.push(`leak: ${what}`);
         else if (response.status >= 400) {
           // Either the taxonomy's { error: { code, message } }, or an action's own ActionError, which
@@ -132,6 +147,54 @@ describe('bad input', () => {
     expect(serverErrors.slice(0, 5)).toEqual([]);
   }, 600_000);
 
+  it('a malformed percent-encoding answers 400 on every route, in the path or the query, with or without a key', async () => {
+    const checked: string[] = [];
+    const failures: string[] = [];
+    // Routes of the OpenAPI document, a generated endpoint, and the browser routes outside it.
+    const targets = [
+      ...operations.map((operation) => ({ method: operation.method, path: operation.path, params: operation.params })),
+      { method: 'GET', path: '/issues/{id}', params: ['id'] },
+      { method: 'GET', path: '/oauth/connect/{integration}', params: ['integration'] },
+      { method: 'GET', path: '/oauth/callback', params: [] },
+      { method: 'GET', path: '/dashboard/{file}', params: ['file'] },
+    ];
+    for (const target of targets) {
+      for (const malformed of MALFORMED_ENCODINGS) {
+        const urls = [`${target.path.replace(/\{\w+\}/g, 'c1')}?x=${malformed}`];
+        if (target.params.length > 0) urls.push(target.path.replace(/\{\w+\}/g, `c${malformed}`));
+        for (const url of urls) {
+          for (const authorization of [`Bearer ${h.envA.secretKey}`, undefined]) {
+            const response = await fetch(`${h.baseUrl}${url}`, {
+              method: target.method,
+              headers: {
+                ...(authorization ? { authorization } : {}),
+                'connection-id': 'c1',
+                'provider-config-key': INTEGRATION,
+                ...(target.method === 'GET' || target.method === 'DELETE'
+                  ? {}
+                  : { 'content-type': 'application/json' }),
+              },
+              ...(target.method === 'GET' || target.method === 'DELETE' ? {} : { body: '{}' }),
+            });
+            const text = await response.text();
+            const code = (safeJson(text) as { error?: { code?: string } } | undefined)?.error?.code;
+            if (response.status !== 400 || code !== 'invalid_request') {
+              failures.push(`${target.method} ${url} -> ${response.status} ${text.slice(0, 200)}`);
+            }
+            checked.push(url);
+          }
+        }
+      }
+    }
+    recordFigures('malformed-encodings', {
+      routes: targets.length,
+      requests: checked.length,
+      failures: failures.length,
+    });
+    expect(failures.slice(0, 10)).toEqual([]);
+    expect(targets.length).toBeGreaterThan(25);
+  }, 300_000);
+
   it('malformed inbound webhooks are refused with a 4xx that says why', async () => {
     const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
       fetch(`${h.baseUrl}${path}`, {
@@ -140,6 +203,8 @@ describe('bad input', () => {
         body,
       });
     const webhook = `/webhook/${h.envA.name}/${INTEGRATION}`;
+    // Unsigned, so that what is malformed is the webhook itself (signatures: test/chaos/security.test.ts).
+    await h.api.environment.updateSettings({ allow_unsigned_webhooks: true });
     const cases: [string, Response][] = [
       ['not JSON', await post(webhook, '{"type": ')],
       ['a JSON string', await post(webhook, '"issue.updated"')],

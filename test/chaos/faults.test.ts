@@ -4,14 +4,13 @@
  * file) and Postgres once (in place). Afterwards the cache equals the source exactly. Short in CI
  * (10,000 records, 3 kills); CHAOS_FULL=1 runs 200,000 records and 10 kills. It owns its stack.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkflowFailedError } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { bundle, ENVIRONMENT, json, startFakeApi, syncDefinition } from '../runtime/helpers.js';
 import { recordFigures, size } from './lib/figures.js';
-import { startOwnStack, superviseWorkers, type OwnStack } from './lib/ownStack.js';
+import { runResult, superviseWorkers, useOwnStack } from './lib/ownStack.js';
 
 const TOTAL = size(10_000, 200_000);
 const KILLS = size(3, 10);
@@ -44,15 +43,10 @@ function sourceRecord(version: 1 | 2, index: number): SourceRecord {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('faults: a full sync survives worker kills and server restarts', () => {
-  let own: OwnStack;
-  beforeAll(async () => {
-    own = await startOwnStack();
-  }, 180_000);
-  afterAll(async () => {
-    await own?.stop();
-  }, 60_000);
+  const ownStack = useOwnStack();
 
   it(`${TOTAL} records, ${KILLS} SIGKILLs, a Temporal and a Postgres restart: the cache equals the source`, async () => {
+    const own = ownStack();
     let version: 1 | 2 = 1;
     const pageHits = new Map<number, number>();
     const api = await startFakeApi(async (request, response) => {
@@ -93,23 +87,14 @@ describe('faults: a full sync survives worker kills and server restarts', () => 
           workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
         });
       // A result survives a Temporal restart: the long poll is asked again until the run is closed.
-      const resultOf = async (workflowId: string): Promise<SyncRunResult> => {
-        for (;;) {
-          try {
-            return await own.client.workflow
-              .getHandle<(i: RunSyncInput) => Promise<SyncRunResult>>(workflowId)
-              .result();
-          } catch (error) {
-            if (error instanceof WorkflowFailedError) throw error;
-            await sleep(500);
-          }
-        }
-      };
+      const resultOf = (workflowId: string) => runResult<SyncRunResult>(own.client, workflowId);
 
       // Run 1, no faults: the cache holds version 1 (with the extras).
       const seedStarted = Date.now();
-      await start('sync-run:chaos-seed');
-      const seeded = await resultOf('sync-run:chaos-seed');
+      // A run id the service would have given (src/temporal/runAuthority.ts), or the run is refused.
+      const seedId = syncRunId({ ...input.definition, connectionId: input.connectionId }, 'chaos-seed');
+      await start(seedId);
+      const seeded = await resultOf(seedId);
       expect(seeded.models['Record']).toMatchObject({ added: TOTAL + EXTRAS, deleted: 0 });
       const seedMs = Date.now() - seedStarted;
 

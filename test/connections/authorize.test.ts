@@ -125,11 +125,14 @@ describe('authorizing requests', () => {
       headers: { AUTHORIZATION: 'mine' },
       params: { limit: 3 },
     });
-    expect(request).toEqual({
+    const { secrets, ...sent } = request;
+    expect(sent).toEqual({
       method: 'GET',
       url: 'https://api.stripe.com/v1/things?limit=3',
       headers: { Authorization: 'Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc' },
     });
+    // What the caller must redact from whatever it keeps or shows of the request and its answer.
+    expect(secrets).toContain('sk_test_4eC39HqLyjWDarjtT1zdp7dc');
   });
 
   it('puts an API key in the query when the provider says so, joining base path and endpoint', async () => {
@@ -178,7 +181,7 @@ describe('authorizing requests', () => {
     expect(zendesk.headers['Authorization']).toBe('Bearer zendesk-token-1234');
   });
 
-  it('uses baseUrlOverride, or an absolute endpoint, and refuses when there is no base URL at all', async () => {
+  it('uses baseUrlOverride toward an allowed host, or an absolute endpoint, and refuses when there is no base URL at all', async () => {
     await h.service.importConnection({
       environmentId,
       integrationId: 'nobase',
@@ -189,11 +192,21 @@ describe('authorizing requests', () => {
       code: 'missing_base_url',
       status: 400,
     });
+    // Without a base URL or allowed hosts, an override has no host of the provider to point at.
+    await expect(
+      h.service.authorizeRequest(scope('nobase'), { ...noRequest, baseUrlOverride: 'https://other.example/base' }),
+    ).rejects.toMatchObject({ code: 'base_url_not_allowed', status: 403 });
+    await h.integrations.upsert(environmentId, {
+      id: 'nobase',
+      provider: 'no-base-api',
+      provider_settings: { allowed_hosts: ['other.example'] },
+    });
     const overridden = await h.service.authorizeRequest(scope('nobase'), {
       ...noRequest,
       baseUrlOverride: 'https://other.example/base',
     });
     expect(overridden.url).toBe('https://other.example/base/v1/things');
+    expect(overridden.headers['Authorization']).toBe(`Basic ${Buffer.from('u:p').toString('base64')}`);
     const absolute = await h.service.authorizeRequest(scope('nobase'), {
       ...noRequest,
       endpoint: 'https://abs.example/x',
@@ -224,7 +237,39 @@ describe('authorizing requests', () => {
     });
     expect(elsewhere.url).toBe('https://files.example.net/export.csv');
     expect(elsewhere.headers).toEqual({ Accept: 'text/csv' });
-    expect(JSON.stringify(elsewhere)).not.toContain('sk_test_origin');
+    expect(JSON.stringify({ url: elsewhere.url, headers: elsewhere.headers })).not.toContain('sk_test_origin');
+  });
+
+  it('never sends credentials to another host: not on an override, not through a copied header or query value', async () => {
+    logScan.secret('query-key-elsewhere-77');
+    await h.service.importConnection({
+      environmentId,
+      integrationId: 'query',
+      connectionId: 'c-elsewhere',
+      credentials: { type: 'API_KEY', apiKey: 'query-key-elsewhere-77' },
+    });
+    const ref = { environmentId, integrationId: 'query', connectionId: 'c-elsewhere' };
+    for (const baseUrlOverride of [
+      'https://evil.example',
+      'http://api.query.example/v2', // the provider's host, but in clear: not its origin
+      'https://api.query.example.evil.example',
+      'https://api.query.example:8443',
+    ]) {
+      await expect(h.service.authorizeRequest(ref, { ...noRequest, baseUrlOverride })).rejects.toMatchObject({
+        code: 'base_url_not_allowed',
+        status: 403,
+      });
+    }
+    // A redirect Location or a next-page link that repeats the key: the key is dropped, wherever it sits.
+    const echoed = await h.service.authorizeRequest(ref, {
+      ...noRequest,
+      endpoint: 'https://evil.example/next?api_key=query-key-elsewhere-77&page=2&copy=xquery-key-elsewhere-77',
+      headers: { 'X-Copied': 'query-key-elsewhere-77', Accept: 'application/json' },
+    });
+    expect(echoed.url).toBe('https://evil.example/next?page=2');
+    expect(echoed.headers).toEqual({ Accept: 'application/json' });
+    const home = await h.service.authorizeRequest(ref, { ...noRequest, endpoint: 'https://api.query.example/v2/x' });
+    expect(home.url).toBe('https://api.query.example/v2/x?api_key=query-key-elsewhere-77');
   });
 
   it('takes base URL overrides per integration (a self-hosted instance)', async () => {

@@ -59,7 +59,6 @@ describe('OAuth 1.0a connections end to end', () => {
   let fake: FakeProvider;
   let h: Harness;
   let environmentId: string;
-  let publicKey: string;
   const consumerSecret = 'consumer-secret-5a4b3c2d1e';
 
   beforeAll(async () => {
@@ -80,7 +79,6 @@ describe('OAuth 1.0a connections end to end', () => {
     });
     const created = await h.environments.create({ name: 'dev' });
     environmentId = created.environment.id;
-    publicKey = created.environment.publicKey;
     logScan.secret(created.secretKey, consumerSecret);
     await h.integrations.upsert(environmentId, {
       id: 'trello-like',
@@ -92,7 +90,7 @@ describe('OAuth 1.0a connections end to end', () => {
 
   it('connects (request token, authorize, access token) and signs requests the server verifies', async () => {
     const page = await h.browse(
-      `${h.appUrl}/oauth/connect/trello-like?public_key=${publicKey}&connection_id=board-owner`,
+      await h.connectLink({ environmentId, integrationId: 'trello-like', connectionId: 'board-owner' }),
     );
     expect(page.status, page.body).toBe(200);
     expect(page.body).toContain('Connection established');

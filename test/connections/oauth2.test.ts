@@ -41,7 +41,10 @@ describe('OAuth 2 connections end to end', () => {
   const clientSecret = 'client-secret-0f9a8b7c6d5e';
 
   const scope = (connectionId: string): ConnectionScope => ({ environmentId, integrationId: 'fake-app', connectionId });
-  const connectUrl = (connectionId: string, extra = ''): string =>
+  /** A connect link through a connect session, as the application's backend makes one. */
+  const connectUrl = (connectionId: string, extra = '', allowReconnect = false): Promise<string> =>
+    h.connectLink({ environmentId, integrationId: 'fake-app', connectionId, allowReconnect }, extra);
+  const publicKeyUrl = (connectionId: string, extra = ''): string =>
     `${h.appUrl}/oauth/connect/fake-app?public_key=${publicKey}&connection_id=${connectionId}${extra}`;
 
   /** Moves the clock to `minutesLeft` before the connection's token expires. */
@@ -87,7 +90,7 @@ describe('OAuth 2 connections end to end', () => {
   });
 
   it('connects through the routes: PKCE, state, token exchange, stored token response and expires_at', async () => {
-    const page = await h.browse(connectUrl('alice', '&connection_config[team]=blue'));
+    const page = await h.browse(await connectUrl('alice', '&connection_config[team]=blue'));
     expect(page.status, page.body).toBe(200);
     expect(page.body).toContain('Connection established');
     expect(page.hops[0]).toMatch(new RegExp(`^${fake.url}/oauth2/authorize\\?`));
@@ -221,7 +224,7 @@ describe('OAuth 2 connections end to end', () => {
   });
 
   it('a revoked grant marks the connection, fails getConnection with a clear error, and a reconnect clears it', async () => {
-    await h.browse(connectUrl('bob'));
+    await h.browse(await connectUrl('bob'));
     await h.service.getConnection(scope('bob'));
     fake.revokeAllRefreshTokens();
     await travelToExpiry('bob', 10);
@@ -254,9 +257,9 @@ describe('OAuth 2 connections end to end', () => {
     } finally {
       clockOffsetMs = 0;
     }
-    // The user reconnects: the error is gone and the connection works, metadata kept.
+    // The user reconnects (a session that allows it): the error is gone and the connection works, metadata kept.
     await h.service.updateMetadata(scope('bob'), { plan: 'pro' });
-    const page = await h.browse(connectUrl('bob'));
+    const page = await h.browse(await connectUrl('bob', '', true));
     expect(page.body).toContain('Connection established');
     expect((await h.service.getConnectionStatus(scope('bob'))).refresh_error).toBeNull();
     const record = await h.service.getConnection(scope('bob'));
@@ -267,7 +270,7 @@ describe('OAuth 2 connections end to end', () => {
 
   it('refuses a replayed, an unknown, an expired or a denied callback with a failure page', async () => {
     // Replay: intercept the provider's redirect to the callback and use it twice.
-    const start = await fetch(connectUrl('carol'), { redirect: 'manual' });
+    const start = await fetch(await connectUrl('carol'), { redirect: 'manual' });
     const toProvider = start.headers.get('location')!;
     const approve = await fetch(toProvider, { redirect: 'manual' });
     const callback = approve.headers.get('location')!;
@@ -281,7 +284,7 @@ describe('OAuth 2 connections end to end', () => {
     const unknown = await fetch(`${h.appUrl}/oauth/callback?state=made-up&code=x`);
     expect(unknown.status).toBe(400);
 
-    const late = await fetch(connectUrl('dave'), { redirect: 'manual' });
+    const late = await fetch(await connectUrl('dave'), { redirect: 'manual' });
     const lateCallback = (await fetch(late.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!;
     clockOffsetMs = 11 * MINUTE;
     try {
@@ -300,7 +303,7 @@ describe('OAuth 2 connections end to end', () => {
       oauth_client_id: 'client-1',
       oauth_scopes: ['deny'],
     });
-    const denied = await h.browse(connectUrl('erin'));
+    const denied = await h.browse(await connectUrl('erin'));
     expect(denied.status).toBe(400);
     expect(denied.body).toContain('access_denied');
     expect(denied.body).toContain('The user said no');
@@ -311,82 +314,135 @@ describe('OAuth 2 connections end to end', () => {
       oauth_scopes: ['write'],
     });
     // The secret was not given again, so the stored one was kept: connecting still works.
-    expect((await h.browse(connectUrl('erin'))).status).toBe(200);
+    expect((await h.browse(await connectUrl('erin'))).status).toBe(200);
   });
 
-  it('refuses a connect link with a bad public key, connection id or connection setting', async () => {
-    const noKey = await h.browse(`${h.appUrl}/oauth/connect/fake-app?connection_id=x`);
-    expect(noKey.status).toBe(401);
-    const badId = await h.browse(connectUrl('has%20space'));
-    expect(badId.status).toBe(400);
-    expect(badId.body).toContain('connectionId');
-    const badSetting = await h.browse(connectUrl('frank', '&connection_config[team]=evil.example.com%2F'));
+  it('refuses a connect link without a session, for a bad connection id or a bad connection setting', async () => {
+    const noSession = await h.browse(`${h.appUrl}/oauth/connect/fake-app?connection_id=x`);
+    expect(noSession.status).toBe(401);
+    await expect(
+      h.oauthFlow.createConnectSession({ environmentId, integrationId: 'fake-app', connectionId: 'has space' }),
+    ).rejects.toMatchObject({ code: 'invalid_connect_request', status: 400 });
+    await expect(
+      h.oauthFlow.createConnectSession({
+        environmentId,
+        integrationId: 'fake-app',
+        connectionId: 'frank',
+        connectionConfig: { team: 'evil.example.com/' },
+      }),
+    ).rejects.toMatchObject({ status: 400 });
+    const badSetting = await h.browse(await connectUrl('frank', '&connection_config[team]=evil.example.com%2F'));
     expect(badSetting.status).toBe(400);
     expect(badSetting.body).toContain('team');
-    const unknown = await h.browse(`${h.appUrl}/oauth/connect/nope?public_key=${publicKey}&connection_id=x`);
-    expect(unknown.status).toBe(404);
-    expect(unknown.body).toContain('nope');
+    await expect(
+      h.oauthFlow.createConnectSession({ environmentId, integrationId: 'nope', connectionId: 'x' }),
+    ).rejects.toMatchObject({ code: 'unknown_integration', status: 404 });
   });
 
-  it('connects with a connect token made by the backend; refuses forged, misdirected and expired ones', async () => {
-    const strict = await startHarness({
-      db,
-      encryptor: h.encryptor,
-      now,
-      requireConnectToken: true,
-      callbackUrl: `${h.appUrl}/oauth/callback`,
-      extraProviders: {
-        'fake-oauth2': fakeOAuth2Provider(fake.url, { token_request_auth_method: 'client_secret_basic' }),
-      },
-    });
-    const refused = await strict.browse(
-      `${strict.appUrl}/oauth/connect/fake-app?public_key=${publicKey}&connection_id=gina`,
-    );
-    expect(refused.status).toBe(401);
-    expect(refused.body).toContain('connect_token');
-
-    const { token, expiresAt } = strict.oauthFlow.createConnectToken({
+  it('connect sessions: bound to one connection, used once, expiring, never misdirected', async () => {
+    const link = await h.connectLink({
       environmentId,
       integrationId: 'fake-app',
       connectionId: 'gina',
       connectionConfig: { team: 'red' },
+      endUser: { id: 'u-gina', email: 'gina@example.com' },
     });
-    expect(Date.parse(expiresAt)).toBeGreaterThan(Date.now());
-    // The end user cannot override what the token fixes.
-    const page = await strict.browse(
-      `${strict.appUrl}/oauth/connect/fake-app?connect_token=${token}&connection_id=mallory&connection_config[team]=blue`,
-    );
+    const token = new URL(link).searchParams.get('connect_session_token')!;
+    expect(token).toMatch(/^cs_[A-Za-z0-9_-]{43}$/);
+    // Only a hash is stored.
+    const stored = await db.query<{ row: string }>('SELECT row_to_json(s)::text AS row FROM connect_sessions s');
+    expect(stored.rows.map((r) => r.row).join()).not.toContain(token.slice(3));
+    // Made for another integration: refused, and not spent.
+    const misdirected = await h.browse(`${h.appUrl}/oauth/connect/other-app?connect_session_token=${token}`);
+    expect(misdirected.status).toBe(401);
+    expect(misdirected.body).toContain('not valid for this integration');
+    // The end user cannot change the connection id or what the session fixes.
+    const page = await h.browse(`${link}&connection_id=mallory&connection_config[team]=blue`);
     expect(page.status, page.body).toBe(200);
     expect(page.body).toContain('gina');
-    const record = await h.service.getConnection(scope('gina'));
-    expect(record.connection_config).toEqual({ team: 'red' });
+    expect((await h.service.getConnection(scope('gina'))).connection_config).toEqual({ team: 'red' });
     await expect(h.service.getConnection(scope('mallory'))).rejects.toMatchObject({ code: 'unknown_connection' });
-
-    // Every one-character change of the signature's last character (including the low bits base64 ignores) is refused.
-    for (const forged of [
-      token.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
-      token.replace(/.$/, (c) => (c === 'A' ? 'Q' : 'A')),
-    ]) {
-      expect((await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=${forged}`)).status).toBe(401);
+    const listed = await h.service.listConnections(environmentId, { integrationId: 'fake-app' });
+    // The end user is kept as the connection's tags.
+    expect(listed.find((c) => c.connection_id === 'gina')?.tags).toEqual({
+      end_user_id: 'u-gina',
+      end_user_email: 'gina@example.com',
+    });
+    // Used once.
+    const again = await h.browse(link);
+    expect(again.status).toBe(401);
+    expect(again.body).toContain('already used');
+    // Forged or unknown tokens.
+    for (const forged of [`cs_${'A'.repeat(43)}`, token.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')), 'cs_short']) {
+      expect((await h.browse(`${h.appUrl}/oauth/connect/fake-app?connect_session_token=${forged}`)).status).toBe(401);
     }
-    const [payload, mac] = token.slice(3).split('.') as [string, string];
-    const otherPayload = Buffer.from(
-      JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), c: 'mallory' }),
-    ).toString('base64url');
-    expect(
-      (await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=ct_${otherPayload}.${mac}`)).status,
-    ).toBe(401);
-    expect((await strict.browse(`${strict.appUrl}/oauth/connect/other-app?connect_token=${token}`)).body).toContain(
-      'another integration',
-    );
+    // Expired.
+    const later = await connectUrl('hank');
     clockOffsetMs = 31 * MINUTE;
     try {
-      const expired = await strict.browse(`${strict.appUrl}/oauth/connect/fake-app?connect_token=${token}`);
+      const expired = await h.browse(later);
       expect(expired.status).toBe(401);
       expect(expired.body).toContain('expired');
     } finally {
       clockOffsetMs = 0;
     }
+    await expect(h.service.getConnection(scope('hank'))).rejects.toMatchObject({ code: 'unknown_connection' });
+  });
+
+  it('an existing connection is re-authorised only by a session that says so', async () => {
+    const before = await h.service.getConnection(scope('alice'));
+    await expect(
+      h.oauthFlow.createConnectSession({ environmentId, integrationId: 'fake-app', connectionId: 'alice' }),
+    ).rejects.toMatchObject({ code: 'connection_exists', status: 409 });
+    // A session made before the connection existed cannot replace it once it does.
+    const early = await connectUrl('ivan');
+    const early2 = await connectUrl('ivan');
+    expect((await h.browse(early)).status).toBe(200);
+    const ivan = await h.service.getConnection(scope('ivan'));
+    const second = await h.browse(early2);
+    expect(second.status).toBe(409);
+    expect(second.body).toContain('allow_reconnect');
+    expect((await h.service.getConnection(scope('ivan'))).credentials).toEqual(ivan.credentials);
+    // The race: both sessions past the start before either finished; the second callback refuses.
+    const raceA = await fetch(await connectUrl('judy'), { redirect: 'manual' });
+    const raceB = await fetch(await connectUrl('judy'), { redirect: 'manual' });
+    const callbackA = (await fetch(raceA.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!;
+    const callbackB = (await fetch(raceB.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!;
+    expect((await fetch(callbackA)).status).toBe(200);
+    const judy = await h.service.getConnection(scope('judy'));
+    const lost = await fetch(callbackB);
+    expect(lost.status).toBe(409);
+    expect((await h.service.getConnection(scope('judy'))).credentials).toEqual(judy.credentials);
+    // With allow_reconnect the user re-authorises alice: new token.
+    expect((await h.browse(await connectUrl('alice', '', true))).status).toBe(200);
+    const after = await h.service.getConnection(scope('alice'));
+    expect(after.credentials).not.toEqual(before.credentials);
+  });
+
+  it('public-key links: refused unless the environment opts in, and then they never replace a connection', async () => {
+    const alice = await h.service.getConnection(scope('alice'));
+    // The hijack of issue 16 (finding 2): an attacker follows a public-key link for alice's id.
+    const refused = await h.browse(publicKeyUrl('alice'));
+    expect(refused.status).toBe(401);
+    expect(refused.body).toContain('connect_session_token');
+    await h.environments.updateSettings(environmentId, { allowPublicKeyConnect: true });
+    try {
+      const hijack = await h.browse(publicKeyUrl('alice'));
+      expect(hijack.status).toBe(409);
+      expect(hijack.body).toContain('already exists');
+      expect((await h.service.getConnection(scope('alice'))).credentials).toEqual(alice.credentials);
+      // A new connection id is what such a link may make.
+      const fresh = await h.browse(publicKeyUrl('kim', '&connection_config[team]=green'));
+      expect(fresh.status, fresh.body).toBe(200);
+      expect((await h.service.getConnection(scope('kim'))).connection_config).toEqual({ team: 'green' });
+      const badId = await h.browse(publicKeyUrl('has%20space'));
+      expect(badId.status).toBe(400);
+      const unknown = await h.browse(`${h.appUrl}/oauth/connect/nope?public_key=${publicKey}&connection_id=x`);
+      expect(unknown.status).toBe(404);
+    } finally {
+      await h.environments.updateSettings(environmentId, { allowPublicKeyConnect: false });
+    }
+    expect((await h.browse(publicKeyUrl('lena'))).status).toBe(401);
   });
 
   it('never wrote a token or secret to a log line (and the scan does see the service lines)', () => {

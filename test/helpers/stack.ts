@@ -43,6 +43,7 @@ export async function useDatabase(): Promise<{ pool: Pool; url: string; name: st
 
 async function adminQuery(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  client.on('error', () => undefined); // the query fails on its own; the event must not end the process
   await client.connect();
   try {
     // CREATE DATABASE … TEMPLATE fails when another session is connected to the template; retry briefly.

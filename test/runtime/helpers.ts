@@ -15,6 +15,7 @@ import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definit
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
+import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 
@@ -119,6 +120,7 @@ export async function startFakeApi(handler: Handler): Promise<{ url: string; ser
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  allowOutbound(`http://127.0.0.1:${port}`);
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return { url: `http://127.0.0.1:${port}`, server, hits };
 }

@@ -8,6 +8,7 @@ import { NativeConnection, type LogLevel } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPool } from '../../src/db/pool.js';
+import { outboundPolicy } from '../../src/runtime/outbound.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createRuntimeWorkers } from '../../src/temporal/worker.js';
@@ -24,6 +25,8 @@ const LEVELS: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 installServiceRuntime(LEVELS.find((level) => level === process.env['WORKER_LOG_LEVEL']) ?? 'WARN');
 const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
 const connections = new TestConnections({ baseUrl: required('API_BASE_URL') });
+// The fake API of the test that started this worker, and no other local address.
+outboundPolicy().allow(new URL(required('API_BASE_URL')).host);
 const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
 const clientConnection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
 const client = new Client({

@@ -1,7 +1,9 @@
 /**
  * ALL /proxy/*: an authenticated pass-through to the connection's external API. The path after
- * /proxy and the query go to the API's base URL (the provider catalog's, or `Base-Url-Override`);
- * the connection's credentials are injected by ConnectionService.authorizeRequest. `Retries: n` retries
+ * /proxy and the query go to the API's base URL (the provider catalog's, or `Base-Url-Override`, which
+ * must be a host of the provider); the connection's credentials are injected by
+ * ConnectionService.authorizeRequest, and the connection obeys the outbound request policy
+ * (src/runtime/outbound.ts: no internal address unless allowed, redirects not followed). `Retries: n` retries
  * on 5xx, 429, ECONNRESET, ETIMEDOUT and ECONNABORTED and on the statuses of `Retry-On: 409,423`, with
  * exponential back-off, honouring `Retry-After` (SPEC.md "Errors"). The answer is the API's answer:
  * status, headers (hop-by-hop ones dropped) and body bytes as received.
@@ -11,6 +13,7 @@ import axios, { AxiosError } from 'axios';
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
 import { isRetryableStatus, parseRetryAfter, RETRYABLE_NETWORK_CODES } from '../../runtime/http.js';
+import { outboundPolicy, outboundRefusal, refusedError } from '../../runtime/outbound.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute, type HttpMethod } from '../route.js';
 import { readBodyBytes } from '../body.js';
@@ -83,7 +86,7 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
       path: '/proxy/*path',
       summary: `${method.toUpperCase()} the external API of a connection, credentials injected`,
       description:
-        'Headers: `Retries` (0–10), `Retry-On` (extra statuses to retry, comma-separated), `Base-Url-Override`. The answer is the external API’s own status, headers and body.',
+        'Headers: `Retries` (0–10), `Retry-On` (extra statuses to retry, comma-separated), `Base-Url-Override` (a host of the provider only: 403 base_url_not_allowed otherwise). The answer is the external API’s own status, headers and body; an internal address is 403 outbound_request_refused unless SERVICE_OUTBOUND_ALLOW opens it.',
       tags: ['proxy'],
       auth: 'secret-key',
       connectionScoped: true,
@@ -110,6 +113,7 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
           headers,
           params: {},
         });
+        const agents = outboundPolicy().httpAgents();
         for (let attempt = 0; ; attempt++) {
           let delay = Math.min(maximumMs, initialMs * 2 ** attempt);
           try {
@@ -121,6 +125,10 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
               responseType: 'arraybuffer',
               decompress: false,
               maxRedirects: 0,
+              // The outbound request policy (src/runtime/outbound.ts): the address is checked as connected.
+              httpAgent: agents.http,
+              httpsAgent: agents.https,
+              proxy: false,
               timeout: timeoutMs,
               validateStatus: () => true,
               transitional: { clarifyTimeoutError: false },
@@ -141,6 +149,8 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
             res.end(Buffer.from(response.data));
             return undefined;
           } catch (error) {
+            const refused = outboundRefusal(error);
+            if (refused) throw refusedError(refused);
             if (!(error instanceof AxiosError)) throw error;
             const code = error.code ?? 'ERR_NETWORK';
             if (attempt < retries && RETRYABLE_NETWORK_CODES.has(code)) {

@@ -4,7 +4,7 @@ import { syncWorkflowId } from '../../temporal/connection.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import type { SyncRunResult, SyncStatusName } from '../../runtime/definitions.js';
-import { selectSyncs, syncNameList } from './shared.js';
+import { redactorFor, selectSyncs, syncNameList } from './shared.js';
 
 export const syncStatusQuery = z
   .object({
@@ -108,6 +108,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
           };
           try {
             const status = await deps.syncs.status(ref);
+            const redact = await redactorFor(deps, ref);
             return {
               ...base,
               status: publicSyncStatus(status.status),
@@ -116,7 +117,10 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
               finishedAt: status.finishedAt,
               nextScheduledSyncAt: status.nextScheduledSyncAt,
               latestResult: status.latestResult?.models ?? null,
-              latestError: status.latestError,
+              latestError: status.latestError && {
+                ...status.latestError,
+                message: redact.text(status.latestError.message),
+              },
               recordCount: status.recordCount,
             };
           } catch (error) {

@@ -10,6 +10,7 @@ import { proxyRoutes } from './allProxy.js';
 import { deleteConnectionRoute } from './deleteConnection.js';
 import { deleteEnvironmentVariableRoute } from './deleteEnvironmentVariable.js';
 import { deleteIntegrationRoute } from './deleteIntegration.js';
+import { getEnvironmentSettingsRoute, patchEnvironmentSettingsRoute } from './environmentSettings.js';
 import { getConnectionRoute } from './getConnection.js';
 import { getConnectionsRoute } from './getConnections.js';
 import { getEnvironmentVariablesRoute } from './getEnvironmentVariables.js';
@@ -28,6 +29,7 @@ import { patchConnectionRoute } from './patchConnection.js';
 import { patchConnectionsMetadataRoute } from './patchConnectionsMetadata.js';
 import { patchIntegrationRoute } from './patchIntegration.js';
 import { postActionTriggerRoute } from './postActionTrigger.js';
+import { postConnectSessionsRoute } from './postConnectSessions.js';
 import { postConnectionsRoute } from './postConnections.js';
 import { postConnectionsMetadataRoute } from './postConnectionsMetadata.js';
 import { postDeployRoute } from './postDeploy.js';
@@ -62,6 +64,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getConnectionRoute(deps),
     patchConnectionRoute(deps),
     deleteConnectionRoute(deps),
+    postConnectSessionsRoute(deps),
     ...proxyRoutes(deps),
     getIntegrationsRoute(deps),
     postIntegrationsRoute(deps),
@@ -71,6 +74,8 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getEnvironmentVariablesRoute(deps),
     postEnvironmentVariablesRoute(deps),
     deleteEnvironmentVariableRoute(deps),
+    getEnvironmentSettingsRoute(deps),
+    patchEnvironmentSettingsRoute(deps),
     getLogsRoute(deps),
     postWebhookRoute(deps),
     getWebhookSettingsRoute(deps),

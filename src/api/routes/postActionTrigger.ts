@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { ConnectionScope } from '../../connections/types.js';
-import { ServiceError } from '../../errors.js';
+import { isServiceError, ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type RouteContext } from '../route.js';
-import { assertConnection, scopeOf } from './shared.js';
+import { assertConnection, redactorFor, scopeOf } from './shared.js';
 
 /** HTTP status of an action whose script threw ActionError: the request was understood, the action refused it. */
 export const ACTION_FAILURE_STATUS = 422;
@@ -36,7 +36,19 @@ export async function triggerAction(
 ): Promise<undefined> {
   await assertConnection(deps, scope);
   const definition = await deps.deployments.actionDefinition(scope.environmentId, scope.integrationId, actionName);
-  const outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input });
+  let outcome;
+  try {
+    outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input });
+  } catch (error) {
+    if (!isServiceError(error)) throw error;
+    // The run's failure message may repeat a credential (a script's own message, say): never shown, never logged.
+    const redact = await redactorFor(deps, scope);
+    throw new ServiceError(error.code, redact.text(error.message), {
+      status: error.status,
+      retryable: error.retryable,
+      ...(error.details === undefined ? {} : { details: redact.value(error.details) }),
+    });
+  }
   if (outcome.ok) res.status(200).json(outcome.output ?? null);
   else {
     const failure: z.infer<typeof actionFailureSchema> = {
@@ -47,7 +59,8 @@ export async function triggerAction(
         payload: outcome.body.payload,
       },
     };
-    res.status(ACTION_FAILURE_STATUS).json(failure);
+    // The payload is the script's: it may repeat a credential of the connection.
+    res.status(ACTION_FAILURE_STATUS).json((await redactorFor(deps, scope)).value(failure));
   }
   return undefined;
 }

@@ -18,13 +18,13 @@ export const postDeployRoute = (deps: ApiDeps) =>
     responses: {
       200: {
         description: 'The plan applied and the version now active',
-        schema: z.object({ version: z.number(), changes: z.array(z.unknown()) }),
+        schema: z.object({ version: z.number(), changes: z.array(z.unknown()), warnings: z.array(z.string()) }),
       },
     },
     handler: async ({ body, query, environment }) => {
       const { plan, deployment } = await deps.deployments.apply(environment.id, body, {
         allowDestructive: query.allow_destructive ?? false,
       });
-      return { version: deployment.version, changes: plan.changes };
+      return { version: deployment.version, changes: plan.changes, warnings: plan.warnings };
     },
   });

@@ -14,7 +14,14 @@ export const postDeployPreviewRoute = (deps: ApiDeps) =>
     responses: {
       200: {
         description: 'The plan',
-        schema: z.object({ version: z.number(), changes: z.array(z.unknown()), destructive: z.boolean() }).loose(),
+        schema: z
+          .object({
+            version: z.number(),
+            changes: z.array(z.unknown()),
+            destructive: z.boolean(),
+            warnings: z.array(z.string()),
+          })
+          .loose(),
       },
     },
     handler: async ({ body, environment }) => {

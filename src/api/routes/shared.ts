@@ -4,6 +4,7 @@
  * another's.
  */
 import { z } from 'zod';
+import { redactSecrets, redactValue } from '../../connections/redaction.js';
 import type { ConnectionScope } from '../../connections/types.js';
 import { isServiceError, ServiceError } from '../../errors.js';
 import type { LastAction, RecordScope } from '../../records/types.js';
@@ -75,6 +76,18 @@ export function scopeOf(connection: ConnectionScope | undefined): ConnectionScop
       status: 400,
     });
   return connection;
+}
+
+/**
+ * Redacts the connection's credential values (every form, src/connections/redaction.ts) from what the
+ * API is about to show: a run's failure message, an action's error. A script may have put one there.
+ */
+export async function redactorFor(
+  deps: ApiDeps,
+  scope: ConnectionScope,
+): Promise<{ text: (text: string) => string; value: <T>(value: T) => T }> {
+  const secrets = await deps.connections.credentialSecrets(scope);
+  return { text: (text) => redactSecrets(text, secrets), value: (value) => redactValue(value, secrets) };
 }
 
 /**

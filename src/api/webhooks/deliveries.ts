@@ -3,11 +3,13 @@
  * delivery per model with changes (added, updated, deleted counts), or one for the failure. Each is
  * a row of webhook_deliveries (the delivery log) and is sent by the `sendWebhookDelivery` activity,
  * whose retry policy in the `deliverWebhook` workflow does the back-off; every attempt updates the row.
- * The body is signed: `X-Service-Hmac-Sha256` is the hex HMAC-SHA256 of the exact body bytes.
+ * The body is signed: `X-Service-Hmac-Sha256` is the hex HMAC-SHA256 of the exact body bytes. The
+ * request obeys the outbound request policy (src/runtime/outbound.ts), like every request the service sends.
  */
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool.js';
+import { outboundRefusal, policyFetch } from '../../runtime/outbound.js';
 import type { SyncRunResult } from '../../runtime/definitions.js';
 import type { WebhookSettingsStore } from './settings.js';
 
@@ -243,7 +245,7 @@ export async function attemptDelivery(
   let status: number | null = null;
   let error: string | null = null;
   try {
-    const response = await (options.fetch ?? fetch)(row.url, {
+    const response = await (options.fetch ?? policyFetch)(row.url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -260,7 +262,8 @@ export async function attemptDelivery(
     await response.arrayBuffer().catch(() => undefined);
     if (status < 200 || status >= 300) error = `the application answered ${status}`;
   } catch (cause) {
-    error = `the request failed: ${cause instanceof Error ? cause.message : String(cause)}`;
+    const refused = outboundRefusal(cause);
+    error = `the request failed: ${refused?.message ?? (cause instanceof Error ? cause.message : String(cause))}`;
   }
   await db.query(
     `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3, last_attempt_at = now(),

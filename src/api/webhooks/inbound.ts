@@ -1,7 +1,10 @@
 /**
  * Inbound webhooks from external APIs: POST /webhook/:environment/:integration (docs/api.md
- * "Inbound webhooks"). No secret key: the environment is named in the path, and when the integration
- * has a webhook secret the body must carry a valid HMAC-SHA256 signature.
+ * "Inbound webhooks"). No secret key: the environment is named in the path, and the request must be
+ * signed with the integration's webhook secret: HMAC-SHA256 of `<timestamp>.<raw body>`, the
+ * timestamp (Unix seconds) in its own header and within the tolerance of now, each signature accepted
+ * once. An integration without a secret gets its webhooks only where the environment accepts
+ * unsigned ones (`allow_unsigned_webhooks`).
  *
  * - The type is read from the configured header (`type_header`), else from the dotted path
  *   `type_path` of the JSON body (default `type`).
@@ -13,10 +16,11 @@
  *   event by signal (syncControl.deliverWebhook); its next run sees it as `svc.webhook`
  *   ({ type, payload, receivedAt }).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import type { Pool } from '../../db/pool.js';
 import { isServiceError, ServiceError } from '../../errors.js';
+import type { ServiceConfig } from '../../config/types.js';
 import type { WebhookEvent } from '../../runtime/public.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
@@ -40,13 +44,81 @@ export function valueAt(value: unknown, path: string): unknown {
   return current;
 }
 
-/** `sha256=<hex>` or `<hex>`: HMAC-SHA256 of the raw body with the secret, compared in constant time. */
-export function verifySignature(secret: string, body: Buffer, presented: string | undefined): boolean {
+/** The signature a sender puts in the signature header: hex HMAC-SHA256 of `<timestamp>.<raw body>`. */
+export function signWebhook(secret: string, timestamp: string | number, body: Buffer | string): string {
+  return createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex');
+}
+
+/** `sha256=<hex>` or `<hex>` (signWebhook), compared in constant time. */
+export function verifySignature(
+  secret: string,
+  timestamp: string,
+  body: Buffer,
+  presented: string | undefined,
+): boolean {
   if (presented === undefined) return false;
   const hex = presented.trim().replace(/^sha256=/i, '');
   if (!/^[0-9a-f]{64}$/i.test(hex)) return false;
-  const expected = createHmac('sha256', secret).update(body).digest();
-  return timingSafeEqual(expected, Buffer.from(hex, 'hex'));
+  return timingSafeEqual(Buffer.from(signWebhook(secret, timestamp, body), 'hex'), Buffer.from(hex, 'hex'));
+}
+
+/**
+ * Checks that the request is the integration's own (signature, time, first use) and returns what
+ * undoes the record of its signature, for a delivery that then fails (the sender's retry of the
+ * same request must not be taken for a replay); undefined when it was accepted unsigned.
+ */
+async function authenticate(
+  db: Pool,
+  environment: { id: string; name: string; allowUnsignedWebhooks: boolean },
+  integrationId: string,
+  settings: InboundWebhookSettings,
+  req: Request,
+  body: Buffer,
+): Promise<(() => Promise<void>) | undefined> {
+  if (settings.secret === undefined) {
+    if (environment.allowUnsignedWebhooks) return undefined;
+    throw new ServiceError(
+      'webhook_signature_required',
+      `integration '${integrationId}' has no webhook secret and environment '${environment.name}' does not accept unsigned webhooks`,
+      { status: 401 },
+    );
+  }
+  const timestamp = req.header(settings.timestampHeader)?.trim() ?? '';
+  if (!verifySignature(settings.secret, timestamp, body, req.header(settings.signatureHeader))) {
+    throw new ServiceError(
+      'invalid_webhook_signature',
+      `the webhook's ${settings.signatureHeader} header is missing or is not the HMAC-SHA256 of \`<${settings.timestampHeader}>.<body>\` with the integration's webhook secret`,
+      { status: 401 },
+    );
+  }
+  const signedAt = /^\d{1,12}$/.test(timestamp) ? Number(timestamp) * 1000 : Number.NaN;
+  if (!(Math.abs(Date.now() - signedAt) <= settings.toleranceSeconds * 1000)) {
+    throw new ServiceError(
+      'webhook_timestamp_out_of_tolerance',
+      `the webhook was signed at ${Number.isNaN(signedAt) ? `'${timestamp.slice(0, 40)}'` : new Date(signedAt).toISOString()}, more than ${settings.toleranceSeconds} s from now: a replay, or the sender's clock is off (${settings.timestampHeader} is Unix seconds)`,
+      { status: 401 },
+    );
+  }
+  const digest = createHash('sha256')
+    .update(signWebhook(settings.secret, timestamp, body))
+    .digest('hex');
+  await db.query('DELETE FROM inbound_webhook_signatures WHERE expires_at < now()');
+  const recorded = await db.query(
+    `INSERT INTO inbound_webhook_signatures (environment_id, signature_hash, expires_at)
+     VALUES ($1, $2, to_timestamp($3) + make_interval(secs => $4)) ON CONFLICT DO NOTHING`,
+    [environment.id, digest, Number(timestamp), settings.toleranceSeconds],
+  );
+  if (recorded.rowCount === 0) {
+    throw new ServiceError('webhook_replayed', 'this signed webhook was already received; a signature works once', {
+      status: 409,
+    });
+  }
+  return async () => {
+    await db.query('DELETE FROM inbound_webhook_signatures WHERE environment_id = $1 AND signature_hash = $2', [
+      environment.id,
+      digest,
+    ]);
+  };
 }
 
 async function matchingConnections(
@@ -82,13 +154,23 @@ export async function receiveWebhook(
   await deps.integrations.get(environment.id, integrationId);
   const settings = await settingsOf(environment.id, integrationId);
   const raw = await readBodyBytes(req, 5 * 1024 * 1024);
-  if (settings.secret !== undefined && !verifySignature(settings.secret, raw, req.header(settings.signatureHeader))) {
-    throw new ServiceError(
-      'invalid_webhook_signature',
-      `the webhook's ${settings.signatureHeader} header is missing or is not the HMAC-SHA256 of the body with the integration's webhook secret`,
-      { status: 401 },
-    );
+  const forget = await authenticate(deps.db, environment, integrationId, settings, req, raw);
+  try {
+    return await deliver(deps, settings, req, raw, { environmentId: environment.id, integrationId });
+  } catch (error) {
+    await forget?.().catch(() => undefined);
+    throw error;
   }
+}
+
+async function deliver(
+  deps: ApiDeps,
+  settings: InboundWebhookSettings,
+  req: Request,
+  raw: Buffer,
+  scope: { environmentId: string; integrationId: string },
+): Promise<InboundResult> {
+  const { environmentId, integrationId } = scope;
   let payload: unknown = rawBodyOf(req) === undefined ? undefined : req.body;
   if (payload === undefined && raw.length > 0) {
     try {
@@ -108,8 +190,7 @@ export async function receiveWebhook(
     );
   }
   const type = typeValue;
-  const scope = { environmentId: environment.id, integrationId };
-  const definitions = (await deps.deployments.syncDefinitions(environment.id, integrationId)).filter((definition) =>
+  const definitions = (await deps.deployments.syncDefinitions(environmentId, integrationId)).filter((definition) =>
     definition.webhookSubscriptions.includes(type),
   );
   if (definitions.length === 0) return { type, delivered: [], reason: 'no_subscribed_sync' };
@@ -125,7 +206,7 @@ export async function receiveWebhook(
         ? await matchingConnections(deps.db, scope, settings.connectionField, String(value))
         : [];
   } else {
-    connectionIds = (await deps.connections.listConnections(environment.id, { integrationId })).map(
+    connectionIds = (await deps.connections.listConnections(environmentId, { integrationId })).map(
       (c) => c.connection_id,
     );
   }
@@ -147,4 +228,28 @@ export async function receiveWebhook(
     }
   }
   return { type, delivered };
+}
+
+/**
+ * What a deploy should say about inbound webhooks: each integration with syncs subscribed to webhooks
+ * whose webhooks would be refused (no secret, unsigned not accepted), or accepted from anyone (no
+ * secret, unsigned accepted).
+ */
+export async function webhookDeployWarnings(
+  environment: { name: string; allowUnsignedWebhooks: boolean },
+  config: ServiceConfig,
+  hasSecret: (integrationId: string) => Promise<boolean>,
+): Promise<string[]> {
+  const warnings: string[] = [];
+  for (const integration of config.integrations) {
+    const subscribed = integration.syncs.filter((sync) => sync.webhookSubscriptions.length > 0).map((s) => s.name);
+    if (subscribed.length === 0 || (await hasSecret(integration.id))) continue;
+    const syncs = `sync${subscribed.length > 1 ? 's' : ''} ${subscribed.join(', ')}`;
+    warnings.push(
+      environment.allowUnsignedWebhooks
+        ? `integration '${integration.id}' has no webhook secret, and environment '${environment.name}' accepts unsigned webhooks: anyone who knows the webhook URL can send events to ${syncs}; set a secret (PATCH /integrations/${integration.id} with webhook.secret)`
+        : `integration '${integration.id}' has no webhook secret, and environment '${environment.name}' does not accept unsigned webhooks: every webhook for ${syncs} will be refused until you set a secret (PATCH /integrations/${integration.id} with webhook.secret) or allow unsigned webhooks (PATCH /environment-settings)`,
+    );
+  }
+  return warnings;
 }

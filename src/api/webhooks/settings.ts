@@ -14,6 +14,10 @@ import { ServiceError } from '../../errors.js';
 // (with these tables added to reencryptAll, for key rotation).
 const WEBHOOK_SECRET_PURPOSE = 'integration_client_secret';
 
+/** Where the signed time travels, and how far from now it may be: replays older than that are refused. */
+export const DEFAULT_TIMESTAMP_HEADER = 'X-Signature-Timestamp';
+export const DEFAULT_TOLERANCE_SECONDS = 300;
+
 const headerName = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'an HTTP header name');
 const dottedPath = z.string().regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dotted path such as `data.account.id`');
 
@@ -22,7 +26,19 @@ export const inboundWebhookInput = z
     secret: z.string().min(8).max(4096).nullable().optional().describe('HMAC-SHA256 secret; null removes it.'),
     signature_header: headerName
       .optional()
-      .describe('Header carrying the hex HMAC (`sha256=` prefix allowed). Default X-Signature-256.'),
+      .describe(
+        'Header carrying the hex HMAC-SHA256 of `<timestamp>.<body>` (`sha256=` prefix allowed). Default X-Signature-256.',
+      ),
+    timestamp_header: headerName
+      .optional()
+      .describe('Header carrying the Unix time (seconds) the sender signed at. Default X-Signature-Timestamp.'),
+    tolerance_seconds: z
+      .number()
+      .int()
+      .min(30)
+      .max(3600)
+      .optional()
+      .describe('How far the signed time may be from now, either way, in seconds (30 to 3600). Default 300.'),
     type_header: headerName
       .nullable()
       .optional()
@@ -44,6 +60,8 @@ export type InboundWebhookInput = z.output<typeof inboundWebhookInput>;
 export interface InboundWebhookSettings {
   secret: string | undefined;
   signatureHeader: string;
+  timestampHeader: string;
+  toleranceSeconds: number;
   typeHeader: string | null;
   typePath: string;
   connectionPath: string | null;
@@ -53,6 +71,8 @@ export interface InboundWebhookSettings {
 export const inboundWebhookView = z.object({
   has_secret: z.boolean(),
   signature_header: z.string(),
+  timestamp_header: z.string(),
+  tolerance_seconds: z.number(),
   type_header: z.string().nullable(),
   type_path: z.string(),
   connection_path: z.string().nullable(),
@@ -63,6 +83,8 @@ export type InboundWebhookView = z.infer<typeof inboundWebhookView>;
 interface InboundRow {
   secret_encrypted: string | null;
   signature_header: string;
+  timestamp_header: string;
+  tolerance_seconds: number;
   type_header: string | null;
   type_path: string;
   connection_path: string | null;
@@ -78,6 +100,8 @@ export function createWebhookSettingsStore({ db, encryptor }: { db: Pool; encryp
   const view = (row: InboundRow): InboundWebhookView => ({
     has_secret: row.secret_encrypted !== null,
     signature_header: row.signature_header,
+    timestamp_header: row.timestamp_header,
+    tolerance_seconds: row.tolerance_seconds,
     type_header: row.type_header,
     type_path: row.type_path,
     connection_path: row.connection_path,
@@ -102,6 +126,8 @@ export function createWebhookSettingsStore({ db, encryptor }: { db: Pool; encryp
       return {
         secret: row?.secret_encrypted ? encryptor.decrypt(row.secret_encrypted, WEBHOOK_SECRET_PURPOSE) : undefined,
         signatureHeader: row?.signature_header ?? 'X-Signature-256',
+        timestampHeader: row?.timestamp_header ?? DEFAULT_TIMESTAMP_HEADER,
+        toleranceSeconds: row?.tolerance_seconds ?? DEFAULT_TOLERANCE_SECONDS,
         typeHeader: row?.type_header ?? null,
         typePath: row?.type_path ?? 'type',
         connectionPath: row?.connection_path ?? null,
@@ -126,10 +152,11 @@ export function createWebhookSettingsStore({ db, encryptor }: { db: Pool; encryp
         given !== undefined ? given : current ? current[key] : fallback;
       const { rows } = await db.query<InboundRow>(
         `INSERT INTO integration_webhook_settings
-           (environment_id, integration_id, secret_encrypted, signature_header, type_header, type_path, connection_path, connection_field)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+           (environment_id, integration_id, secret_encrypted, signature_header, type_header, type_path, connection_path, connection_field, timestamp_header, tolerance_seconds)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (environment_id, integration_id) DO UPDATE SET
            secret_encrypted = EXCLUDED.secret_encrypted, signature_header = EXCLUDED.signature_header,
+           timestamp_header = EXCLUDED.timestamp_header, tolerance_seconds = EXCLUDED.tolerance_seconds,
            type_header = EXCLUDED.type_header, type_path = EXCLUDED.type_path,
            connection_path = EXCLUDED.connection_path, connection_field = EXCLUDED.connection_field, updated_at = now()
          RETURNING *`,
@@ -142,6 +169,8 @@ export function createWebhookSettingsStore({ db, encryptor }: { db: Pool; encryp
           pick('type_path', input.type_path, 'type'),
           pick('connection_path', input.connection_path, null),
           pick('connection_field', input.connection_field, 'connection_id'),
+          pick('timestamp_header', input.timestamp_header, DEFAULT_TIMESTAMP_HEADER),
+          pick('tolerance_seconds', input.tolerance_seconds, DEFAULT_TOLERANCE_SECONDS),
         ],
       );
       return view(rows[0]!);

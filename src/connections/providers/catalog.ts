@@ -23,6 +23,13 @@ const templatedUrl = z
 
 const stringMap = z.record(z.string(), z.string());
 
+const allowedHost = z
+  .string()
+  .regex(
+    /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i,
+    'a host name, optionally `*.` in front and `:port` after (api.example.com, *.example.com:8443)',
+  );
+
 const connectionSetting = z
   .object({
     /** Shown to the end user / API caller. */
@@ -40,6 +47,12 @@ const commonFields = {
   docs: z.string().url().optional(),
   /** Base URL of the API; may use `${connectionConfig.<name>}`. */
   base_url: templatedUrl.optional(),
+  /**
+   * Hosts of the API besides the base URL's (an upload host, say): `Base-Url-Override` and
+   * `baseUrlOverride` may point there and the connection's credentials go there. `host`, `host:port`
+   * or `*.domain`; https, or the base URL's scheme.
+   */
+  allowed_hosts: z.array(allowedHost).default([]),
   /** Headers every proxied request carries (API version, Accept…); the request's own headers win. */
   headers: stringMap.default({}),
   /** Settings a connection needs, by name, usable in URL templates as `${connectionConfig.<name>}`. */

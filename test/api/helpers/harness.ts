@@ -20,6 +20,7 @@ import { loadProviderCatalog } from '../../../src/connections/providers/catalog.
 import type { Pool } from '../../../src/db/pool.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
 import { createRuntimeWorkers } from '../../../src/temporal/worker.js';
+import { allowOutbound } from '../../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
@@ -43,6 +44,7 @@ export async function startFakeServer(initial: FakeHandler = (_req, res) => json
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  allowOutbound(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
@@ -79,7 +81,13 @@ export interface ApiHarness {
 }
 
 export async function startApiHarness(
-  options: { rateLimit?: ApiDeps['rateLimit']; bodyLimit?: string; proxy?: ApiDeps['proxy'] } = {},
+  options: {
+    rateLimit?: ApiDeps['rateLimit'];
+    bodyLimit?: string;
+    proxy?: ApiDeps['proxy'];
+    /** More catalog entries (an OAuth provider, say), beside the fake API's. */
+    providers?: Record<string, unknown>;
+  } = {},
 ): Promise<ApiHarness> {
   const { pool } = await useDatabase();
   const fake = await startFakeServer();
@@ -103,6 +111,7 @@ export async function startApiHarness(
           api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
           base_url: `${fake.url}/api`,
         },
+        ...options.providers,
       },
     }),
     log: () => undefined,

@@ -7,11 +7,12 @@
  * as systemd or Kubernetes would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { afterAll, beforeAll } from 'vitest';
 import { createPool, type Pool } from '../../../src/db/pool.js';
 import { migrate } from '../../../src/db/migrate.js';
 import { findPostgresBinaries, startPostgres, type PostgresServer } from '../../../src/devstack/postgres.js';
@@ -45,7 +46,41 @@ export interface OwnStack {
   client: Client;
   restartTemporal(): Promise<number>;
   restartPostgres(): Promise<number>;
+  /**
+   * SIGKILL of the postmaster, as an OOM killer or a crashed host would do it: no shutdown, every
+   * connection cut. Returns once the postmaster is gone; `recoverPostgres` starts it again.
+   */
+  killPostgres(): Promise<number>;
+  /** Starts the killed cluster again in place (crash recovery, same port); returns the ms it took. */
+  recoverPostgres(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** A stack of this test file's own: started before its tests, stopped after them. */
+export function useOwnStack(): () => OwnStack {
+  let own: OwnStack | undefined;
+  beforeAll(async () => {
+    own = await startOwnStack();
+  }, 180_000);
+  afterAll(async () => {
+    await own?.stop();
+  }, 60_000);
+  return () => {
+    if (!own) throw new Error('the chaos stack did not start');
+    return own;
+  };
+}
+
+/** A run's result, asked again until the run is closed: the long poll does not outlive a server restart. */
+export async function runResult<T>(client: Client, workflowId: string): Promise<T> {
+  for (;;) {
+    try {
+      return (await client.workflow.getHandle(workflowId).result()) as T;
+    } catch (error) {
+      if (error instanceof WorkflowFailedError) throw error;
+      await sleep(500);
+    }
+  }
 }
 
 export async function startOwnStack(): Promise<OwnStack> {
@@ -63,6 +98,15 @@ export async function startOwnStack(): Promise<OwnStack> {
     await temporal.stop();
     throw error;
   }
+  const pgCtlRestart = () => {
+    const dataDir = join(dir, 'postgres');
+    // -l: the new postmaster must not inherit pg_ctl's output pipe, or pg_ctl's caller waits forever.
+    const args = [
+      join(findPostgresBinaries(env) ?? '', 'pg_ctl'),
+      ...['-D', dataDir, '-l', join(dataDir, 'server.log'), '-m', 'fast', '-w', '-t', '60', 'restart'],
+    ];
+    return process.getuid?.() === 0 ? run('runuser', ['-u', 'postgres', '--', ...args]) : run(args[0]!, args.slice(1));
+  };
   const pool = createPool({ url: postgres.url, max: 10, applicationName: 'chaos-test' });
   await migrate(pool);
   const workflowBundlePath = join(dir, 'workflows.js');
@@ -89,19 +133,28 @@ export async function startOwnStack(): Promise<OwnStack> {
     },
     async restartPostgres() {
       const started = Date.now();
-      // pg_ctl restart reuses the options of the last start (postmaster.opts): the same port.
-      const dataDir = join(dir, 'postgres');
-      // -l: the new postmaster must not inherit pg_ctl's output pipe, or pg_ctl's caller waits forever.
-      const args = [
-        join(findPostgresBinaries(env) ?? '', 'pg_ctl'),
-        ...['-D', dataDir, '-l', join(dataDir, 'server.log'), '-m', 'fast', '-w', '-t', '60', 'restart'],
-      ];
-      const result =
-        process.getuid?.() === 0
-          ? await run('runuser', ['-u', 'postgres', '--', ...args])
-          : await run(args[0]!, args.slice(1));
+      const result = await pgCtlRestart();
       if (result.code !== 0) throw new Error(`pg_ctl restart failed: ${result.stdout}${result.stderr}`);
       return Date.now() - started;
+    },
+    async killPostgres() {
+      const started = Date.now();
+      const pid = Number(readFileSync(join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      process.kill(pid, 'SIGKILL');
+      while (alive(pid)) await sleep(20);
+      return Date.now() - started;
+    },
+    async recoverPostgres() {
+      const started = Date.now();
+      // The killed postmaster's backends notice its death and exit; until they have, the new one
+      // refuses to start (their shared memory is still attached). pg_ctl restart finds the old
+      // process gone and starts with the options of the last start (postmaster.opts): the same port.
+      for (;;) {
+        const result = await pgCtlRestart();
+        if (result.code === 0) return Date.now() - started;
+        if (Date.now() - started > 60_000) throw new Error(`pg_ctl restart failed: ${result.stdout}${result.stderr}`);
+        await sleep(500);
+      }
     },
     async stop() {
       await connection.close().catch(() => undefined);
@@ -110,6 +163,20 @@ export async function startOwnStack(): Promise<OwnStack> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Whether a process runs (a zombie nobody has reaped yet counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 export interface WorkerDeath {

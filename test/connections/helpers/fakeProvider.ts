@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
 import { signOAuth1 } from '../../../src/connections/oauth1.js';
+import { allowOutbound } from '../../helpers/outbound.js';
 
 export interface TokenRequestRecord {
   grantType: string;
@@ -232,6 +233,7 @@ export async function startFakeProvider(options: FakeProviderOptions) {
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  allowOutbound(base());
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));

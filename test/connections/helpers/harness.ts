@@ -25,7 +25,6 @@ export interface HarnessOptions {
   now?: () => Date;
   /** Bind the app to this callback URL instead of its own (to run a second "process" on one app's URL). */
   callbackUrl?: string;
-  requireConnectToken?: boolean;
   onConnectionSaved?: CreateConnectionsOptions['onConnectionSaved'];
 }
 
@@ -44,13 +43,7 @@ export async function startHarness(options: HarnessOptions) {
   };
   const connections = createConnections(createOptions);
   const app = express();
-  app.use(
-    createOAuthRouter({
-      flow: connections.oauthFlow,
-      environments: connections.environments,
-      requireConnectToken: options.requireConnectToken ?? false,
-    }),
-  );
+  app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
   server.on('request', app);
   afterAll(async () => {
     server.closeAllConnections();
@@ -78,7 +71,18 @@ export async function startHarness(options: HarnessOptions) {
     throw new Error(`more than ${maxHops} redirects from ${url}`);
   }
 
-  return { ...connections, encryptor, appUrl, browse };
+  /** A connect link for one connection, through a connect session as the application's backend makes it. */
+  async function connectLink(
+    session: Omit<Parameters<typeof connections.oauthFlow.createConnectSession>[0], 'connectionConfig'> & {
+      connectionConfig?: Record<string, string>;
+    },
+    extra = '',
+  ): Promise<string> {
+    const { token } = await connections.oauthFlow.createConnectSession(session);
+    return `${appUrl}/oauth/connect/${encodeURIComponent(session.integrationId)}?connect_session_token=${token}${extra}`;
+  }
+
+  return { ...connections, encryptor, appUrl, browse, connectLink };
 }
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;

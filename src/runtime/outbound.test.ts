@@ -1,0 +1,166 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import axios from 'axios';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  configureOutboundPolicy,
+  embeddedIpv4,
+  OUTBOUND_REFUSED,
+  OutboundPolicy,
+  outboundRefusal,
+  policyFetch,
+  refusedRange,
+} from './outbound.js';
+
+describe('refusedRange', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['127.255.255.254', 'loopback'],
+    ['0.0.0.0', 'unspecified'],
+    ['10.1.2.3', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['100.100.100.200', 'carrier-grade NAT'], // Alibaba Cloud's metadata service
+    ['169.254.169.254', 'link-local'], // AWS, GCP, Azure, DigitalOcean, Oracle metadata
+    ['168.63.129.16', 'metadata'],
+    ['224.0.0.1', 'multicast'],
+    ['255.255.255.255', 'broadcast'],
+    ['::1', 'loopback'],
+    ['::', 'unspecified'],
+    ['fd00:ec2::254', 'unique local'], // AWS metadata over IPv6
+    ['fe80::1', 'link-local'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['::ffff:a9fe:a9fe', 'link-local'],
+    ['::127.0.0.1', 'loopback'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'], // NAT64 of 169.254.169.254
+    ['2002:7f00:1::', 'loopback'], // 6to4 of 127.0.0.1
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
+  ])('refuses %s (%s)', (address, kind) => {
+    expect(refusedRange(address)).toContain(kind);
+  });
+
+  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])(
+    'lets the public address %s through',
+    (address) => {
+      expect(refusedRange(address)).toBeUndefined();
+    },
+  );
+
+  it('reads the IPv4 address inside IPv6 forms', () => {
+    expect(embeddedIpv4('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    expect(embeddedIpv4('64:ff9b::0a00:0001')).toBe('10.0.0.1');
+    expect(embeddedIpv4('2002:0a00:0001::1')).toBe('10.0.0.1');
+    expect(embeddedIpv4('2606:4700::1')).toBeUndefined();
+  });
+});
+
+describe('the allow-list', () => {
+  it('opens host names, suffixes, addresses and CIDR blocks, each optionally on one port', () => {
+    const policy = new OutboundPolicy(
+      'tracker.local, *.corp.example:8443, 10.1.0.0/16, 127.0.0.1:4010, [::1]:8080, fd00::/8, 192.168.1.7',
+    );
+    expect(policy.refusal('tracker.local', '127.0.0.1', 9999)).toBeUndefined();
+    expect(policy.refusal('TRACKER.LOCAL.', '10.9.9.9', 80)).toBeUndefined();
+    expect(policy.refusal('api.corp.example', '10.2.0.1', 8443)).toBeUndefined();
+    expect(policy.refusal('api.corp.example', '10.2.0.1', 443)).toContain('private');
+    expect(policy.refusal('corp.example', '10.2.0.1', 8443)).toContain('private');
+    expect(policy.refusal('x', '10.1.200.3', 5432)).toBeUndefined();
+    expect(policy.refusal('x', '::ffff:10.1.200.3', 5432)).toBeUndefined();
+    expect(policy.refusal('x', '10.2.0.1', 5432)).toContain('private');
+    expect(policy.refusal('127.0.0.1', '127.0.0.1', 4010)).toBeUndefined();
+    expect(policy.refusal('127.0.0.1', '127.0.0.1', 7233)).toContain('loopback');
+    expect(policy.refusal('::1', '::1', 8080)).toBeUndefined();
+    expect(policy.refusal('::1', '::1', 8081)).toContain('loopback');
+    expect(policy.refusal('x', 'fd12::1', 1)).toBeUndefined();
+    expect(policy.refusal('x', '192.168.1.7', 22)).toBeUndefined();
+    expect(policy.refusal('x', '192.168.1.8', 22)).toContain('private');
+  });
+
+  it.each(['127.0.0.1:0', '127.0.0.1:99999', '10.0.0.0/33', 'bad host!', 'a/b/c', 'host:port', '::1:80:x/7'])(
+    'refuses the entry %s, naming the setting',
+    (entry) => {
+      expect(() => new OutboundPolicy(entry)).toThrow(/SERVICE_OUTBOUND_ALLOW: the entry/);
+    },
+  );
+});
+
+describe('connections through the policy agents', () => {
+  let internal: Server;
+  let port: number;
+  let connects = 0;
+  beforeAll(async () => {
+    internal = createServer((_req, res) => res.end('internal secret'));
+    internal.on('connection', () => connects++);
+    await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+    port = (internal.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    internal.closeAllConnections();
+    await new Promise((resolve) => internal.close(resolve));
+  });
+
+  const get = (policy: OutboundPolicy, url: string) => {
+    const agents = policy.httpAgents();
+    return axios.get<string>(url, {
+      httpAgent: agents.http,
+      httpsAgent: agents.https,
+      proxy: false,
+      maxRedirects: 0,
+      timeout: 5000,
+      responseType: 'text',
+    });
+  };
+
+  it('refuses every spelling of a loopback address, literal or resolved, before a connection is made', async () => {
+    const policy = new OutboundPolicy('');
+    const spellings = [
+      `http://127.0.0.1:${port}/`,
+      `http://localhost:${port}/`, // resolved by the system resolver
+      `http://2130706433:${port}/`, // 127.0.0.1 as one number
+      `http://0x7f.1:${port}/`,
+      `http://[::ffff:127.0.0.1]:${port}/`,
+      `http://0.0.0.0:${port}/`, // connects to the local host on Linux
+      `https://127.0.0.1:${port}/`,
+    ];
+    for (const url of spellings) {
+      const error = await get(policy, url).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(outboundRefusal(error)?.code, url).toBe(OUTBOUND_REFUSED);
+      expect((error as { code?: string }).code, url).toBe(OUTBOUND_REFUSED);
+    }
+    expect(connects).toBe(0);
+  });
+
+  it('lets an allowed address through, on the allowed port only', async () => {
+    const policy = new OutboundPolicy(`127.0.0.1:${port + 1}`);
+    await expect(get(policy, `http://127.0.0.1:${port}/`)).rejects.toMatchObject({ code: OUTBOUND_REFUSED });
+    expect(connects).toBe(0);
+    policy.allow(`127.0.0.1:${port}`);
+    expect((await get(policy, `http://127.0.0.1:${port}/`)).data).toBe('internal secret');
+    // The name resolves to ::1 and 127.0.0.1; the allowed one is the one connected to.
+    expect((await get(policy, `http://localhost:${port}/`)).data).toBe('internal secret');
+    expect(connects).toBeGreaterThan(0);
+  });
+
+  it('policyFetch (OAuth token requests, outbound webhooks) obeys the process policy', async () => {
+    const before = connects;
+    configureOutboundPolicy(new OutboundPolicy(''));
+    const refused = await policyFetch(`http://127.0.0.1:${port}/token`, { method: 'POST', body: 'a=b' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(TypeError);
+    expect(outboundRefusal(refused)?.message).toContain('SERVICE_OUTBOUND_ALLOW');
+    expect(connects).toBe(before);
+    configureOutboundPolicy(new OutboundPolicy(`127.0.0.1:${port}`));
+    const response = await policyFetch(`http://127.0.0.1:${port}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'a=b',
+    });
+    expect([response.status, await response.text()]).toEqual([200, 'internal secret']);
+  });
+});

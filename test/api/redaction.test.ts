@@ -1,0 +1,105 @@
+/**
+ * A script that puts its connection's credential into its own failure (`throw new Error(token)`): the
+ * API shows the failure everywhere with the credential redacted, in every form it may take (as is,
+ * percent-encoded, base64): the action's error, /sync/status, /sync/runs, the run history table and
+ * the outbound webhook that tells the application about the failed run.
+ */
+import { describe, expect, it } from 'vitest';
+import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
+import { eventually, startApiHarness } from './helpers/harness.js';
+
+// A key with characters that percent-encoding changes, so each form is tried.
+const KEY = 'k3y/with+odd=chars&more-8c1f';
+
+const BASE64 = Buffer.from(KEY).toString('base64');
+
+// The sandbox has no Buffer or btoa: the base64 form comes in as text, as a script might have built it.
+const LEAKY = bundle(`async function (svc) {
+  const key = (await svc.getConnection()).credentials.apiKey;
+  throw new Error('as is: ' + key + ' encoded: ' + encodeURIComponent(key) + ' base64: ${BASE64}');
+}`);
+
+const YAML = `
+integrations:
+  ${INTEGRATION}:
+    syncs:
+      leaky:
+        description: Fails with its key in the message
+        output: Thing
+        endpoint: GET /things
+        sync_type: full
+        runs: 1h
+        auto_start: false
+    actions:
+      leak:
+        description: Fails with its key in the message
+        output: Thing
+        endpoint: POST /leak
+models:
+  Thing:
+    id: string
+`;
+
+describe('credentials in a script’s own failure', () => {
+  it('are redacted from the action error, the sync status, the run history and the webhook', async () => {
+    const h = await startApiHarness();
+    await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
+    await h.deploy(h.envA.id, {
+      yaml: YAML,
+      scripts: [
+        { integration: INTEGRATION, kind: 'sync', name: 'leaky', code: LEAKY },
+        { integration: INTEGRATION, kind: 'action', name: 'leak', code: LEAKY },
+      ],
+    });
+    await h.api.connections.import({
+      provider_config_key: INTEGRATION,
+      connection_id: 'c1',
+      credentials: { type: 'API_KEY', apiKey: KEY },
+    });
+    const headers = { 'connection-id': 'c1', 'provider-config-key': INTEGRATION };
+    const action = await h.api.raw('POST', '/action/trigger', { headers, body: { action_name: 'leak' } });
+    const actionText = JSON.stringify(action.json);
+    expect(action.status).toBeGreaterThanOrEqual(400);
+    expect(actionText).toContain('as is: [redacted] encoded: [redacted] base64: [redacted]');
+
+    // The failed run is also told to the application by an outbound webhook.
+    h.fake.setHandler((_req, res) => {
+      res.writeHead(204).end();
+    });
+    await h.api.webhooks.setSettings({ url: `${h.fake.url}/hooks` });
+    await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['leaky'] });
+    const status = await eventually(
+      async () => {
+        const answer = await h.api.raw('GET', `/sync/status?provider_config_key=${INTEGRATION}&syncs=leaky`);
+        const text = JSON.stringify(answer.json);
+        return text.includes('"latestError":{') ? text : undefined;
+      },
+      60_000,
+      'the failed run',
+    );
+    const runs = JSON.stringify((await h.api.raw('GET', `/sync/runs?provider_config_key=${INTEGRATION}`)).json);
+    const stored = JSON.stringify((await h.pool.query('SELECT error_message FROM sync_runs')).rows);
+    const webhook = await eventually(
+      async () => {
+        const sent = h.fake.requests.filter((request) => request.url === '/hooks');
+        return sent.length > 0 ? sent.map((request) => request.body).join() : undefined;
+      },
+      60_000,
+      'the webhook of the failed run',
+    );
+    const deliveries = JSON.stringify(await h.api.webhooks.deliveries());
+    for (const [where, text] of [
+      ['action error', actionText],
+      ['status', status],
+      ['runs', runs],
+      ['sync_runs', stored],
+      ['webhook body', webhook],
+      ['webhook deliveries', deliveries],
+    ] as const) {
+      expect(text, where).toContain('[redacted]');
+      for (const form of [KEY, encodeURIComponent(KEY), BASE64.replace(/=+$/, '')]) {
+        expect(text, `${where}: ${form}`).not.toContain(form);
+      }
+    }
+  });
+});
