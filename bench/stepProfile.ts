@@ -23,6 +23,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { Encryptor } from '../src/connections/encryption.js';
 import { createEncryptionCodec } from '../src/runtime/payloadStorage.js';
 import type { RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
+import { syncRunId } from '../src/temporal/runAuthority.js';
 import { cpuDelta, cpuSnapshot, parentOf, type CpuSnapshot } from './lib/cpu.js';
 import { installStepProbe, type ProbeReport, type SpanStats } from './lib/stepProbe.js';
 import { formatCount, line, nowMs, timed } from './lib/stats.js';
@@ -201,6 +202,7 @@ const scriptsFor = async (total: number) => ({
     bundle(
       `async function (svc) { for await (const items of ${paginate(total)}) { await svc.batchSave(items, 'Record'); } }`,
     ),
+    'bench',
   ),
   overlap: await bench.scripts.put(
     bundle(`async function (svc) {
@@ -208,6 +210,7 @@ const scriptsFor = async (total: number) => ({
       for await (const items of ${paginate(total)}) saves.push(svc.batchSave(items, 'Record'));
       await Promise.all(saves);
     }`),
+    'bench',
   ),
 });
 const scripts = { measured: await scriptsFor(records), warmUp: await scriptsFor(warmUpRecords) };
@@ -238,7 +241,7 @@ const STALL_MS = 90_000;
 class Stalled extends Error {}
 
 async function runSync(variant: Variant, total = records): Promise<{ rate: number; workflowId: string }> {
-  const workflowId = `bench-sync-${randomUUID()}`;
+  const connectionId = `bench-${randomUUID()}`;
   const script = total === records ? scripts.measured : scripts.warmUp;
   const input: RunSyncInput = {
     definition: {
@@ -253,10 +256,11 @@ async function runSync(variant: Variant, total = records): Promise<{ rate: numbe
       scriptHash: variant.overlap ? script.overlap : script.sequential,
       webhookSubscriptions: [],
     },
-    connectionId: `bench-${randomUUID()}`,
+    connectionId,
     mode: 'incremental',
     options: { operationMode: 'local' },
   };
+  const workflowId = syncRunId({ ...input.definition, connectionId }, randomUUID());
   const { result, ms } = await timed(async () => {
     const handle = await bench.client.workflow.start<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
       taskQueue: bench.taskQueue,
