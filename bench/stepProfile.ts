@@ -18,6 +18,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
+import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger } from '@temporalio/worker';
 import { Encryptor } from '../src/connections/encryption.js';
@@ -284,11 +285,35 @@ async function runSync(variant: Variant, total = records): Promise<{ rate: numbe
   return { rate: total / (ms / 1000), workflowId };
 }
 
+// History reads on a connection of their own: one page (one batch of events) of a run's history can
+// exceed gRPC's default 4 MiB for a received message.
+const historyConnection = await Connection.connect({
+  address: bench.temporalAddress,
+  channelArgs: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
+});
+
+/** A run's history, page by page. */
+async function historyEvents(workflowId: string): Promise<proto.temporal.api.history.v1.IHistoryEvent[]> {
+  const events: proto.temporal.api.history.v1.IHistoryEvent[] = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const response = await historyConnection.workflowService.getWorkflowExecutionHistory({
+      namespace: bench.client.options.namespace,
+      execution: { workflowId },
+      maximumPageSize: 100,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    events.push(...(response.history?.events ?? []));
+    nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
+  } while (nextPageToken);
+  return events;
+}
+
 async function workflowTaskTimeouts(workflowId: string): Promise<number> {
-  const history = await bench.client.workflow.getHandle(workflowId).fetchHistory();
   const { EventType } = proto.temporal.api.enums.v1;
-  return (history.events ?? []).filter((event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT)
-    .length;
+  return (await historyEvents(workflowId)).filter(
+    (event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+  ).length;
 }
 
 async function useVariant(variant: Variant): Promise<void> {
@@ -300,13 +325,13 @@ async function useVariant(variant: Variant): Promise<void> {
 
 /** Local-activity markers per workflow task completion, from the run's history. */
 async function markersPerCompletion(workflowId: string) {
-  const history = await bench.client.workflow.getHandle(workflowId).fetchHistory();
+  const events = await historyEvents(workflowId);
   const { temporal } = proto;
   const EventType = temporal.api.enums.v1.EventType;
   const completions: { markers: number; bytes: number }[] = [];
   let current = { markers: 0, bytes: 0 };
   let inTask = false;
-  for (const event of history.events ?? []) {
+  for (const event of events) {
     if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
       inTask = true;
       current = { markers: 0, bytes: 0 };
@@ -501,5 +526,6 @@ try {
   }
   for (const [name, variant] of chosen) console.log(`  ${name}: ${variant.describe}`);
 } finally {
+  await historyConnection.close();
   await bench.close();
 }

@@ -22,6 +22,8 @@ import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js
 export interface RuntimeBench {
   pool: Pool;
   client: Client;
+  /** The Temporal frontend's address, for a connection of the benchmark's own. */
+  temporalAddress: string;
   taskQueue: string;
   scripts: ScriptStore;
   apiUrl: string;
@@ -100,6 +102,7 @@ export async function startRuntimeBench(
   return {
     pool,
     client,
+    temporalAddress: stack.temporal.address,
     taskQueue,
     scripts: createPostgresScriptStore({ db: pool }),
     apiUrl,
