@@ -11,29 +11,14 @@ import { syncRunId } from '../src/temporal/runAuthority.js';
 import type { OperationMode, RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { formatCount, line, timed } from './lib/stats.js';
+import { RAW_TABLE_SQL, rawUpsert, recordsApi, syntheticRecord } from './lib/syncRecords.js';
 import { bundle, startRuntimeBench } from './syncHarness.js';
 
 const { records, page } = positiveIntegerFlags({ records: 50_000, page: 100 });
 
-const makeRecord = (n: number) => ({
-  id: `r${n}`,
-  title: `record number ${n}`,
-  state: n % 3 === 0 ? 'closed' : 'open',
-  n,
-  tags: ['a', 'b'],
-});
+const makeRecord = (n: number) => syntheticRecord(n);
 
-const bench = await startRuntimeBench({
-  api: (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://x');
-    const start = Number(url.searchParams.get('cursor') ?? '0');
-    const limit = Number(url.searchParams.get('limit'));
-    const total = Number(url.searchParams.get('total'));
-    const items = Array.from({ length: Math.max(0, Math.min(limit, total - start)) }, (_, i) => makeRecord(start + i));
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ items, next: start + limit < total ? String(start + limit) : null }));
-  },
-});
+const bench = await startRuntimeBench({ api: recordsApi(makeRecord) });
 
 try {
   console.log(`sync throughput: ${formatCount(records)} records, pages of ${page}\n  (${bench.versions})`);
@@ -73,17 +58,13 @@ try {
   };
 
   // Raw: the same records, the same batches, one INSERT … ON CONFLICT per batch into an equivalent table.
-  await bench.pool.query(
-    'CREATE TABLE raw_records (connection_id text, id text, data jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (connection_id, id))',
-  );
+  await bench.pool.query(RAW_TABLE_SQL);
   const raw = await timed(async () => {
     for (let start = 0; start < records; start += page) {
-      const batch = Array.from({ length: Math.min(page, records - start) }, (_, i) => makeRecord(start + i));
-      await bench.pool.query(
-        `INSERT INTO raw_records (connection_id, id, data)
-         SELECT 'raw', r->>'id', r FROM jsonb_array_elements($1::jsonb) AS r
-         ON CONFLICT (connection_id, id) DO UPDATE SET data = excluded.data, updated_at = now()`,
-        [JSON.stringify(batch)],
+      await rawUpsert(
+        bench.pool,
+        'raw',
+        Array.from({ length: Math.min(page, records - start) }, (_, i) => makeRecord(start + i)),
       );
     }
   });

@@ -7,7 +7,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
+import { DefaultLogger, NativeConnection, Runtime, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
@@ -16,24 +17,51 @@ import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { outboundPolicy } from '../src/runtime/outbound.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
-import { createRuntimeWorkers } from '../src/temporal/worker.js';
+import { bundleWorkflows, createRuntimeWorkers, type RuntimeWorkers } from '../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js';
 
 export interface RuntimeBench {
   pool: Pool;
   client: Client;
+  /** The Temporal frontend's address, for a connection of the benchmark's own. */
+  temporalAddress: string;
   taskQueue: string;
   scripts: ScriptStore;
   apiUrl: string;
   versions: string;
+  /**
+   * Replaces the running workers by new ones (same bundle, activities and queues) with other worker
+   * tuning or another data converter, so configurations can be compared in one run.
+   */
+  restartWorkers(options: WorkerVariant): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startRuntimeBench(options: {
-  api: (request: IncomingMessage, response: ServerResponse) => void;
-  extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
-}): Promise<RuntimeBench> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+/** What a benchmark may vary between two sets of workers. */
+export interface WorkerVariant {
+  tuning?: Partial<WorkerOptions>;
+  /** Given the runtime's data converter (claim check on this pool), returns the one the workers use. */
+  dataConverter?: (standard: DataConverter) => DataConverter;
+  /** Wraps the runtime's activities (to time them, say). */
+  activities?: (activities: Record<string, unknown>) => Record<string, unknown>;
+}
+
+export async function startRuntimeBench(
+  options: {
+    api: (request: IncomingMessage, response: ServerResponse) => void;
+    extraActivities?: Record<string, (...args: never[]) => Promise<unknown>>;
+    /** The client's data converter; the standard one (claim check, no encryption) when omitted. */
+    clientDataConverter?: (standard: DataConverter) => DataConverter;
+    /** The SDK's and Core's logger; warnings and errors to stderr when omitted. */
+    logger?: Logger;
+  } & WorkerVariant,
+): Promise<RuntimeBench> {
+  Runtime.install(
+    options.logger
+      ? // Core's own log lines go to the given logger too (by default Core writes them to stderr itself).
+        { logger: options.logger, telemetryOptions: { logging: { filter: 'WARN', forward: {} } } }
+      : { logger: new DefaultLogger('WARN') },
+  );
   const stack = await startStack({ ephemeral: true, database: 'bench_runtime' });
   const pool = createPool({ url: stack.postgres.url, max: 10, applicationName: 'bench-runtime' });
   await migrate(pool);
@@ -44,43 +72,52 @@ export async function startRuntimeBench(options: {
   outboundPolicy().allow(new URL(apiUrl).host);
 
   const clientConnection = await Connection.connect({ address: stack.temporal.address });
+  const standard = createDataConverter({ db: pool });
   const client = new Client({
     connection: clientConnection,
     namespace: stack.temporal.namespace,
-    dataConverter: createDataConverter({ db: pool }),
+    dataConverter: options.clientDataConverter?.(standard) ?? standard,
   });
   const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
   const taskQueue = 'bench-runtime';
+  const activities = {
+    ...createActivities({
+      db: pool,
+      runtime: runtimeDeps(pool, new TestConnections({ baseUrl: apiUrl }), new Map<string, ActionDefinition>(), client),
+    }),
+    ...options.extraActivities,
+  };
+  const workflowBundle = await bundleWorkflows();
   // Both queues, as the service's worker process serves them: action runs go to the action queue.
-  const workers = await createRuntimeWorkers({
-    connection: workerConnection,
-    namespace: stack.temporal.namespace,
-    taskQueue,
-    activities: {
-      ...createActivities({
-        db: pool,
-        runtime: runtimeDeps(
-          pool,
-          new TestConnections({ baseUrl: apiUrl }),
-          new Map<string, ActionDefinition>(),
-          client,
-        ),
-      }),
-      ...options.extraActivities,
-    },
-    dataConverter: createDataConverter({ db: pool }),
-  });
-  const running = workers.run();
+  const startWorkers = async (variant: WorkerVariant) => {
+    const workers = await createRuntimeWorkers({
+      connection: workerConnection,
+      namespace: stack.temporal.namespace,
+      taskQueue,
+      workflowBundle,
+      activities: variant.activities?.(activities) ?? activities,
+      dataConverter: variant.dataConverter?.(standard) ?? standard,
+      ...(variant.tuning ? { tuning: variant.tuning } : {}),
+    });
+    return { workers, running: workers.run() };
+  };
+  let current: { workers: RuntimeWorkers; running: Promise<void> } = await startWorkers(options);
   return {
     pool,
     client,
+    temporalAddress: stack.temporal.address,
     taskQueue,
     scripts: createPostgresScriptStore({ db: pool }),
     apiUrl,
     versions: `${stack.temporal.version}; ${stack.postgres.version}`,
+    async restartWorkers(variant) {
+      current.workers.shutdown();
+      await current.running;
+      current = await startWorkers(variant);
+    },
     async close() {
-      workers.shutdown();
-      await running;
+      current.workers.shutdown();
+      await current.running;
       await workerConnection.close();
       await clientConnection.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
