@@ -78,10 +78,12 @@ const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
 // svc.log lines are buffered and written in batches, at the end of the run at the latest.
 const LOG_FLUSH_SIZE = 100;
 // Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
-// at 4 MiB: past this many bytes of results in one task the run ends the task (a 1 ms timer) before
-// the next step. Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a
+// at 4 MiB: past this many bytes of results in one task the run ends the task before the next step. Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a
 // reference of a few hundred bytes.
-const TASK_RESULT_BYTES = 2 * 1024 * 1024;
+const TASK_RESULT_BYTES = 1024 * 1024;
+// What a result weighs in its marker, per byte of body: the encryption codec base64s a JSON payload
+// into JSON again (measured 1.78×, bench/stepProfile.ts); 2 leaves a margin.
+const CODEC_EXPANSION = 2;
 const CLAIM_THRESHOLD_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;
 // Timers of setTimeout waiting at once, per run.
@@ -159,7 +161,8 @@ function resultBytes(result: unknown): number {
   if (response === null || typeof response !== 'object' || !('data' in response)) return MARKER_BYTES;
   const declared = Number(response.headers?.['content-length']);
   const body = Number.isFinite(declared) && declared > 0 ? declared : (JSON.stringify(response.data)?.length ?? 0);
-  return body > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : body + MARKER_BYTES;
+  const encoded = body * CODEC_EXPANSION;
+  return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -1,7 +1,7 @@
 /**
  * Issue 17, "no stall": local activity results travel to Temporal in the completion of their workflow
  * task, which gRPC caps at 4 MiB. Inline results of ~90 KB used to pile up there until the completion
- * was refused forever. The run now ends a workflow task once its results pass 2 MiB, and results above
+ * was refused forever. The run now ends a workflow task once its results pass 1 MiB (encoded, estimated), and results above
  * 128 KiB leave the history (claim check), so any page size completes.
  */
 import { randomUUID } from 'node:crypto';
