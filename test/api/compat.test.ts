@@ -285,7 +285,7 @@ const calls = {
     connectionId: string,
     method: string,
     endpoint: string,
-    init: { data?: unknown; baseUrlOverride?: string; retries?: number } = {},
+    init: { data?: unknown; baseUrlOverride?: string; retries?: number; headers?: Record<string, string> } = {},
   ) =>
     client(method, `/proxy${endpoint}`, {
       ...(init.data === undefined ? {} : { body: init.data }),
@@ -294,6 +294,7 @@ const calls = {
         'Base-Url-Override': init.baseUrlOverride ?? '',
         'Product-Activity-Log-Id': '',
         ...(init.retries ? { Retries: String(init.retries) } : {}),
+        ...init.headers,
       },
     }),
 };
@@ -632,6 +633,26 @@ describe('actions, environment variables, proxy', () => {
     expect((overridden.body as { url: string }).url).toBe('/elsewhere/other');
     const bad = await calls.proxy('alice', 'GET', '/x', { baseUrlOverride: 'not a url' });
     expectAnswer(bad, 400, stdError);
+  });
+
+  it("proxy: the client's custom headers arrive without their prefix; its own flags do not arrive", async () => {
+    const answer = await calls.proxy('alice', 'GET', '/echo', {
+      headers: {
+        'Product-Proxy-X-Custom': 'kept',
+        'Product-Proxy-Authorization': 'Bearer forged',
+        'Product-Is-Sync': 'true',
+        'Product-Is-Dry-Run': 'false',
+        Decompress: 'false',
+      },
+    });
+    expect(answer.status).toBe(200);
+    const echoed = answer.body as { headers: Record<string, string> };
+    expect(echoed.headers['x-custom']).toBe('kept');
+    expect(echoed.headers).not.toHaveProperty('product-proxy-x-custom');
+    // A prefixed header cannot replace what the service sets: the connection's credentials stay.
+    expect(echoed.headers['authorization']).toBe('Bearer key-alice');
+    for (const flag of ['product-is-sync', 'product-is-dry-run', 'decompress'])
+      expect(echoed.headers).not.toHaveProperty(flag);
   });
 });
 

@@ -38,6 +38,11 @@ const NOT_FORWARDED = new Set([
   'x-request-id',
 ]);
 const NOT_RETURNED = new Set(HOP_BY_HOP);
+// The de-facto client sends the external API's own headers as `<Product>-Proxy-<Name>` and flags of
+// its own (`<Product>-Is-Sync`, `<Product>-Is-Dry-Run`, `<Product>-Activity-Log-Id`, `Decompress`): the
+// first reach the external API without the prefix, the others not at all (docs/api.md, compatibility).
+const PREFIXED = /^[a-z0-9]+-proxy-(.+)$/;
+const CLIENT_FLAGS = /^(?:[a-z0-9]+-(?:is-sync|is-dry-run|activity-log-id)|decompress)$/;
 
 const proxyParams = z.object({ path: z.array(z.string()) });
 
@@ -100,8 +105,10 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(req.headers)) {
           // An empty header means absent, so the de-facto client's empty ones do not reach the external API.
-          if (value === undefined || value === '' || NOT_FORWARDED.has(name)) continue;
-          headers[name] = Array.isArray(value) ? value.join(', ') : value;
+          if (value === undefined || value === '' || CLIENT_FLAGS.test(name)) continue;
+          const target = PREFIXED.exec(name)?.[1] ?? name;
+          if (NOT_FORWARDED.has(target)) continue;
+          headers[target] = Array.isArray(value) ? value.join(', ') : value;
         }
         if (headers['accept-encoding'] === undefined) headers['accept-encoding'] = 'identity';
         const bytes = req.method === 'GET' ? undefined : await readBodyBytes(req, 5 * 1024 * 1024);
