@@ -15,6 +15,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { ISOLATE_TIMEOUT_MS, SCRIPT_INCIDENT_SIGNAL } from '../runtime/definitions.js';
 
 /** Workflow task attempts after which the watchdog looks at a run's history: the first failure plus one retry. */
@@ -54,7 +55,7 @@ export async function stopIfRunaway(client: Client, workflowId: string): Promise
     (event) => event.workflowExecutionSignaledEventAttributes?.signalName === SCRIPT_INCIDENT_SIGNAL,
   ).length;
   const verdict =
-    isolateTimeoutVerdict(events, attempt) ??
+    isolateTimeoutVerdict(await taskFailureMessages(client, events), attempt) ??
     (incidents >= INCIDENTS_TO_STOP ? outOfMemoryVerdict(incidents) : null) ??
     (attempt >= UNEXPLAINED_ATTEMPTS
       ? {
@@ -76,11 +77,28 @@ function sinceLastProgress(events: HistoryEvents): HistoryEvents {
   return events.slice(last + 1);
 }
 
-/** An interrupted statement, recorded by the SDK in the run's history as a failed workflow task. */
-function isolateTimeoutVerdict(events: HistoryEvents, attempts: number): RunawayVerdict | null {
-  const recorded = events.some((event) =>
-    /Script execution timed out/.test(event.workflowTaskFailedEventAttributes?.failure?.message ?? ''),
+/**
+ * The messages of the failed workflow tasks among `events`. Failures travel encoded (and encrypted)
+ * like payloads (src/runtime/failureConverter.cjs), so each is decoded with the client's converter.
+ */
+async function taskFailureMessages(client: Client, events: HistoryEvents): Promise<string[]> {
+  const failures = events.flatMap((event) => {
+    const failure = event.workflowTaskFailedEventAttributes?.failure;
+    return failure ? [failure] : [];
+  });
+  return Promise.all(
+    failures.map(async (failure) => {
+      const error = await decodeOptionalFailureToOptionalError(client.options.loadedDataConverter, failure).catch(
+        () => undefined,
+      );
+      return error?.message ?? failure.message ?? '';
+    }),
   );
+}
+
+/** An interrupted statement, recorded by the SDK in the run's history as a failed workflow task. */
+function isolateTimeoutVerdict(taskFailures: string[], attempts: number): RunawayVerdict | null {
+  const recorded = taskFailures.some((message) => /Script execution timed out/.test(message));
   return recorded
     ? {
         code: 'script_timeout',
@@ -101,7 +119,7 @@ export async function convict(
 ): Promise<RunawayVerdict> {
   const events = sinceLastProgress((await client.workflow.getHandle(workflowId).fetchHistory()).events ?? []);
   const verdict: RunawayVerdict =
-    isolateTimeoutVerdict(events, evidence.incidents) ??
+    isolateTimeoutVerdict(await taskFailureMessages(client, events), evidence.incidents) ??
     (evidence.heavy
       ? outOfMemoryVerdict(evidence.incidents)
       : {

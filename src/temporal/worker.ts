@@ -10,6 +10,7 @@ import {
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
+import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import { isThreadDeath, prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue } from './taskQueues.js';
 
@@ -32,6 +33,9 @@ export async function bundleWorkflows(workflowsPath = WORKFLOWS_PATH): Promise<W
   return bundleWorkflowCode({
     workflowsPath,
     workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES],
+    // Workflow failures (a script's error, say) travel encoded like payloads: the codecs encrypt their
+    // message and stack, as they do for activity failures (src/runtime/failureConverter.cjs).
+    failureConverterPath: FAILURE_CONVERTER_PATH,
     logger: quietBundlerLogger,
   });
 }
