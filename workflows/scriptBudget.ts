@@ -127,12 +127,15 @@ function hostSetup(marksDirVariable: string, ownerVariable: string, markBytes: n
     });
     return Object.freeze({
       evaluate: (source: string, filename: string, timeoutMs: number) =>
-        new vm.Script(String(source), { filename: String(filename) }).runInContext(context, {
-          timeout: timeoutMs,
-          displayErrors: false,
-        }),
+        new vm.Script(String(source), { filename: String(filename) }).runInContext(
+          context,
+          timeoutMs > 0 ? { timeout: timeoutMs, displayErrors: false } : { displayErrors: false },
+        ),
       drain: (timeoutMs: number) => {
-        drainSource.runInContext(context, { timeout: timeoutMs, displayErrors: false });
+        drainSource.runInContext(
+          context,
+          timeoutMs > 0 ? { timeout: timeoutMs, displayErrors: false } : { displayErrors: false },
+        );
       },
     });
   };

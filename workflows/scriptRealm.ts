@@ -18,8 +18,15 @@ import type { LoadedScript } from '../activities/runtime.js';
 import { hostRealm, type ScriptBudget, type ScriptContext } from './scriptBudget.js';
 import { SCRIPT_REALM_BOOTSTRAP } from './scriptRealmSource.js';
 
-/** Continuous script execution in one drain after which the realm is interrupted (loop protection acts at 1 s). */
-export const DRAIN_TIMEOUT_MS = 2000;
+/**
+ * A time limit of the realm's own on each drain: 0, none. A vm time limit interrupts with
+ * TerminateExecution, and an interruption inside the worker thread's message callback corrupts Node's
+ * async hook stack and aborts the process (measured in the chaos crowd: a worker death per interrupted
+ * drain). Loop protection (1 s, an ordinary exception) and the SDK's isolate timeout (3 s, for one
+ * statement that never ends) bound the script instead, as before the realm; a drain's timer would
+ * also cost a watchdog thread per call (bench/stepProfile.ts).
+ */
+export const DRAIN_TIMEOUT_MS = 0;
 
 /** What a script threw or returned, as its realm described it. */
 export type ScriptOutcome = { ok: true; json: string | undefined } | { ok: false; failure: ScriptFailureDescription };
@@ -102,7 +109,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
       type: 'script_timeout',
       nonRetryable: true,
       message:
-        `script ${options.scriptName} computed for more than ${DRAIN_TIMEOUT_MS / 1000} s without awaiting a svc ` +
+        `script ${options.scriptName} computed for too long without awaiting a svc ` +
         `operation (a statement that never ends, an endless chain of promises?) and was interrupted (${message})`,
     });
   }

@@ -11,6 +11,7 @@ import {
   ChildWorkflowFailure,
   executeChild,
   proxyActivities,
+  patched,
   proxyLocalActivities,
   uuid4,
   workflowInfo,
@@ -86,6 +87,8 @@ const TASK_RESULT_BYTES = 1024 * 1024;
 const CODEC_EXPANSION = 2;
 const CLAIM_THRESHOLD_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;
+// The patch id of the task cut and the ledger's last step (workflows added them to runs in flight).
+const TASK_CUT_PATCH = 'step-ledger-task-end';
 // Timers of setTimeout waiting at once, per run.
 const MAX_TIMERS = 100;
 // The steps whose outcome the step ledger keeps (activities/runtime.ts): they act on the outside world.
@@ -248,7 +251,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // refused once its budget ran out; the run's own steps go on.
     context.budget?.yielded(!overrides.bookkeeping);
     guardHistory();
-    if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES) {
+    // patched(): a run that started before the task cut replays its recorded tasks without it.
+    if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && patched(TASK_CUT_PATCH)) {
       // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
       // activity is scheduled by the task's completion and runs after it (a timer would wait ~1 s).
       taskResultBytes = 0;
@@ -564,7 +568,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     operations: () => operations,
     flushLogs: () => flushLogs(true),
     async finish() {
-      if (ledgered === 0 || mode !== 'local') return;
+      if (ledgered === 0 || mode !== 'local' || !patched(TASK_CUT_PATCH)) return;
       // An ordinary activity runs after the task that scheduled it is recorded, markers and all: then
       // nothing of the ledger is needed any more.
       await endTask.forgetSteps();
