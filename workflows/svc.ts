@@ -79,8 +79,9 @@ const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
 // svc.log lines are buffered and written in batches, at the end of the run at the latest.
 const LOG_FLUSH_SIZE = 100;
 // Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
-// at 4 MiB: past this many bytes of results in one task the run ends the task before the next step. Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a
-// reference of a few hundred bytes.
+// at 4 MiB: past this many bytes of results in one task the run ends the task before the next step.
+// Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a reference of a
+// few hundred bytes.
 const TASK_RESULT_BYTES = 1024 * 1024;
 // What a result weighs in its marker, per byte of body: the encryption codec base64s a JSON payload
 // into JSON again (measured 1.78×, bench/stepProfile.ts); 2 leaves a margin.
@@ -498,6 +499,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
   let timers = 0;
   // The script's realm walks svc.paginate through these: one iterator per open id.
   const paginations = new Map<number, AsyncIterator<unknown>>();
+  let paginationIds = 0;
   const methods: Record<string, HttpMethod> = {
     GET: 'GET',
     POST: 'POST',
@@ -507,12 +509,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
   };
   const scriptOperations: ScriptOperations = {
     request: (method, config) => {
-      const known = typeof method === 'string' ? methods[method] : undefined;
+      const known = typeof method === 'string' && Object.hasOwn(methods, method) ? methods[method] : undefined;
       if (!known) throw new OperationError('invalid_request', `unknown request method ${String(method)}`);
       return request(known, config as RequestConfig);
     },
     'paginate.open': (config) => {
-      const id = paginations.size === 0 ? 1 : Math.max(...paginations.keys()) + 1;
+      const id = ++paginationIds;
       paginations.set(id, svc.paginate(config as PaginateConfig)[Symbol.asyncIterator]());
       return Promise.resolve(id);
     },
