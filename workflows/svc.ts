@@ -38,6 +38,7 @@ import {
   type ServiceSync,
   type WebhookEvent,
 } from '../src/runtime/public.js';
+import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
 import { REQUEST_ERROR_TYPES, type HttpFailureDetails, type HttpMethod } from '../src/runtime/svcTypes.js';
 import { actionTaskQueue } from '../src/temporal/taskQueues.js';
 
@@ -149,14 +150,6 @@ export interface SvcRuntime {
     summary: string,
     args: Parameters<RuntimeActivities[K]>,
   ) => Promise<Awaited<ReturnType<RuntimeActivities[K]>>>;
-}
-
-function describeRequest(method: HttpMethod, config: RequestConfig): string {
-  const query = Object.entries(config.params ?? {})
-    .map(([key, value]) => `${key}=${String(value)}`)
-    .join('&');
-  const summary = `${method} ${config.endpoint}${query ? `?${query}` : ''}`;
-  return summary.length > 200 ? `${summary.slice(0, 197)}…` : summary;
 }
 
 /** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
@@ -277,7 +270,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const options: LocalActivityOptions & ActivityOptions = {
       startToCloseTimeout: overrides.startToCloseTimeout ?? STORE_TIMEOUT,
       retry: overrides.retry ?? STORE_RETRY,
-      summary,
+      // Readable in the Web UI while the step's payloads stay encrypted (src/runtime/stepSummary.ts).
+      summary: readableSummary(summary),
     };
     // executeWithOptions keeps one proxy per mode while naming each step for the Web UI.
     type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
@@ -329,7 +323,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     try {
       const result = await run(
         'httpRequest',
-        describeRequest(method, config),
+        requestSummary(method, config.endpoint, config.params),
         [context.scope, { method, config: sent }],
         {
           startToCloseTimeout: REQUEST_ATTEMPT_TIMEOUT,
@@ -463,7 +457,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
           ...(context.kind === 'sync' ? { taskQueue: actionTaskQueue(workflowInfo().taskQueue) } : {}),
           workflowId: `action:${uuid4()}`,
           args: [childInput],
-          staticSummary: `triggerAction ${actionName}`,
+          staticSummary: readableSummary(`triggerAction ${actionName}`.slice(0, 200)),
         })) as O;
       } catch (error) {
         const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;

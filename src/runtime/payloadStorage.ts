@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
+import { isReadableSummary } from './stepSummary.js';
 
 /**
  * The claim check in Postgres: a payload above the threshold (a large HTTP response, a large batch, a
@@ -99,13 +100,15 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
 /**
  * Encrypts every payload with the service's key before it reaches Temporal: a script's
  * `svc.getConnection()` result holds credentials, and API responses hold users' data, and neither may
- * sit in clear in a workflow history. Step names (summaries) stay readable in the Web UI; payloads
- * show as ciphertext there.
+ * sit in clear in a workflow history. Step names (summaries, src/runtime/stepSummary.ts) stay
+ * readable in the Web UI; payloads show as ciphertext there.
  */
 export function createEncryptionCodec(encryptor: Encryptor): PayloadCodec {
   return {
     async encode(payloads) {
       return payloads.map((payload) => {
+        // A step's name, built and redacted by workflow code: the Web UI shows it as it is.
+        if (isReadableSummary(payload)) return payload;
         const plain = JSON.stringify({
           metadata: Object.fromEntries(
             Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),

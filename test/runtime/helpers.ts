@@ -9,6 +9,7 @@ import { afterAll } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
+import type { Encryptor } from '../../src/connections/encryption.js';
 import type { ConnectionService } from '../../src/connections/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definitions.js';
@@ -36,11 +37,15 @@ export interface RuntimeHarness {
 }
 
 /** A client with the runtime's data converter (results kept in Postgres must be readable). */
-export async function useRuntimeClient(pool: Pool): Promise<Client> {
+export async function useRuntimeClient(pool: Pool, encryptor?: Encryptor): Promise<Client> {
   const { temporalAddress, temporalNamespace } = stack();
   const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
   afterAll(() => connection.close());
-  return new Client({ connection, namespace: temporalNamespace, dataConverter: createDataConverter({ db: pool }) });
+  return new Client({
+    connection,
+    namespace: temporalNamespace,
+    dataConverter: createDataConverter({ db: pool, ...(encryptor ? { encryptor } : {}) }),
+  });
 }
 
 /**
@@ -53,6 +58,8 @@ export async function useRuntime(
     connections?: (pool: Pool) => ConnectionService;
     /** Tunables of both workers (each has its own slots). */
     tuning?: CreateWorkerOptions['tuning'];
+    /** Payloads encrypted as the service does (src/main.ts); in clear when omitted. */
+    encryptor?: Encryptor;
   } = {},
 ): Promise<RuntimeHarness> {
   const { pool, url } = await useDatabase();
@@ -60,7 +67,7 @@ export async function useRuntime(
   const connections = options.connections ? options.connections(pool) : testConnections;
   const actions = new Map<string, ActionDefinition>();
   const taskQueue = uniqueName('tq');
-  const client = await useRuntimeClient(pool);
+  const client = await useRuntimeClient(pool, options.encryptor);
   let worker: Worker | undefined;
   let actionWorker: Worker | undefined;
   if (options.worker !== false) {
@@ -72,7 +79,7 @@ export async function useRuntime(
       taskQueue,
       activities: createActivities({ db: pool, runtime: runtimeDeps(pool, connections, actions, client) }),
       workflowBundle: { codePath: workflowBundlePath },
-      dataConverter: createDataConverter({ db: pool }),
+      dataConverter: createDataConverter({ db: pool, ...(options.encryptor ? { encryptor: options.encryptor } : {}) }),
       ...(options.tuning ? { tuning: options.tuning } : {}),
     });
     worker = workers.main;
