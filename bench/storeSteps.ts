@@ -5,10 +5,10 @@
  * The same fresh records in the same pages, per variant, interleaved over rounds (ms per page, mean):
  * - raw: bench/sync.ts's comparator, one INSERT … ON CONFLICT per page into a plain table;
  * - prepare: the store's JavaScript work only (canonical JSON, md5, key checks), no database;
- * - store: RecordStore.saveRecords as the saveRecords activity calls it (its transaction: run
- *   fence, scope lock, scope-sync link, lookup for change detection, COPY, commit);
- * - store+ledger: the activity's whole body (activities/runtime.ts onceForStep: a ledger SELECT
- *   before, a ledger INSERT after, each its own statement);
+ * - store: RecordStore.saveRecords without a step (one statement, records_save: run fence, scope
+ *   lock, scope-sync link, change detection, writes);
+ * - store+ledger: as the saveRecords activity calls it, with its step (the ledger row taken in the
+ *   same statement);
  * - one statement: the same rows into the same `records` table by one INSERT … ON CONFLICT that
  *   detects changes by hash in SQL (an indication of what fewer round trips give; not the store's
  *   full semantics: unchanged records are not stamped with the run).
@@ -56,19 +56,9 @@ const variants: Record<string, Variant> = {
     }),
   store: (batch, { connectionId, runId }) =>
     store.saveRecords({ ...scope(connectionId), model: 'Record', runId, records: batch }),
-  'store+ledger': async (batch, { connectionId, runId, step }) => {
-    const done = await pool.query('SELECT result FROM script_run_steps WHERE run_id = $1 AND step_id = $2', [
-      runId,
-      String(step),
-    ]);
-    if (done.rows[0]) return done.rows[0] as unknown;
-    const summary = await store.saveRecords({ ...scope(connectionId), model: 'Record', runId, records: batch });
-    await pool.query(
-      'INSERT INTO script_run_steps (run_id, step_id, result) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      [runId, String(step), JSON.stringify(summary)],
-    );
-    return summary;
-  },
+  // As the saveRecords activity calls it: once per step, the ledger row in the same statement.
+  'store+ledger': (batch, { connectionId, runId, step }) =>
+    store.saveRecords({ ...scope(connectionId), model: 'Record', runId, records: batch, step: { runId, step } }),
   'one statement': async (batch, { connectionId, runId }) => {
     const rows = batch.map((record, index) => {
       const json = canonicalRecordJson(record, { index, model: 'Record' });

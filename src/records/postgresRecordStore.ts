@@ -3,20 +3,9 @@
  * docs/records.md). Tables: record_scopes (one row per environment, integration, connection and
  * model: the unit that is locked and read), records, record_sync_runs (run fencing).
  */
-import { pipeline } from 'node:stream/promises';
-import { Readable } from 'node:stream';
-import { from as copyFrom } from 'pg-copy-streams';
 import { ServiceError } from '../errors.js';
 import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
-import {
-  METADATA_KEY,
-  canonicalRecordJson,
-  contentHash,
-  copyText,
-  decodeCursor,
-  encodeCursor,
-  recordKey,
-} from './encoding.js';
+import { METADATA_KEY, canonicalRecordJson, contentHash, decodeCursor, encodeCursor, recordKey } from './encoding.js';
 import type {
   EraseSyncOptions,
   LastAction,
@@ -81,24 +70,27 @@ export function createPostgresRecordStore({
       // Everything is validated before the database is touched: a bad record stores nothing.
       const prepared = prepareRecords(options);
       if (prepared.length === 0) return zeroSummary();
-      return inTransaction(db, (client) =>
-        once(client, options.step, async () => {
-          await assertRunOwnsSync(client, options, options.runId);
-          const scopeId = await lockScope(client, options, true);
-          if (scopeId === null) throw new Error('record scope vanished while being created');
-          await client.query(
-            'INSERT INTO record_scope_syncs (scope_id, sync_name) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-            [scopeId, options.syncName],
-          );
-          const summary = zeroSummary();
-          let at: Date | undefined;
-          for (let start = 0; start < prepared.length; start += chunkSize) {
-            const chunk = prepared.slice(start, start + chunkSize);
-            at = await saveChunk(client, { scopeId, chunk, at, sync: options.syncName, runId: options.runId, summary });
-          }
-          return summary;
-        }),
-      );
+      try {
+        // One batch, one statement (records_save, migration 20261124080000): the step's ledger row,
+        // the run fence, the scope lock and the writes in a single round trip.
+        if (prepared.length <= chunkSize) return (await saveChunk(db, options, prepared, options.step)).summary;
+        // A larger batch: still one transaction (all or nothing), a statement per chunk, so that no
+        // single statement carries tens of megabytes; the step is taken once for all of them.
+        return await inTransaction(db, (client) =>
+          once(client, options.step, async () => {
+            const summary = zeroSummary();
+            let at: string | undefined;
+            for (let start = 0; start < prepared.length; start += chunkSize) {
+              const saved = await saveChunk(client, options, prepared.slice(start, start + chunkSize), undefined, at);
+              at = saved.at;
+              for (const key of ['added', 'updated', 'unchanged'] as const) summary[key] += saved.summary[key];
+            }
+            return summary;
+          }),
+        );
+      } catch (error) {
+        throw storeError(error, options);
+      }
     },
 
     async deleteRecords(options) {
@@ -322,102 +314,57 @@ function prepareRecords(options: SaveRecordsOptions): PreparedRecord[] {
 }
 
 /**
- * Writes one chunk under the scope lock: looks up what is stored, then inserts the new records with
- * COPY, rewrites the changed ones and only stamps the run on the unchanged ones. No other writer can
- * touch the scope meanwhile, so the lookup stays true until commit. Returns the batch's timestamp,
- * taken once (after the lock) so every record of the batch carries the same one.
+ * Writes one chunk under the scope lock (records_save): inserts the new records, rewrites the changed
+ * ones and only stamps the run on the unchanged ones. `at` is the batch's timestamp when an earlier
+ * chunk of the same batch took one, so every record of a batch carries the same one.
  */
 async function saveChunk(
-  client: PoolClient,
-  input: {
-    scopeId: string;
-    chunk: PreparedRecord[];
-    at: Date | undefined;
-    sync: string;
-    runId: string;
-    summary: WriteSummary;
-  },
-): Promise<Date> {
-  const { scopeId, chunk, sync, runId, summary } = input;
-  const lookup = await client.query<{ at: Date; id: string | null; data_hash: string; deleted: boolean }>(
-    `SELECT n.at, r.id, r.data_hash, r.deleted_at IS NOT NULL AS deleted
-     FROM (SELECT clock_timestamp() AS at) n
-     LEFT JOIN records r ON r.scope_id = $1 AND r.id = ANY($2::text[])`,
-    [scopeId, chunk.map((record) => record.key)],
+  db: Pool | PoolClient,
+  options: SaveRecordsOptions,
+  chunk: PreparedRecord[],
+  step: WriteStep | undefined,
+  at?: string,
+): Promise<{ summary: WriteSummary; at: string | undefined }> {
+  const { rows } = await db.query<{ saved: WriteSummary & { at?: string } }>(
+    'SELECT records_save($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS saved',
+    [
+      ...scopeParams(options),
+      options.syncName,
+      options.runId,
+      step?.runId ?? null,
+      step?.step ?? null,
+      at ?? null,
+      chunk.map((record) => record.key),
+      chunk.map((record) => record.hash),
+      chunk.map((record) => record.json),
+    ],
   );
-  const at = input.at ?? lookup.rows[0]?.at ?? new Date();
-  const stored = new Map<string, { hash: string; deleted: boolean }>();
-  for (const row of lookup.rows) if (row.id !== null) stored.set(row.id, { hash: row.data_hash, deleted: row.deleted });
-
-  const fresh: PreparedRecord[] = [];
-  const changed: PreparedRecord[] = [];
-  const unchanged: string[] = [];
-  for (const record of chunk) {
-    const existing = stored.get(record.key);
-    if (existing === undefined) {
-      fresh.push(record);
-      summary.added++;
-    } else if (existing.deleted) {
-      // A deleted record saved again comes back as added.
-      changed.push(record);
-      summary.added++;
-    } else if (existing.hash !== record.hash) {
-      changed.push(record);
-      summary.updated++;
-    } else {
-      unchanged.push(record.key);
-      summary.unchanged++;
-    }
-  }
-
-  if (fresh.length > 0) {
-    const stamp = at.toISOString();
-    const prefix = `${scopeId}\t`;
-    const suffix = `\t${copyText(sync)}\t${stamp}\t${stamp}\tADDED\t${copyText(runId)}\n`;
-    const lines = fresh.map(
-      (record) => `${prefix}${copyText(record.key)}\t${copyText(record.json)}\t${record.hash}${suffix}`,
-    );
-    const stream = client.query(
-      copyFrom(
-        'COPY records (scope_id, id, data, data_hash, sync_name, first_seen_at, last_modified_at, last_action, last_run_id) FROM STDIN',
-      ),
-    );
-    await pipeline(Readable.from(batchLines(lines)), stream);
-  }
-  if (changed.length > 0) {
-    const rows = changed.map((record) => `{"i":${JSON.stringify(record.key)},"h":"${record.hash}","d":${record.json}}`);
-    await client.query(
-      `UPDATE records r SET data = u.d, data_hash = u.h, sync_name = $3, last_modified_at = $4,
-         last_action = CASE WHEN r.deleted_at IS NULL THEN 'UPDATED' ELSE 'ADDED' END,
-         deleted_at = NULL, last_run_id = $5, position = nextval('record_positions')
-       FROM json_to_recordset($2::json) AS u(i text, h uuid, d json)
-       WHERE r.scope_id = $1 AND r.id = u.i`,
-      [scopeId, `[${rows.join(',')}]`, sync, at, runId],
-    );
-  }
-  if (unchanged.length > 0) {
-    // Only the run stamp (for track_deletes) and the writing sync; neither is indexed, so the
-    // update stays on the same page (HOT) and the record's position and last_modified_at keep still.
-    await client.query(
-      `UPDATE records SET last_run_id = $3, sync_name = $4
-       WHERE scope_id = $1 AND id = ANY($2::text[]) AND (last_run_id <> $3 OR sync_name <> $4)`,
-      [scopeId, unchanged, runId, sync],
-    );
-  }
-  return at;
+  const { at: savedAt, ...summary } = rows[0]!.saved;
+  return {
+    summary: { added: summary.added, updated: summary.updated, deleted: 0, unchanged: summary.unchanged },
+    at: savedAt,
+  };
 }
 
-/** COPY data in pieces of about 256 KB: fewer, larger socket writes than one per record. */
-function* batchLines(lines: string[]): Generator<string> {
-  let buffer = '';
-  for (const line of lines) {
-    buffer += line;
-    if (buffer.length >= 262_144) {
-      yield buffer;
-      buffer = '';
-    }
+/** The store's own errors, raised by records_save with SQLSTATEs of their own. */
+function storeError(error: unknown, scope: SyncScope & { runId: string }): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'SV001') {
+    const detail = (error as { detail?: unknown }).detail;
+    const current = typeof detail === 'string' ? detail : 'another run';
+    return new ServiceError(
+      'run_superseded',
+      `run ${scope.runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": run ${current} has begun since`,
+      { status: 409, details: { runId: scope.runId, currentRunId: current } },
+    );
   }
-  if (buffer.length > 0) yield buffer;
+  if (code === 'SV002') {
+    return new ServiceError('record_scope_contended', 'could not lock the records of this connection and model', {
+      status: 503,
+      retryable: true,
+    });
+  }
+  return error;
 }
 
 /** The scope of a read, with the parameters of scopeParams(). */
