@@ -71,6 +71,17 @@ export interface RecordWriteInput extends SyncScope {
 export interface StepRef {
   index: number;
   forgetBelow?: number | undefined;
+  /**
+   * Scheduled by the instance that ran the run from its first workflow task: no other instance can
+   * have executed the step, so its first attempt as a local activity skips the ledger lookup.
+   */
+  fresh?: boolean | undefined;
+}
+
+/** Whether the running step may have been executed before (then its outcome may be in the ledger). */
+function mayRepeat(step: StepRef | undefined): boolean {
+  const info = Context.current().info;
+  return !(step?.fresh === true && info.isLocal && info.attempt === 1);
 }
 
 /** A bundle as the run workflow evaluates it. */
@@ -176,7 +187,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async httpRequest(scope: ConnectionScope, request: HttpRequestInput, step?: StepRef): Promise<HttpResult> {
       requireConnection(await translated(caller), scope);
       const key = await translated(() => stepKey(step));
-      const recalled = await translated(() => ledger.recall<HttpResult>(key));
+      const recalled = mayRepeat(step) ? await translated(() => ledger.recall<HttpResult>(key)) : undefined;
       if (recalled?.ok === true) return recalled.value;
       if (recalled?.ok === false) {
         throw ApplicationFailure.create({ ...recalled.failure, nonRetryable: true });

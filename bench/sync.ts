@@ -4,7 +4,10 @@
  * A sync script pages through a fake API on loopback with `svc.get` and saves each page with
  * `svc.batchSave` (every call a durable step: a local activity), against a raw Postgres upsert of the
  * same records in the same batches from this one process, in the same run. Prints records/s of each
- * and the ratio. Then the same sync with operations as normal activities, for comparison.
+ * and the ratio. Then Temporal's floor for those durable steps on the same server (a workflow that
+ * runs two local activities that do nothing per page, workflows/floor.ts): the most any sync with a
+ * durable fetch and a durable save per page could do here. Then the same sync with operations as
+ * normal activities, for comparison.
  */
 import { randomUUID } from 'node:crypto';
 import { syncRunId } from '../src/temporal/runAuthority.js';
@@ -18,7 +21,10 @@ const { records, page } = positiveIntegerFlags({ records: 50_000, page: 100 });
 
 const makeRecord = (n: number) => syntheticRecord(n);
 
-const bench = await startRuntimeBench({ api: recordsApi(makeRecord) });
+const bench = await startRuntimeBench({
+  api: recordsApi(makeRecord),
+  extraActivities: { noop: () => Promise.resolve() },
+});
 
 try {
   console.log(`sync throughput: ${formatCount(records)} records, pages of ${page}\n  (${bench.versions})`);
@@ -83,6 +89,24 @@ try {
     ),
   );
   console.log(line('ratio sync / raw', (localRate / rawRate).toFixed(2)));
+
+  const pages = Math.ceil(records / page);
+  const floor = await timed(() =>
+    bench.client.workflow.execute('floorSyncSteps', {
+      taskQueue: bench.taskQueue,
+      workflowId: `floor-${randomUUID()}`,
+      args: [pages],
+    }),
+  );
+  const floorRate = records / (floor.ms / 1000);
+  console.log(
+    line(
+      "Temporal's floor: 2 no-op local activities per page",
+      `${formatCount(floorRate)} records/s (${(floor.ms / 1000).toFixed(2)} s, ${(floor.ms / pages).toFixed(2)} ms per page)`,
+    ),
+  );
+  console.log(line('ratio floor / raw (the most a durable sync could reach)', (floorRate / rawRate).toFixed(2)));
+  console.log(line('ratio sync / floor', (localRate / floorRate).toFixed(2)));
 
   const normal = await runSync('normal');
   const normalRate = records / (normal.ms / 1000);

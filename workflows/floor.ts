@@ -1,9 +1,22 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 
-// Temporal's own floor for a request-response run: one workflow, one ordinary activity that does
-// nothing. bench/action.ts compares an action's round trip with this on the same server.
+// Temporal's own floors, for the benchmarks to compare with on the same server (benchmark-only
+// workflows; they need a `noop` activity, which only the benchmarks register).
 const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
+const { noop: localNoop } = proxyLocalActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
 
+/** A request-response run: one workflow, one ordinary activity that does nothing (bench/action.ts). */
 export async function floorRoundTrip(): Promise<void> {
   await noop();
+}
+
+/**
+ * The durable steps of a sync that fetches and saves `pages` pages, and nothing else: two local
+ * activities that do nothing, one after the other, per page (bench/sync.ts).
+ */
+export async function floorSyncSteps(pages: number): Promise<void> {
+  for (let page = 0; page < pages; page++) {
+    await localNoop();
+    await localNoop();
+  }
 }

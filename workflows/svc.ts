@@ -211,6 +211,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
   let forgetSent = 0;
   let taskResultBytes = 0;
   let ledgered = 0;
+  // This instance runs the run's first workflow task itself (no replay, no earlier attempt): no
+  // other instance can have executed any of its steps, so they need not ask the ledger first.
+  const fresh = !workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3;
 
   function guardHistory(): void {
     const info = workflowInfo();
@@ -260,7 +263,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     stepsInFlight.add(index);
     if (LEDGERED.has(name)) {
       ledgered++;
-      const step: StepRef = { index };
+      const step: StepRef = fresh ? { index, fresh } : { index };
       if (forgetBelow > forgetSent) {
         step.forgetBelow = forgetBelow;
         forgetSent = forgetBelow;
