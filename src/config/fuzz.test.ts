@@ -145,7 +145,6 @@ describe('compiler fuzz', () => {
     const codes = new Set<string>(PROBLEM_CODES);
     const seen = new Set<string>();
     let valid = 0;
-    const started = Date.now();
     for (let i = 0; i < ITERATIONS; i++) {
       const seed = pick(rand, SEEDS);
       let text: string;
@@ -187,6 +186,6 @@ describe('compiler fuzz', () => {
     // The mutations must reach both outcomes and many kinds of problem, or the fuzzing proves little.
     expect(valid).toBeGreaterThan(ITERATIONS / 50);
     expect(seen.size).toBeGreaterThan(12);
-    expect(Date.now() - started).toBeLessThan(30_000);
-  });
+    // A few seconds alone; half a minute on a loaded machine.
+  }, 300_000);
 });

@@ -35,6 +35,20 @@ export async function freePort(port = 0): Promise<number> {
   });
 }
 
+/**
+ * `count` distinct free loopback ports, none of them in `taken`: the kernel may hand the same free
+ * port to two probes in a row (a dev server given one port twice fails to start).
+ */
+export async function freePorts(count: number, taken: readonly number[] = []): Promise<number[]> {
+  const ports = new Set<number>();
+  for (let attempt = 0; ports.size < count; attempt++) {
+    if (attempt > count * 20) throw new Error(`could not find ${count} distinct free ports on 127.0.0.1`);
+    const port = await freePort();
+    if (!taken.includes(port)) ports.add(port);
+  }
+  return [...ports];
+}
+
 export interface RunResult {
   code: number | null;
   stdout: string;

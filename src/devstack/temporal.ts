@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, renameSync, rmSync, accessSync, constants } from
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { DevStackError, freePort, log, run, waitUntil } from './process.js';
+import { DevStackError, freePort, freePorts, log, run, waitUntil } from './process.js';
 
 /** The Temporal CLI release the project builds; the newest that `go install` accepts (see docs/architecture.md). */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
@@ -170,6 +170,7 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
   // A go-install build reports 0.0.0-DEV; the module version it was built from is known.
   const version = (await run(path, ['--version'])).stdout.trim().replace('0.0.0-DEV', `${TEMPORAL_CLI_VERSION}`);
   const port = options.port ?? (await freePort());
+  const [httpPort, metricsPort] = await freePorts(2, [port, port + 1000]);
   const ui = options.ui ?? false;
   const args = [
     'server',
@@ -179,9 +180,9 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
     '--port',
     String(port),
     '--http-port',
-    String(await freePort()),
+    String(httpPort),
     '--metrics-port',
-    String(await freePort()),
+    String(metricsPort),
     '--log-level',
     'error',
     '--namespace',

@@ -237,7 +237,8 @@ describe('resource limits: each breach fails its own run with its own code, and 
           taskQueue: h.taskQueue,
           workflowId: syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID()),
           args: [input],
-          workflowExecutionTimeout: '2 minutes',
+          // Generous: the log flood writes 19 MiB of lines, minutes on a loaded machine.
+          workflowExecutionTimeout: '6 minutes',
         })
         .then(
           () => 'completed',
@@ -290,7 +291,7 @@ describe('resource limits: each breach fails its own run with its own code, and 
       'completed',
     );
     expect(h.worker.getState()).toBe('RUNNING');
-  }, 300_000);
+  }, 600_000);
 
   it('actions: results that cannot be serialized fail at once; triggerAction nests a bounded depth; stray promises harm no one', async () => {
     const h = await useRuntime();
