@@ -48,7 +48,8 @@ Usage: service init [--root <dir>]
 
 Writes service.yaml (a GitHub integration with the sync 'issues' and the action 'create-issue'),
 their scripts under github/syncs/ and github/actions/, tsconfig.json (so editors check scripts the
-way 'service compile' does), .gitignore (build/) and the generated models.ts.
+way 'service compile' does), .gitignore (build/), the generated models.ts, and an example test for
+'service test' (tests/github/create-issue/opens-an-issue: a recorded answer and its snapshot).
 Refuses when service-integrations/service.yaml exists already; other existing files are kept.
 
 Options:

@@ -280,3 +280,24 @@ describe('service test', () => {
     writeProject();
   });
 });
+
+describe('service init', () => {
+  it('writes an example test that service test runs and passes, without the network', async () => {
+    const own = root;
+    root = mkdtempSync(join(tmpdir(), 'service-init-test-'));
+    try {
+      const init = await cli(['init']);
+      expect(init.code).toBe(0);
+      expect(init.out).toMatch(
+        /created service-integrations\/tests\/github\/create-issue\/opens-an-issue\/fixture.json/,
+      );
+      const result = await cli(['test']);
+      expect(result.err).toBe('');
+      expect(result.code).toBe(0);
+      expect(result.out).toMatch(/✓ service-integrations\/tests\/github\/create-issue\/opens-an-issue\n/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+      root = own;
+    }
+  });
+});
