@@ -13,7 +13,8 @@ import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/
 import { checkRecords, formatInvalidRecords, modelIndex } from '../config/checkRecord.js';
 import type { ServiceConfig } from '../config/types.js';
 import type { WriteSummary } from '../records/types.js';
-import type { ActionDefinition, RunActionInput, RunSyncInput, SyncDefinition } from '../runtime/definitions.js';
+import { syncDefinition } from '../deploy/deployments.js';
+import type { ActionDefinition, RunActionInput, RunSyncInput } from '../runtime/definitions.js';
 import { budgetFunctionName, instrumentScript } from '../runtime/instrument.js';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
@@ -272,17 +273,8 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
         connectionId: options.connectionId,
       };
       if (sync) {
-        const definition: SyncDefinition = {
-          ...scope,
-          syncName: sync.name,
-          syncType: sync.syncType,
-          runsMs: sync.runsMs,
-          autoStart: sync.autoStart,
-          trackDeletes: sync.trackDeletes,
-          models: sync.outputs.map((output) => output.model),
-          scriptHash: scriptKey('sync', sync.name),
-          webhookSubscriptions: sync.webhookSubscriptions,
-        };
+        // The definition a deploy would give the workflows (record_validation included).
+        const definition = syncDefinition(LOCAL_ENVIRONMENT, sync, scriptKey('sync', sync.name), config.models);
         const input: RunSyncInput = {
           definition,
           connectionId: options.connectionId,
