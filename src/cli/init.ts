@@ -3,7 +3,16 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { generateProject, type GenerateResult } from './generate.js';
 import { FOLDER, projectPaths, scriptPath, writeIfChanged } from './project.js';
-import { EXAMPLE_ACTION, EXAMPLE_SERVICE_YAML, EXAMPLE_SYNC, GITIGNORE, TSCONFIG } from './templates.js';
+import {
+  EXAMPLE_ACTION,
+  EXAMPLE_SERVICE_YAML,
+  EXAMPLE_SYNC,
+  EXAMPLE_TEST_DIR,
+  EXAMPLE_TEST_FIXTURE,
+  EXAMPLE_TEST_SNAPSHOT,
+  GITIGNORE,
+  TSCONFIG,
+} from './templates.js';
 
 export type InitResult =
   { ok: false; reason: 'exists'; file: string } | { ok: true; created: string[]; generated: GenerateResult };
@@ -18,6 +27,9 @@ export async function initProject(options: { root: string }): Promise<InitResult
     [scriptPath(paths, 'github', 'action', 'create-issue'), EXAMPLE_ACTION],
     [`${paths.folder}/tsconfig.json`, TSCONFIG],
     [`${paths.folder}/.gitignore`, GITIGNORE],
+    // An example for `service test`: a recorded answer and the snapshot of what the action returns.
+    [`${paths.folder}/${EXAMPLE_TEST_DIR}/fixture.json`, EXAMPLE_TEST_FIXTURE],
+    [`${paths.folder}/${EXAMPLE_TEST_DIR}/snapshot.json`, EXAMPLE_TEST_SNAPSHOT],
   ];
   const created: string[] = [];
   for (const [file, content] of files) {

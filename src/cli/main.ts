@@ -31,6 +31,8 @@ Commands:
   compile     generate, then type-check every script and bundle each into build/
   validate    check service.yaml only and print every problem (alias: check)
   deploy      compile, preview the changes against an environment, confirm, apply
+  dryrun      run a local script with a real connection; print requests, logs, records; save nothing
+  test        run scripts against recorded responses and compare their records with snapshots
 
 Options:
   -h, --help     help of a command: service compile --help
@@ -46,7 +48,8 @@ Usage: service init [--root <dir>]
 
 Writes service.yaml (a GitHub integration with the sync 'issues' and the action 'create-issue'),
 their scripts under github/syncs/ and github/actions/, tsconfig.json (so editors check scripts the
-way 'service compile' does), .gitignore (build/) and the generated models.ts.
+way 'service compile' does), .gitignore (build/), the generated models.ts, and an example test for
+'service test' (tests/github/create-issue/opens-an-issue: a recorded answer and its snapshot).
 Refuses when service-integrations/service.yaml exists already; other existing files are kept.
 
 Options:
@@ -138,6 +141,58 @@ Examples:
   SERVICE_URL=https://svc.example.com SERVICE_SECRET_KEY_PROD=sk_… npx service deploy --env prod --yes
   npx service deploy --redeploy 3 --allow-destructive
 `;
+HELP['dryrun'] = `service dryrun: run a local sync or action with a real connection, saving nothing.
+
+Usage: service dryrun <sync|action> <connection-id> [options]
+
+Compiles the project, reads the connection through the API with the environment's secret key, and
+runs the local script (not the deployed one) as the service runs it: the real run workflow, in its
+own realm, on a Temporal server (TEMPORAL_ADDRESS, or a throw-away dev server started for the run).
+Each request gets the connection's credentials from the API (POST /connections/:id/authorize) and is
+sent from this machine, under the same outbound policy (SERVICE_OUTBOUND_ALLOW). Prints every request
+as it is made, the script's logs, and per model the records it would save (count and the first 3),
+each checked against its model with the path of every bad field. Nothing is written to the records
+cache or to the connection's metadata (writes are printed). Exits 1 when the script fails or a
+record breaks its model.
+
+Where to: SERVICE_URL and SERVICE_SECRET_KEY (or --env), as for service deploy.
+
+Options:
+  --integration <id>       the integration, when several have a script of that name
+  --input <json|@file>     an action's input
+  --last-sync-date <iso>   svc.lastSyncDate of an incremental sync (default: none, a first run)
+  --metadata <json|@file>  the connection metadata the script sees instead of the stored one
+  --model <name>           print the records of this model only
+  --save-responses <dir>   record every HTTP exchange into <dir>/fixture.json for service test
+  --env <name>             the environment whose key to use (SERVICE_SECRET_KEY_<NAME>)
+${ROOT_OPTION}
+
+Examples:
+  npx service dryrun issues user-42
+  npx service dryrun issues user-42 --last-sync-date 2026-11-01T00:00:00Z --metadata '{"owner":"acme","repo":"web"}'
+  npx service dryrun create-issue user-42 --input '{"title":"Broken link"}'
+  npx service dryrun issues user-42 --save-responses service-integrations/tests/github/issues/first-run
+`;
+HELP['test'] = `service test: run scripts against recorded responses and compare their records with snapshots.
+
+Usage: service test [--update] [--root <dir>]
+
+Finds every fixture.json under service-integrations/tests/ (recorded by
+'service dryrun --save-responses <dir>'), runs its script as the service runs it, each request
+answered from the fixture (no network; a request the fixture does not hold fails the run with
+fixture_missing), and compares what the run saved (records per model, deletes, metadata writes, an
+action's output or the run's failure, fields that break their model) with snapshot.json beside it.
+Exits 1 on any difference or missing snapshot. A Temporal server is needed as for dryrun
+(TEMPORAL_ADDRESS, or a throw-away dev server on loopback).
+
+Options:
+  --update, -u   write snapshot.json from this run instead of comparing
+${ROOT_OPTION}
+
+Examples:
+  npx service test
+  npx service test --update && git diff service-integrations/tests
+`;
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
@@ -162,6 +217,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         yes: { type: 'boolean', short: 'y' },
         'allow-destructive': { type: 'boolean' },
         redeploy: { type: 'string' },
+        integration: { type: 'string' },
+        input: { type: 'string' },
+        'last-sync-date': { type: 'string' },
+        metadata: { type: 'string' },
+        model: { type: 'string' },
+        'save-responses': { type: 'string' },
+        update: { type: 'boolean', short: 'u' },
       },
     });
   } catch (error) {
@@ -186,7 +248,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return values.help === true ? 0 : 2;
     }
     io.err(
-      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy.\nRun 'service --help' for usage.\n`,
+      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test.\nRun 'service --help' for usage.\n`,
     );
     return 2;
   }
@@ -194,7 +256,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.out(HELP[command] ?? '');
     return 0;
   }
-  if (extra.length > 0) {
+  if (command === 'dryrun' && extra.length !== 2) {
+    io.err(`service dryrun: give the sync or action name and the connection id. Run 'service dryrun --help'.\n`);
+    return 2;
+  }
+  if (command !== 'dryrun' && extra.length > 0) {
     io.err(`service ${command}: unexpected argument '${extra[0]}'. Run 'service ${command} --help'.\n`);
     return 2;
   }
@@ -229,6 +295,29 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           },
           io,
         );
+      }
+      case 'dryrun': {
+        const { dryrun } = await import('./dryrun.js');
+        return await dryrun(
+          {
+            root,
+            env: values.env,
+            name: extra[0] ?? '',
+            connectionId: extra[1] ?? '',
+            integration: values.integration,
+            input: values.input,
+            lastSyncDate: values['last-sync-date'],
+            metadata: values.metadata,
+            model: values.model,
+            saveResponses:
+              values['save-responses'] === undefined ? undefined : resolve(io.cwd, values['save-responses']),
+          },
+          io,
+        );
+      }
+      case 'test': {
+        const { runScriptTests } = await import('./scriptTests.js');
+        return await runScriptTests({ root, update: values.update === true }, io);
       }
       default:
         return 2;

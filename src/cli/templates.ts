@@ -190,3 +190,76 @@ ${use}  throw new ActionError({ message: '${action.name} is not implemented yet'
 function lowerFirst(name: string): string {
   return name.charAt(0).toLowerCase() + name.slice(1);
 }
+
+const EXAMPLE_API_ANSWER = {
+  id: 1001,
+  number: 7,
+  title: 'The login page is slow',
+  state: 'open',
+  html_url: 'https://github.com/acme/web/issues/7',
+  updated_at: '2026-11-20T09:30:00Z',
+  labels: [{ name: 'performance' }],
+};
+
+/**
+ * An example test of `service test`: the action create-issue against one recorded answer of the
+ * GitHub API (as `service dryrun create-issue <connection> --input … --save-responses <dir>` writes
+ * it), and the snapshot of its output.
+ */
+export const EXAMPLE_TEST_DIR = 'tests/github/create-issue/opens-an-issue';
+
+export const EXAMPLE_TEST_FIXTURE = `${JSON.stringify(
+  {
+    version: 1,
+    integration: 'github',
+    kind: 'action',
+    name: 'create-issue',
+    connectionId: 'example-connection',
+    lastSyncDate: null,
+    input: { owner: 'acme', repo: 'web', title: 'The login page is slow' },
+    metadata: {},
+    connection: { connection_id: 'example-connection', provider_config_key: 'github', credentials: {} },
+    environmentVariables: [],
+    exchanges: [
+      {
+        request: {
+          method: 'POST',
+          config: {
+            baseUrlOverride: 'https://api.github.com',
+            endpoint: '/repos/acme/web/issues',
+            data: { title: 'The login page is slow', body: '' },
+          },
+        },
+        response: {
+          status: 201,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+          data: EXAMPLE_API_ANSWER,
+          request: { method: 'POST', url: 'https://api.github.com/repos/acme/web/issues' },
+        },
+        ms: 120,
+      },
+    ],
+  },
+  null,
+  2,
+)}\n`;
+
+export const EXAMPLE_TEST_SNAPSHOT = `${JSON.stringify(
+  {
+    records: {},
+    deleted: {},
+    metadataWrites: [],
+    output: {
+      id: '1001',
+      number: 7,
+      title: 'The login page is slow',
+      state: 'open',
+      url: 'https://github.com/acme/web/issues/7',
+      labels: ['performance'],
+      updatedAt: '2026-11-20T09:30:00Z',
+    },
+    invalid: [],
+  },
+  null,
+  2,
+)}\n`;

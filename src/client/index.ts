@@ -16,6 +16,7 @@ import type { syncStatusQuery, syncStatusSchema } from '../api/routes/getSyncSta
 import type { connectionRecordSchema, connectionSummarySchema } from '../api/routes/connectionView.js';
 import type { connectionsQuery } from '../api/routes/getConnections.js';
 import type { importConnectionBody } from '../api/routes/postConnections.js';
+import type { authorizeRequestBody, authorizedRequestSchema } from '../api/routes/postConnectionAuthorize.js';
 import type { patchConnectionBody } from '../api/routes/patchConnection.js';
 import type { createIntegrationBody, integrationSchema, patchIntegrationBody } from '../api/routes/integrationView.js';
 import type { connectSessionBody, connectSessionSchema } from '../api/routes/postConnectSessions.js';
@@ -47,6 +48,7 @@ export type RecordsQuery = Omit<
 export type SyncStatus = z.output<typeof syncStatusSchema>['syncs'][number];
 export type ConnectionSummary = z.output<typeof connectionSummarySchema>;
 export type ConnectionRecord = z.output<typeof connectionRecordSchema>;
+export type AuthorizedRequest = z.output<typeof authorizedRequestSchema>;
 export type Integration = z.output<typeof integrationSchema>;
 export type EnvironmentVariable = z.output<typeof environmentVariableSchema>;
 export type LogLine = z.output<typeof logLineSchema>;
@@ -206,6 +208,12 @@ export function createClient(options: ClientOptions) {
       get: (connection: ConnectionRef, flags: { force_refresh?: boolean; refresh_token?: boolean } = {}) =>
         call<ConnectionRecord>('GET', `/connections/${encode(connection.connectionId)}`, {
           query: { provider_config_key: connection.providerConfigKey, ...flags },
+        }),
+      /** A request with the connection's credentials injected as a script's request gets them (for `service dryrun`). */
+      authorizeRequest: (connection: ConnectionRef, body: z.input<typeof authorizeRequestBody>) =>
+        call<AuthorizedRequest>('POST', `/connections/${encode(connection.connectionId)}/authorize`, {
+          query: { provider_config_key: connection.providerConfigKey },
+          body,
         }),
       import: (body: z.input<typeof importConnectionBody>) => call<ConnectionRecord>('POST', '/connections', { body }),
       /** Replaces the tags (or sets the deprecated end user's). */

@@ -19,6 +19,7 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/connections' },
   { method: 'POST', path: '/connections' },
   { method: 'GET', path: '/connections/:connection_id' },
+  { method: 'POST', path: '/connections/:connection_id/authorize' },
   { method: 'PATCH', path: '/connections/:connection_id' },
   { method: 'DELETE', path: '/connections/:connection_id' },
   { method: 'POST', path: '/connections/metadata' },

@@ -55,6 +55,12 @@ export const syncSchema = z
     webhook_subscriptions: nameList('webhook types')
       .describe('Types of external webhooks the sync script handles.')
       .optional(),
+    record_validation: z
+      .enum(['off', 'warn', 'refuse'])
+      .describe(
+        'Checks every record batchSave receives against its model: `warn` logs each bad field (with its path) and stores the record, `refuse` fails the run with `invalid_record` before anything of the batch is stored. Default off.',
+      )
+      .optional(),
   })
   .describe('A sync: a script that runs on a schedule per connection and stores records.');
 

@@ -38,7 +38,15 @@ export interface SyncConfig {
   input: string | null;
   scopes: string[];
   webhookSubscriptions: string[];
+  /**
+   * `record_validation`: what a run does with a saved record that breaks its model (checkRecord.ts).
+   * Absent in configs deployed before the setting existed: read it as `off`.
+   */
+  recordValidation?: RecordValidationMode;
 }
+
+/** `off` (default): records are stored as they are; `warn`: logged, stored; `refuse`: the run fails. */
+export type RecordValidationMode = 'off' | 'warn' | 'refuse';
 
 export interface ActionConfig {
   name: string;

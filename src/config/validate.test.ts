@@ -86,6 +86,7 @@ describe('layout and required fields', () => {
       input: null,
       scopes: [],
       webhookSubscriptions: [],
+      recordValidation: 'off',
     });
   });
 

@@ -21,6 +21,7 @@ import {
   type FieldConfig,
   type IntegrationConfig,
   type ModelConfig,
+  type RecordValidationMode,
   type ServiceConfig,
   type SyncConfig,
   type SyncOutput,
@@ -441,7 +442,12 @@ function checkSync(
     input: typeof input === 'string' ? input : null,
     scopes: isStringList(raw['scopes']) ? raw['scopes'] : [],
     webhookSubscriptions: asList(raw['webhook_subscriptions']) ?? [],
+    recordValidation: recordValidationOf(raw['record_validation']),
   };
+}
+
+function recordValidationOf(value: unknown): RecordValidationMode {
+  return value === 'warn' || value === 'refuse' ? value : 'off';
 }
 
 /** SPEC: a model used as sync output must have a field `id`, the record's unique identifier. */

@@ -10,7 +10,8 @@
  */
 import { z } from 'zod';
 import { compileConfig, formatProblems } from '../config/index.js';
-import type { ServiceConfig, SyncConfig } from '../config/types.js';
+import { modelsReferenced } from '../config/checkRecord.js';
+import type { ModelConfig, ServiceConfig, SyncConfig } from '../config/types.js';
 import type { Pool, PoolClient } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
 import type { RecordStore } from '../records/types.js';
@@ -141,7 +142,13 @@ const toDeployment = (row: DeploymentRow): Deployment => ({
 });
 
 /** The definition the workflows run, from the deployed config. */
-export function syncDefinition(environmentId: string, sync: SyncConfig, hash: string): SyncDefinition {
+export function syncDefinition(
+  environmentId: string,
+  sync: SyncConfig,
+  hash: string,
+  models: readonly ModelConfig[],
+): SyncDefinition {
+  const validation = sync.recordValidation ?? 'off';
   return {
     environmentId,
     integrationId: sync.integration,
@@ -153,6 +160,17 @@ export function syncDefinition(environmentId: string, sync: SyncConfig, hash: st
     models: sync.outputs.map((output) => output.model),
     scriptHash: hash,
     webhookSubscriptions: sync.webhookSubscriptions,
+    ...(validation === 'off'
+      ? {}
+      : {
+          recordValidation: {
+            mode: validation,
+            models: modelsReferenced(
+              models,
+              sync.outputs.map((output) => output.model),
+            ),
+          },
+        }),
   };
 }
 
@@ -165,6 +183,7 @@ const DEFINITION_FIELDS = new Set([
   'track_deletes',
   'auto_start',
   'webhook_subscriptions',
+  'record_validation',
 ]);
 
 async function mapLimit<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
@@ -365,7 +384,7 @@ export function createDeployments(deps: DeploymentsDeps) {
       await mapLimit(work, concurrency, async ({ connectionId, sync }) => {
         const hash = hashes.get(scriptKey(integration.id, 'sync', sync.name));
         if (!hash) throw new ServiceError('deploy_inconsistent', `no script for sync ${integration.id}/${sync.name}`);
-        await deps.syncs.ensureSync(syncDefinition(environmentId, sync, hash), connectionId);
+        await deps.syncs.ensureSync(syncDefinition(environmentId, sync, hash, deployment.config.models), connectionId);
         done++;
         if (done % 1000 === 0) onProgress(`${done}/${work.length} sync workflows in line`);
       });
@@ -495,7 +514,7 @@ export function createDeployments(deps: DeploymentsDeps) {
         const script = deployment.scripts.find(
           (s) => s.integration === integrationId && s.kind === 'sync' && s.name === sync.name,
         );
-        return script ? [syncDefinition(environmentId, sync, script.hash)] : [];
+        return script ? [syncDefinition(environmentId, sync, script.hash, deployment.config.models)] : [];
       });
     },
 

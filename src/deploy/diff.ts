@@ -27,6 +27,7 @@ export type SyncField =
   | 'runs'
   | 'sync_type'
   | 'track_deletes'
+  | 'record_validation'
   | 'auto_start'
   | 'endpoints'
   | 'input'
@@ -133,6 +134,7 @@ export function diffDeployments(previous: DeployedState | null, next: DeployedSt
     if (before.syncType !== sync.syncType) fields.push('sync_type');
     if (before.trackDeletes !== sync.trackDeletes) fields.push('track_deletes');
     if (before.autoStart !== sync.autoStart) fields.push('auto_start');
+    if ((before.recordValidation ?? 'off') !== (sync.recordValidation ?? 'off')) fields.push('record_validation');
     if (
       !same(
         before.outputs.map((o) => o.endpoint),

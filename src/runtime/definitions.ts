@@ -3,6 +3,7 @@
  * (it crosses Temporal's data converter and is imported by workflow code), so no classes and no Node.
  * The deploy step maps the compiled service.yaml onto these.
  */
+import type { ModelConfig } from '../config/types.js';
 import type { WebhookEvent } from './public.js';
 import type { WriteSummary } from '../records/types.js';
 
@@ -30,6 +31,11 @@ export interface SyncDefinition {
   scriptHash: string;
   /** Webhook types this sync handles (`webhook_subscriptions`). */
   webhookSubscriptions: string[];
+  /**
+   * `record_validation` when it is `warn` or `refuse`: the output models and every model they refer
+   * to, for checking saved records (src/config/checkRecord.ts). Absent when off.
+   */
+  recordValidation?: { mode: 'warn' | 'refuse'; models: ModelConfig[] } | undefined;
 }
 
 /** One deployed action of one integration in one environment. */

@@ -6,6 +6,7 @@ import { createDeployRoutes } from '../../deploy/routes.js';
 import type { ApiDeps } from '../deps.js';
 import { createGeneratedFallback, routingOf } from '../generated.js';
 import type { AnyRoute } from '../route.js';
+import { postConnectionAuthorizeRoute } from './postConnectionAuthorize.js';
 import { proxyRoutes } from './allProxy.js';
 import { deleteConnectionRoute } from './deleteConnection.js';
 import { deleteEnvironmentVariableRoute } from './deleteEnvironmentVariable.js';
@@ -62,6 +63,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     postConnectionsMetadataRoute(deps),
     patchConnectionsMetadataRoute(deps),
     getConnectionRoute(deps),
+    postConnectionAuthorizeRoute(deps),
     patchConnectionRoute(deps),
     deleteConnectionRoute(deps),
     postConnectSessionsRoute(deps),
