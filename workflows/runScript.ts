@@ -28,7 +28,11 @@ const REALM_CODES = new Set([
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
 
 /** What a script threw, as the run's failure: typed, non-retryable, with a message that says where. */
-export function scriptFailure(failure: ScriptFailureDescription, name: string): ApplicationFailure {
+export function scriptFailure(
+  failure: ScriptFailureDescription,
+  name: string,
+  issued: (code: string) => boolean = () => false,
+): ApplicationFailure {
   if (failure.kind === 'action_error') {
     return ApplicationFailure.create({
       type: 'action_script_failure',
@@ -38,7 +42,9 @@ export function scriptFailure(failure: ScriptFailureDescription, name: string): 
     });
   }
   if (failure.kind === 'error' && typeof failure.code === 'string') {
-    if (OPERATION_ERRORS.has(failure.name ?? '') || REALM_CODES.has(failure.code)) {
+    // An operation error's code counts only when an operation of this run failed with it: a script
+    // that throws { name: 'OperationError', code: 'anything' } fails with script_error.
+    if ((OPERATION_ERRORS.has(failure.name ?? '') && issued(failure.code)) || REALM_CODES.has(failure.code)) {
       return ApplicationFailure.create({
         type: failure.code,
         nonRetryable: true,
@@ -104,7 +110,7 @@ async function execute(
       fatal,
     });
     const outcome = await Promise.race([realm.run(loaded, shapeOf(runtime.svc), inputJson), budget.exhausted, ended]);
-    if (!outcome.ok) throw scriptFailure(outcome.failure, name);
+    if (!outcome.ok) throw scriptFailure(outcome.failure, name, realm.issued);
     return outcome.json === undefined ? undefined : (JSON.parse(outcome.json) as unknown);
   } catch (error) {
     // A run whose budget ran out fails in this very workflow task, without another step: a later
@@ -144,6 +150,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
     options: input.options ?? {},
     lastSyncDate: full || !input.lastSyncDate ? undefined : new Date(input.lastSyncDate),
     webhook: input.webhook,
+    recordValidation: definition.recordValidation,
   });
   const syncScope = { ...scope, syncName: definition.syncName, runId: info.workflowId };
 

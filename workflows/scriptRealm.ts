@@ -56,6 +56,11 @@ export interface ScriptRealmOptions {
 export interface ScriptRealm {
   /** Runs the bundle's default export with svc (and an action's input, as JSON). */
   run(loaded: LoadedScript | string, svcShape: unknown, inputJson: string | undefined): Promise<ScriptOutcome>;
+  /**
+   * Whether an operation of this run failed with this code: a failure the script reports with an
+   * operation error's name carries a code the runtime gave it, or it is the script's own error.
+   */
+  issued(code: string): boolean;
 }
 
 type StartScript = (
@@ -102,6 +107,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
   const { budget, operations } = options;
   let context: ScriptContext | undefined;
   let broken: ApplicationFailure | undefined;
+  const issuedCodes = new Set<string>();
 
   function timedOut(error: unknown): ApplicationFailure {
     const message = error instanceof Error ? error.message : String(error);
@@ -151,7 +157,9 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
         (result) => answer(onResult, result === undefined ? undefined : safeJson(result)),
         (error: unknown) => {
           if (error instanceof ApplicationFailure) options.fatal(error);
-          answer(onError, safeJson(describe(error)));
+          const description = describe(error);
+          if (description.kind === 'error' && typeof description.code === 'string') issuedCodes.add(description.code);
+          answer(onError, safeJson(description));
         },
       );
     },
@@ -188,6 +196,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
   };
 
   return {
+    issued: (code) => issuedCodes.has(code),
     async run(loaded, svcShape, inputJson) {
       const { code, budget: budgetName } =
         typeof loaded === 'string' ? { code: loaded, budget: '__svcBudgetUnused' } : loaded;

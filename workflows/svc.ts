@@ -22,7 +22,13 @@ import type { Duration } from '@temporalio/common';
 import type { RuntimeActivities, StepRef } from '../activities/runtime.js';
 import type { ConnectionScope } from '../src/connections/types.js';
 import type { WriteSummary } from '../src/records/types.js';
-import { SCRIPT_LIMITS, type RunActionInput, type RunOptions } from '../src/runtime/definitions.js';
+import { checkRecords, formatInvalidRecords, modelIndex } from '../src/config/checkRecord.js';
+import {
+  SCRIPT_LIMITS,
+  type RunActionInput,
+  type RunOptions,
+  type SyncDefinition,
+} from '../src/runtime/definitions.js';
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
@@ -129,6 +135,8 @@ export interface SvcContext {
   webhook: WebhookEvent | undefined;
   /** svc.triggerAction levels above this run (SCRIPT_LIMITS.actionDepth). */
   depth?: number | undefined;
+  /** The sync's `record_validation` with the models it needs (src/config/checkRecord.ts). */
+  recordValidation?: SyncDefinition['recordValidation'];
 }
 
 /** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
@@ -214,6 +222,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // This instance runs the run's first workflow task itself (no replay, no earlier attempt): no
   // other instance can have executed any of its steps, so they need not ask the ledger first.
   const fresh = !workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3;
+  const validation = context.recordValidation;
+  const validationModels = validation ? modelIndex(validation.models) : undefined;
 
   function guardHistory(): void {
     const info = workflowInfo();
@@ -378,6 +388,20 @@ export function createSvc(context: SvcContext): SvcRuntime {
     });
   }
 
+  /** `record_validation` (deterministic: the check reads the records only). */
+  function checkAgainstModel(list: Record<string, unknown>[], model: string): void {
+    const invalid = checkRecords(list, model, validationModels!);
+    if (invalid.length === 0) return;
+    const lines = formatInvalidRecords(model, invalid);
+    if (validation!.mode === 'refuse') {
+      throw new OperationError(
+        'invalid_record',
+        `svc.batchSave: ${invalid.length} record(s) of ${model} break the model, nothing of this batch was saved: ${lines.slice(0, 20).join('; ')}`,
+      );
+    }
+    for (const line of lines) bufferLog('warn', `record_validation: ${line}`);
+  }
+
   const scope = context.scope;
   const writeScope = { ...scope, syncName: context.scriptName, runId: context.runId };
 
@@ -385,6 +409,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     checkWrite(what, records, model);
     const list = records as Record<string, unknown>[];
     if (list.length === 0) return;
+    if (what === 'batchSave' && validation && validationModels) checkAgainstModel(list, model);
     try {
       const summary = await run(
         what === 'batchSave' ? 'saveRecords' : 'deleteRecords',

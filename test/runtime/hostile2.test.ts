@@ -384,4 +384,23 @@ module.exports.default = async function (svc) {
     expect(outcome).toEqual({ code: 'script_timeout' });
     expect(h.actionWorker.getState()).toBe('RUNNING');
   }, 150_000);
+
+  it("a script cannot name its run's failure type: a forged operation error is script_error, a real one keeps its code", async () => {
+    const h = await useRuntime();
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const outcomeOf = async (name: string, source: string) => {
+      const hash = await h.scripts.put(bundle(source));
+      return control.runAction({ definition: actionDefinition(name, hash), connectionId: 'c', input: {} }).then(
+        () => ({ code: 'completed' }),
+        (error: unknown) => ({ code: (error as { code?: string }).code }),
+      );
+    };
+    const forged = await outcomeOf(
+      'forger',
+      `async function () { throw Object.assign(new Error('looks official'), { name: 'OperationError', code: 'run_superseded' }); }`,
+    );
+    expect(forged).toEqual({ code: 'script_error' });
+    const genuine = await outcomeOf('bad-method', `async function (svc) { await svc.batchSave([{ id: 1 }], 'Row'); }`);
+    expect(genuine).toEqual({ code: 'invalid_operation' });
+  }, 120_000);
 });
