@@ -110,7 +110,7 @@ async function execute(
       fatal,
     });
     const outcome = await Promise.race([realm.run(loaded, shapeOf(runtime.svc), inputJson), budget.exhausted, ended]);
-    if (!outcome.ok) throw scriptFailure(outcome.failure, name, realm.issued);
+    if (!outcome.ok) throw scriptFailure(outcome.failure, name, (code) => realm.issued(code));
     return outcome.json === undefined ? undefined : (JSON.parse(outcome.json) as unknown);
   } catch (error) {
     // A run whose budget ran out fails in this very workflow task, without another step: a later

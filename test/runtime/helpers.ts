@@ -3,6 +3,7 @@
  * a client with the same converter, a fake external API on loopback, and small script bundles in the
  * compiled bundle format (CommonJS, `module.exports.default`).
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
@@ -12,7 +13,8 @@ import { createActivities } from '../../activities/index.js';
 import type { Encryptor } from '../../src/connections/encryption.js';
 import type { ConnectionService } from '../../src/connections/types.js';
 import type { Pool } from '../../src/db/pool.js';
-import type { ActionDefinition, SyncDefinition } from '../../src/runtime/definitions.js';
+import type { ActionDefinition, RunSyncInput, SyncDefinition, SyncRunResult } from '../../src/runtime/definitions.js';
+import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
@@ -164,4 +166,18 @@ export function syncDefinition(overrides: Partial<SyncDefinition> & { scriptHash
 
 export function actionDefinition(actionName: string, scriptHash: string): ActionDefinition {
   return { environmentId: ENVIRONMENT, integrationId: INTEGRATION, actionName, scriptHash };
+}
+
+/** Runs a sync run to its end on the harness's queue: its workflow id and result. */
+export async function executeSync(
+  h: Pick<RuntimeHarness, 'client' | 'taskQueue'>,
+  input: RunSyncInput,
+): Promise<{ workflowId: string; result: SyncRunResult }> {
+  const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
+  const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
+    taskQueue: h.taskQueue,
+    workflowId,
+    args: [input],
+  });
+  return { workflowId, result };
 }

@@ -3,15 +3,14 @@
  * `temporal workflow show` (which read the history without the service's key) name each step by
  * method and path, with what may carry a secret redacted, while inputs and results stay ciphertext.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
-import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
-import { syncRunId } from '../../src/temporal/runAuthority.js';
+import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { stack } from '../helpers/stack.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
+import { bundle, executeSync, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
 
 const SECRET_IN_QUERY = 'sk_live_query_secret_0123456789';
 const SECRET_IN_PATH = 'tok_path_secret_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -43,12 +42,7 @@ describe('step names in the history', () => {
       connectionId: 'readable-1',
       mode: 'incremental',
     };
-    const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
-    const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
-      taskQueue: h.taskQueue,
-      workflowId,
-      args: [input],
-    });
+    const { workflowId, result } = await executeSync(h, input);
     expect(result.models['Issue']?.added).toBe(3);
     expect(api.hits).toContain(`GET /hooks/${SECRET_IN_PATH}/ping?state=open&access_token=${SECRET_IN_QUERY}`);
 

@@ -2,13 +2,11 @@
  * `record_validation` in a deployed run (issue 22): `warn` stores every record and logs each bad field
  * with its path; `refuse` fails the batchSave with invalid_record and stores nothing of that batch.
  */
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../../src/config/validate.js';
-import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
+import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { createPostgresLogStore } from '../../src/runtime/logStore.js';
-import { syncRunId } from '../../src/temporal/runAuthority.js';
-import { bundle, syncDefinition, useRuntime } from './helpers.js';
+import { bundle, executeSync, syncDefinition, useRuntime } from './helpers.js';
 
 const { config } = compileConfig(
   `integrations:\n  tracker:\n    syncs: {}\nmodels:\n  Issue:\n    id: string\n    state: open | closed\n    title: string\n`,
@@ -37,12 +35,7 @@ describe('record validation at run time', () => {
         connectionId: `validate-${mode}`,
         mode: 'incremental',
       };
-      const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
-      const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
-        taskQueue: h.taskQueue,
-        workflowId,
-        args: [input],
-      });
+      const { result } = await executeSync(h, input);
       const logs = await createPostgresLogStore({ db: h.pool }).search({
         environmentId: 'test',
         connectionId: input.connectionId,
