@@ -222,7 +222,7 @@ export function createServer(options: CreateServerOptions): express.Express {
 }
 
 /**
- * The route of a request as a metrics label: the template that matched (`/connections/:connectionId`),
+ * The route of a request as a metrics label: the template that matched (`/connections/:connection_id`),
  * a generated endpoint's template, or the mount point of a static folder; never the raw path, whose
  * ids would make a series per connection.
  */
