@@ -462,5 +462,9 @@ describe('OAuth 2 connections end to end', () => {
 async function refreshFailures(): Promise<number> {
   const { values } = await tokenRefreshFailures.get();
   const labels = { integration: 'fake-app', code: 'invalid_grant', permanent: 'true' };
-  return values.find((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value))?.value ?? 0;
+  const matches = (v: { labels: Partial<Record<keyof typeof labels, string | number>> }) =>
+    v.labels.integration === labels.integration &&
+    v.labels.code === labels.code &&
+    v.labels.permanent === labels.permanent;
+  return values.find(matches)?.value ?? 0;
 }
