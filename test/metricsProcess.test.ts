@@ -1,8 +1,9 @@
 /**
- * The metrics of a worker process as `npm start` runs it (src/main.ts, SERVICE_ROLE=worker): its own
+ * The metrics of the service's processes as `npm start` runs them (src/main.ts): a worker's own
  * `GET /metrics` on METRICS_PORT, and the Temporal SDK's worker metrics, served to Prometheus on
  * TEMPORAL_METRICS_PROMETHEUS_ADDRESS or pushed to an OpenTelemetry collector (a fake OTLP/HTTP one
- * on loopback here). And the settings that are refused.
+ * on loopback here); with SERVICE_ROLE=all, the API process and its worker child each on a port. And
+ * the settings that are refused.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -19,7 +20,10 @@ import { stack, uniqueName, useDatabase } from './helpers/stack.js';
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
 
-/** A worker process of its own (node with tsx's loader, so that SIGTERM reaches main.ts); stopped after the file. */
+/**
+ * A service process of its own (node with tsx's loader, so that SIGTERM reaches main.ts), a worker
+ * unless `env` says otherwise; stopped after the file.
+ */
 async function startWorker(env: Record<string, string>): Promise<{ output(): string }> {
   const { url } = await useDatabase();
   const { temporalAddress, temporalNamespace } = stack();
@@ -116,6 +120,44 @@ describe('a worker process', () => {
     );
     expect(push.path).toBe('/v1/metrics');
     expect(push.type).toContain('application/x-protobuf');
+  }, 300_000);
+});
+
+describe('SERVICE_ROLE=all', () => {
+  it('serves the API process’s metrics on METRICS_PORT and its worker child’s on METRICS_PORT + 1', async () => {
+    // Two free ports side by side.
+    let metricsPort = 0;
+    for (let attempt = 0; attempt < 20 && metricsPort === 0; attempt++) {
+      const candidate = await freePort();
+      if (candidate < 65_535 && (await freePort(candidate + 1).catch(() => 0)) === candidate + 1)
+        metricsPort = candidate;
+    }
+    expect(metricsPort).toBeGreaterThan(0);
+    const apiPort = await freePort();
+    const service = await startWorker({
+      SERVICE_ROLE: 'all',
+      PORT: String(apiPort),
+      METRICS_PORT: String(metricsPort),
+    });
+    expect(service.output()).toContain(`metrics    http://127.0.0.1:${metricsPort}/metrics   (API process)`);
+    expect((await fetch(`http://127.0.0.1:${apiPort}/health`)).status).toBeLessThan(500);
+    const api = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(api).toMatch(
+      /^service_http_request_duration_seconds_count\{method="GET",route="\/health",status="200"\} 1$/m,
+    );
+    // The worker child counts what happens in it: its retention purge ran at start.
+    const worker = await eventually(
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${metricsPort + 1}/metrics`).catch(() => undefined);
+        const text = await response?.text();
+        return text !== undefined && /^service_retention_last_success_timestamp_seconds \d/m.test(text)
+          ? text
+          : undefined;
+      },
+      120_000,
+      'the worker child’s metrics',
+    );
+    expect(worker).not.toMatch(/route="\/health"/);
   }, 300_000);
 });
 
