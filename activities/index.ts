@@ -1,6 +1,8 @@
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { ConnectionScope } from '../src/connections/types.js';
 import type { Pool } from '../src/db/pool.js';
+import { syncRunsStarted } from '../src/metrics/index.js';
+import type { SyncScope } from '../src/records/types.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
 import { createRunAuthorities } from '../src/temporal/runAuthority.js';
 import { createRuntimeActivities, type RuntimeDeps } from './runtime.js';
@@ -44,6 +46,24 @@ function createHealthActivities({ db }: { db: Pool }) {
 }
 
 /**
+ * The runtime activities, with `beginRun` (each sync run's first step: it takes the run's fencing
+ * token) counting the run as started in the metrics, once it succeeded (a failed attempt counts
+ * nothing). A worker crash between the step and its record in the history may count a run twice (the
+ * step runs again).
+ */
+function countingRunStarts<T extends { beginRun(input: SyncScope & { runId: string }): Promise<void> }>(
+  activities: T,
+): T {
+  return {
+    ...activities,
+    async beginRun(input: SyncScope & { runId: string }): Promise<void> {
+      await activities.beginRun(input);
+      syncRunsStarted.inc({ integration: input.integrationId, sync: input.syncName });
+    },
+  };
+}
+
+/**
  * The activity map of the worker. Dependencies come in, so tests build the same map over their own
  * database (samples-typescript `activities-dependency-injection`).
  */
@@ -57,7 +77,7 @@ export function createActivities({ db, runtime }: ActivityDeps) {
     ...createHealthActivities({ db }),
     ...(runtime && authorities
       ? {
-          ...createRuntimeActivities({ db, ...runtime, authorities }),
+          ...countingRunStarts(createRuntimeActivities({ db, ...runtime, authorities })),
           // What the sync entity does after each run: the run history and the outbound webhooks.
           ...createSyncRunActivities({ runHistory: createRunHistory({ db }), authorities, secretsOf }),
           ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),

@@ -5,6 +5,7 @@
  */
 import type { ConnectionScope } from '../src/connections/types.js';
 import { redactSecrets } from '../src/connections/redaction.js';
+import { syncRecords, syncRunDuration, syncRunsFinished } from '../src/metrics/index.js';
 import type { RunHistory, SyncRunRecord } from '../src/runtime/runHistory.js';
 import { scopeDenied, syncEntityId, type RunAuthorities } from '../src/temporal/runAuthority.js';
 import { callingRun, translated } from './runtime.js';
@@ -20,6 +21,20 @@ export async function redactedError<E extends { code: string; message: string } 
 ): Promise<E> {
   if (error === null) return error;
   return { ...error, message: redactSecrets(error.message, await secretsOf(scope)) };
+}
+
+/** The run's outcome in the metrics (src/metrics): status, duration and, for a success, its record counts. */
+export function countFinishedRun(run: SyncRunRecord): void {
+  const labels = { integration: run.integrationId, sync: run.syncName };
+  syncRunsFinished.inc({ ...labels, status: run.status });
+  const seconds = (Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000;
+  if (Number.isFinite(seconds) && seconds >= 0) syncRunDuration.observe({ ...labels, status: run.status }, seconds);
+  for (const [model, summary] of Object.entries(run.models)) {
+    for (const action of ['added', 'updated', 'deleted'] as const) {
+      const count = summary[action];
+      if (count > 0) syncRecords.inc({ ...labels, model, action }, count);
+    }
+  }
 }
 
 export function createSyncRunActivities({
@@ -44,7 +59,9 @@ export function createSyncRunActivities({
         ) {
           throw scopeDenied(`workflow ${caller.workflowId} may record only the runs of its own sync`);
         }
-        await runHistory.record({ ...run, error: await redactedError(run.error, run, secretsOf) });
+        const stored = await runHistory.record({ ...run, error: await redactedError(run.error, run, secretsOf) });
+        // Counted by the write that stored the run: a replayed or retried recordSyncRun counts nothing.
+        if (stored) countFinishedRun(run);
       });
     },
   };

@@ -23,14 +23,15 @@ import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
 import { isServiceError } from './errors.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
-import { createStepLedger } from './runtime/stepLedger.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
 import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
 import { configureOutboundPolicy, OutboundPolicy } from './runtime/outbound.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
-import { loadSettings } from './settings.js';
+import { startMetricsServer } from './metrics/server.js';
+import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
+import { loadSettings, type Settings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
-import { installServiceRuntime } from './temporal/logger.js';
+import { installServiceRuntime, type TemporalMetricsExport } from './temporal/logger.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
 import { bundleWorkflows, createRuntimeWorkers } from './temporal/worker.js';
 
@@ -48,8 +49,14 @@ async function main(): Promise<void> {
   const say = (line: string): void => {
     if (!child) console.log(line);
   };
-  // The SDK's logger, except that an expected run failure (an ActionError) is one INFO line.
-  installServiceRuntime();
+  // With SERVICE_ROLE=all the worker runs in a child process that is restarted when it dies: a
+  // script that exhausts memory or never yields can take its worker process down
+  // (docs/architecture.md), and must not take the API with it.
+  const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
+  const runsWorker = settings.SERVICE_ROLE === 'worker' || (settings.SERVICE_ROLE === 'all' && !supervise);
+  // The SDK's logger, except that an expected run failure (an ActionError) is one INFO line; and the
+  // SDK's worker metrics, from the process that runs the worker (docs/operations.md "Metrics").
+  installServiceRuntime('WARN', runsWorker ? temporalMetricsExport(settings) : undefined);
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async (): Promise<void> => {
@@ -68,6 +75,16 @@ async function main(): Promise<void> {
   process.on('SIGTERM', shutdown);
 
   try {
+    if (settings.METRICS_PORT !== undefined) {
+      const metrics = await startMetricsServer({
+        host: settings.METRICS_HOST,
+        port: settings.METRICS_PORT,
+        token: settings.METRICS_TOKEN,
+      });
+      cleanups.push(() => metrics.close());
+      const what = settings.SERVICE_ROLE === 'worker' ? 'worker' : runsWorker ? 'API and worker' : 'API';
+      console.log(`metrics    ${metrics.url}/metrics   (${what} process)`);
+    }
     if (local) console.log(`starting the integration service (local state in ${dataDir})…`);
     const stack: Stack = await startStack({ dataDir, ui: true, temporalPort: 7233 });
     cleanups.push(() => stack.stop());
@@ -97,11 +114,7 @@ async function main(): Promise<void> {
     });
 
     let workerDone: Promise<void> = new Promise<void>(() => undefined);
-    // With SERVICE_ROLE=all the worker runs in a child process that is restarted when it dies: a
-    // script that exhausts memory or never yields can take its worker process down
-    // (docs/architecture.md), and must not take the API with it.
     const queues = `${settings.TEMPORAL_TASK_QUEUE}, ${actionTaskQueue(settings.TEMPORAL_TASK_QUEUE)}`;
-    const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
     if (supervise) {
       const supervisor = superviseWorker({
         DATABASE_URL: stack.postgres.url,
@@ -110,6 +123,8 @@ async function main(): Promise<void> {
         // Locally the key was generated into the data folder; the child reads the same key.
         SERVICE_ENCRYPTION_KEY:
           process.env['SERVICE_ENCRYPTION_KEY'] || readFileSync(join(dataDir, 'encryption.key'), 'utf8').trim(),
+        // The worker is a process of its own, with metrics of its own: on the next port.
+        ...(settings.METRICS_PORT ? { METRICS_PORT: String(settings.METRICS_PORT + 1) } : {}),
       });
       cleanups.push(() => supervisor.stop());
       console.log(`worker     task queues ${queues} (child process, restarted if it dies)`);
@@ -134,12 +149,26 @@ async function main(): Promise<void> {
         dataConverter,
       });
       workerDone = workers.run();
-      // Every worker process also deletes what interrupted erases left in the records cache.
-      // And the step ledger's rows that actions and failed runs left: an hour is far longer than a run
-      // waits for a worker to take it over (docs/architecture.md, "Exact resume").
-      const ledger = createStepLedger({ db, encryptor: service.runtime.encryptor });
+      // Every worker process also deletes what interrupted erases left in the records cache, and the
+      // rows past their retention (docs/configuration.md "Retention"): the run history, logs, webhook
+      // deliveries, claim-checked payloads no history can refer to, and the step ledger's leftovers
+      // (by default after an hour, far longer than a run waits for a worker to take it over:
+      // docs/architecture.md, "Exact resume").
+      const retention: RetentionPolicy = {
+        syncRuns: settings.RETENTION_SYNC_RUNS,
+        scriptLogs: settings.RETENTION_SCRIPT_LOGS,
+        webhookDeliveries: settings.RETENTION_WEBHOOK_DELIVERIES,
+        payloadBlobs: settings.RETENTION_PAYLOAD_BLOBS,
+        stepLedger: settings.RETENTION_STEP_LEDGER,
+      };
+      const horizon = temporalHorizon(temporal);
       const maintenance = startRecordsMaintenance(createPostgresRecordStore({ db }), {
-        also: { 'step ledger rows older than an hour': () => ledger.purgeOlderThan(1) },
+        also: {
+          'rows past their retention': async () => {
+            const counts = await purgeExpired({ db, policy: retention, horizon });
+            return Object.values(counts ?? {}).reduce((sum, count) => sum + count, 0);
+          },
+        },
       });
       cleanups.push(async () => {
         await maintenance.stop();
@@ -184,6 +213,19 @@ async function main(): Promise<void> {
     await stopAll();
     say('stopped.');
   }
+}
+
+/** The Temporal SDK's metrics exporter the settings ask for, if any. */
+function temporalMetricsExport(settings: Settings): TemporalMetricsExport | undefined {
+  if (settings.TEMPORAL_METRICS_PROMETHEUS_ADDRESS) {
+    return { prometheus: { bindAddress: settings.TEMPORAL_METRICS_PROMETHEUS_ADDRESS } };
+  }
+  if (settings.TEMPORAL_METRICS_OTEL_URL) {
+    return {
+      otel: { url: settings.TEMPORAL_METRICS_OTEL_URL, http: settings.TEMPORAL_METRICS_OTEL_PROTOCOL === 'http' },
+    };
+  }
+  return undefined;
 }
 
 /**

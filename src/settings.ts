@@ -2,11 +2,50 @@
  * The service's settings, read from the environment once at boot and failing fast with every problem
  * listed. docs/operations.md documents each variable.
  */
+import ms from 'ms';
 import { z } from 'zod';
 import { ServiceError } from './errors.js';
 import { OutboundPolicy } from './runtime/outbound.js';
 
 const port = z.coerce.number().int().min(0).max(65_535);
+
+/** A retention in the ms notation (`30d`, `12h`), at least `min`; `forever` keeps the rows. */
+function retention(fallback: string, min: number, minText: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((text, ctx): number | null => {
+      const value = text.trim();
+      if (/^forever$/i.test(value)) return null;
+      const millis = /^\d+(\.\d+)?\s*(s|m|h|d|w|y|seconds?|minutes?|hours?|days?|weeks?|years?)$/i.test(value)
+        ? ms(value as ms.StringValue)
+        : Number.NaN;
+      if (!Number.isFinite(millis)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a duration such as "30d" or "12h", or "forever"; got "${text}"`,
+        });
+        return z.NEVER;
+      }
+      if (millis < min) {
+        ctx.addIssue({ code: 'custom', message: `must be at least ${minText} (got "${text}")` });
+        return z.NEVER;
+      }
+      return millis;
+    });
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** Addresses that only this machine reaches: a metrics listener there needs no token. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/i, 'expected host:port, such as 127.0.0.1:9465');
 
 export const settingsSchema = z.object({
   /** Postgres of the service; when unset, `npm start` creates a local cluster. */
@@ -47,12 +86,53 @@ export const settingsSchema = z.object({
     .string()
     .regex(/^\d+(b|kb|mb)$/i)
     .default('5mb'),
+  /** Port of this process's `GET /metrics` listener (Prometheus); unset: no listener. */
+  METRICS_PORT: port.optional(),
+  /** Interface of the metrics listener; anything but loopback requires METRICS_TOKEN. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** When set, scrapes send `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** `host:port` where the Temporal SDK serves its worker metrics (Prometheus). */
+  TEMPORAL_METRICS_PROMETHEUS_ADDRESS: hostPort.optional(),
+  /** An OpenTelemetry collector that the Temporal SDK pushes its worker metrics to. */
+  TEMPORAL_METRICS_OTEL_URL: z.url().optional(),
+  /** `grpc` (OTLP/gRPC, port 4317) or `http` (OTLP/HTTP, `…:4318/v1/metrics`). */
+  TEMPORAL_METRICS_OTEL_PROTOCOL: z.enum(['grpc', 'http']).default('grpc'),
+  /** Retention of the run history (sync_runs); the latest run of each sync always stays. */
+  RETENTION_SYNC_RUNS: retention('90d', DAY_MS, '1d'),
+  /** Retention of script log lines (script_logs). */
+  RETENTION_SCRIPT_LOGS: retention('30d', DAY_MS, '1d'),
+  /** Retention of the outbound webhook log (webhook_deliveries). */
+  RETENTION_WEBHOOK_DELIVERIES: retention('30d', DAY_MS, '1d'),
+  /** Least age of a claim-checked payload (payload_blobs) before it may go; Temporal's histories also hold it. */
+  RETENTION_PAYLOAD_BLOBS: retention('7d', HOUR_MS, '1h'),
+  /** Retention of the step ledger's leftovers (script_steps). */
+  RETENTION_STEP_LEDGER: retention('1h', HOUR_MS, '1h'),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;
 
+/** What no single variable can say: the combinations that are refused. */
+const checkedSettings = settingsSchema.superRefine((settings, ctx) => {
+  if (settings.METRICS_PORT !== undefined && !isLoopbackHost(settings.METRICS_HOST) && !settings.METRICS_TOKEN) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['METRICS_HOST'],
+      message: `the metrics listener on ${settings.METRICS_HOST} would be reachable from other machines: set METRICS_TOKEN too`,
+    });
+  }
+  if (settings.TEMPORAL_METRICS_PROMETHEUS_ADDRESS && settings.TEMPORAL_METRICS_OTEL_URL) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['TEMPORAL_METRICS_OTEL_URL'],
+      message:
+        'the Temporal SDK exports its metrics one way: set TEMPORAL_METRICS_PROMETHEUS_ADDRESS or TEMPORAL_METRICS_OTEL_URL, not both',
+    });
+  }
+});
+
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
-  const result = settingsSchema.safeParse(env);
+  const result = checkedSettings.safeParse(env);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
   throw new ServiceError('invalid_settings', `Invalid environment: ${problems.join('; ')}. See docs/operations.md.`, {

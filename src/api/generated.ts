@@ -29,7 +29,7 @@ import { ServiceError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
 import type { ExtraOperation } from './openapi.js';
 import type { AuthenticatedEnvironment } from './route.js';
-import { connectionHeaders, invalidRequest, parse, type ValidationProblem } from './server.js';
+import { connectionHeaders, invalidRequest, parse, ROUTE_TEMPLATE, type ValidationProblem } from './server.js';
 import { triggerAction } from './routes/postActionTrigger.js';
 import { readRecords, recordsPageQuery } from './routes/shared.js';
 
@@ -152,6 +152,8 @@ export function createGeneratedFallback(deps: ApiDeps, routing: GeneratedRouting
     }
     const scope = connectionHeaders(req, environment);
     const { endpoint, params } = found;
+    // The declared template (`GET /issues/{id}`) labels its metrics, not the path with its ids.
+    res.locals[ROUTE_TEMPLATE] = `generated ${endpoint.path}`;
     if (endpoint.kind === 'sync') {
       const problems: ValidationProblem[] = [];
       const query = parse(recordsPageQuery, req.query, 'query', problems);

@@ -9,6 +9,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { z } from 'zod';
 import { isDatabaseUnavailable } from '../db/pool.js';
 import { ServiceError, isServiceError } from '../errors.js';
+import { httpRequestDuration } from '../metrics/index.js';
 import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
 import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
 import { createAccessLogger, type Logger } from './logger.js';
@@ -51,6 +52,8 @@ export function createServer(options: CreateServerOptions): express.Express {
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      httpRequestDuration.observe({ method: req.method, route: routeLabel(req, res), status: res.statusCode }, seconds);
       logger.info('request', {
         request_id: requestId,
         method: req.method,
@@ -217,6 +220,23 @@ export function createServer(options: CreateServerOptions): express.Express {
 
   return app;
 }
+
+/**
+ * The route of a request as a metrics label: the template that matched (`/connections/:connection_id`),
+ * a generated endpoint's template, or the mount point of a static folder; never the raw path, whose
+ * ids would make a series per connection.
+ */
+export function routeLabel(req: Request, res: Response): string {
+  const template = res.locals[ROUTE_TEMPLATE] as string | undefined;
+  if (template !== undefined) return template;
+  const route: unknown = (req as { route?: unknown }).route;
+  const path: unknown = typeof route === 'object' && route !== null ? (route as { path?: unknown }).path : undefined;
+  if (typeof path === 'string') return `${req.baseUrl}${path}`;
+  return req.baseUrl ? `${req.baseUrl}/*` : 'unmatched';
+}
+
+/** Where a handler that is no Express route (a generated endpoint) names its template for routeLabel. */
+export const ROUTE_TEMPLATE = 'routeTemplate';
 
 /** The request body as received, when it was JSON (kept by the body parser). */
 export function rawBodyOf(req: Request): Buffer | undefined {

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { policyFetch } from '../runtime/outbound.js';
 import { ServiceError } from '../errors.js';
+import { codeLabel, tokenRefreshFailures } from '../metrics/index.js';
 import type { ConnectionRecord, Credentials } from '../runtime/public.js';
 import type { Encryptor } from './encryption.js';
 import { secretForms } from './redaction.js';
@@ -673,6 +674,11 @@ export class PostgresConnectionService implements ConnectionService {
       [row.id, failure.code, failure.message, this.now(), failure.permanent],
     );
     const updated = rows[0]!;
+    tokenRefreshFailures.inc({
+      integration: scope.integrationId,
+      code: codeLabel(failure.code),
+      permanent: String(failure.permanent),
+    });
     this.log(`refresh of ${describe(scope)} failed: ${failure.message}`);
     return { row: updated, credentials: this.decrypt(updated), error: this.refreshFailed(scope, updated) };
   }

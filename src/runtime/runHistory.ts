@@ -46,9 +46,9 @@ interface SyncRunRow {
 
 export function createRunHistory({ db }: { db: Pool }) {
   return {
-    /** Idempotent: a replayed or retried write of the same run changes nothing. */
-    async record(run: SyncRunRecord): Promise<void> {
-      await db.query(
+    /** Idempotent: a replayed or retried write of the same run changes nothing. True when this call stored it. */
+    async record(run: SyncRunRecord): Promise<boolean> {
+      const { rowCount } = await db.query(
         `INSERT INTO sync_runs (run_id, environment_id, integration_id, connection_id, sync_name, mode, status,
                                 started_at, finished_at, models, error_code, error_message)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (run_id) DO NOTHING`,
@@ -67,6 +67,7 @@ export function createRunHistory({ db }: { db: Pool }) {
           run.error?.message ?? null,
         ],
       );
+      return rowCount === 1;
     },
 
     async list(options: ListSyncRunsOptions): Promise<SyncRunRecord[]> {

@@ -51,7 +51,32 @@ export function createServiceLogger(level: LogLevel = 'WARN', inner: Logger = ne
   return new ServiceLogger(inner);
 }
 
-/** Installs the Temporal runtime with the service's logger; call once per process, before any Worker. */
-export function installServiceRuntime(level: LogLevel = 'WARN'): void {
-  Runtime.install({ logger: createServiceLogger(level) });
+/** Where the Temporal SDK exports its own metrics (workers' slots, polls, task latencies), if anywhere. */
+export type TemporalMetricsExport =
+  { prometheus: { bindAddress: string } } | { otel: { url: string; http: boolean; metricsExportIntervalMs?: number } };
+
+/**
+ * Installs the Temporal runtime with the service's logger and, when given, the SDK's metrics exporter
+ * (docs/operations.md "Metrics"); call once per process, before any Worker.
+ */
+export function installServiceRuntime(level: LogLevel = 'WARN', metrics?: TemporalMetricsExport): void {
+  Runtime.install({
+    logger: createServiceLogger(level),
+    ...(metrics
+      ? {
+          telemetryOptions: {
+            metrics:
+              'prometheus' in metrics
+                ? { prometheus: { bindAddress: metrics.prometheus.bindAddress, countersTotalSuffix: true } }
+                : {
+                    otel: {
+                      url: metrics.otel.url,
+                      http: metrics.otel.http,
+                      metricsExportInterval: metrics.otel.metricsExportIntervalMs ?? 10_000,
+                    },
+                  },
+          },
+        }
+      : {}),
+  });
 }

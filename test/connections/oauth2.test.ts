@@ -8,6 +8,7 @@ import { describe, expect, it, beforeAll } from 'vitest';
 import { isServiceError, type ServiceError } from '../../src/errors.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
+import { tokenRefreshFailures } from '../../src/metrics/index.js';
 import { useDatabase } from '../helpers/stack.js';
 import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
 import { fakeOAuth2Provider, startHarness, type Harness } from './helpers/harness.js';
@@ -229,8 +230,11 @@ describe('OAuth 2 connections end to end', () => {
     fake.revokeAllRefreshTokens();
     await travelToExpiry('bob', 10);
     try {
+      const failuresBefore = await refreshFailures();
       const failure = await caught(h.service.getConnection(scope('bob')));
       expect(failure.code).toBe('connection_refresh_failed');
+      // The metrics count it once (docs/operations.md "Metrics"), by integration and code, never by connection.
+      expect((await refreshFailures()) - failuresBefore).toBe(1);
       expect(failure.message).toContain('invalid_grant');
       expect(failure.message).toContain('reconnect');
       expect(failure.retryable).toBe(false);
@@ -453,3 +457,14 @@ describe('OAuth 2 connections end to end', () => {
     expect(lines.some((line) => line.includes('refresh of connection') && line.includes('invalid_grant'))).toBe(true);
   });
 });
+
+/** service_token_refresh_failures_total of a revoked grant of the fake provider's integration. */
+async function refreshFailures(): Promise<number> {
+  const { values } = await tokenRefreshFailures.get();
+  const labels = { integration: 'fake-app', code: 'invalid_grant', permanent: 'true' };
+  const matches = (v: { labels: Partial<Record<keyof typeof labels, string | number>> }) =>
+    v.labels.integration === labels.integration &&
+    v.labels.code === labels.code &&
+    v.labels.permanent === labels.permanent;
+  return values.find(matches)?.value ?? 0;
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConnectionScope } from '../../connections/types.js';
 import { isServiceError, ServiceError } from '../../errors.js';
+import { actionDuration } from '../../metrics/index.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type RouteContext } from '../route.js';
 import { assertConnection, redactorFor, scopeOf } from './shared.js';
@@ -37,9 +38,18 @@ export async function triggerAction(
   await assertConnection(deps, scope);
   const definition = await deps.deployments.actionDefinition(scope.environmentId, scope.integrationId, actionName);
   let outcome;
+  const started = process.hrtime.bigint();
+  const observe = (result: 'success' | 'action_error' | 'failed'): void => {
+    actionDuration.observe(
+      { integration: scope.integrationId, action: actionName, outcome: result },
+      Number(process.hrtime.bigint() - started) / 1e9,
+    );
+  };
   try {
     outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input });
+    observe(outcome.ok ? 'success' : 'action_error');
   } catch (error) {
+    observe('failed');
     if (!isServiceError(error)) throw error;
     // The run's failure message may repeat a credential (a script's own message, say): never shown, never logged.
     const redact = await redactorFor(deps, scope);

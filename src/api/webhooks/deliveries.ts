@@ -9,6 +9,7 @@
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool.js';
+import { webhookAttempts, webhookDeliveries } from '../../metrics/index.js';
 import { outboundRefusal, policyFetch } from '../../runtime/outbound.js';
 import type { SyncRunResult } from '../../runtime/definitions.js';
 import type { WebhookSettingsStore } from './settings.js';
@@ -265,6 +266,7 @@ export async function attemptDelivery(
     const refused = outboundRefusal(cause);
     error = `the request failed: ${refused?.message ?? (cause instanceof Error ? cause.message : String(cause))}`;
   }
+  webhookAttempts.inc({ result: error === null ? 'ok' : 'error' });
   await db.query(
     `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3, last_attempt_at = now(),
        status = CASE WHEN $3::text IS NULL THEN 'delivered' ELSE status END,
@@ -272,13 +274,16 @@ export async function attemptDelivery(
      WHERE id = $1`,
     [id, status, error],
   );
+  // Once per delivery: an attempt that finds it delivered returned above.
+  if (error === null) webhookDeliveries.inc({ outcome: 'delivered' });
   if (error !== null) throw new DeliveryAttemptError(`webhook delivery ${id} to ${row.url}: ${error}`);
 }
 
 /** After the last attempt failed: the delivery is given up, and the log says so. */
 export async function markDeliveryFailed(db: Pool, id: string, message: string): Promise<void> {
-  await db.query(
+  const { rowCount } = await db.query(
     `UPDATE webhook_deliveries SET status = 'failed', last_error = $2 WHERE id = $1 AND status = 'pending'`,
     [id, message.slice(0, 2000)],
   );
+  if (rowCount === 1) webhookDeliveries.inc({ outcome: 'failed' });
 }

@@ -1,0 +1,203 @@
+/**
+ * Retention: the tables that grow with every run are trimmed to an age the operator chooses
+ * (docs/configuration.md "Retention"). Every worker process runs the purge on the records-maintenance
+ * rhythm (src/records/maintenance.ts); a Postgres advisory lock lets one process at a time do it, the
+ * others skip the round. Rows go in batches, each its own short statement, so the purge never holds
+ * locks for long.
+ *
+ * payload_blobs is special: a blob is the body of a claim check that a Temporal history refers to, and
+ * a history is read again whenever its workflow replays (a worker restart, a query) for as long as
+ * Temporal keeps it: while the workflow is open, and for the namespace's retention after it closed.
+ * A history that refers to a blob belongs to an execution that was open when the blob was last
+ * written, so it started before that. The purge therefore asks Temporal for the oldest start of any
+ * execution it still keeps (open, or closed and not yet removed by namespace retention) and removes
+ * only blobs last written before that, and before the configured age.
+ */
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool.js';
+import { retentionDeletedRows, retentionLastSuccess } from '../metrics/index.js';
+
+/** How long each table keeps its rows, in milliseconds; null keeps them forever. */
+export interface RetentionPolicy {
+  /** sync_runs (GET /sync/runs, the dashboard's chart); the latest run of each sync always stays. */
+  syncRuns: number | null;
+  /** script_logs (svc.log lines, GET /logs). */
+  scriptLogs: number | null;
+  /** webhook_deliveries (GET /webhook-deliveries). */
+  webhookDeliveries: number | null;
+  /** payload_blobs, and only once no history Temporal keeps can refer to them (above). */
+  payloadBlobs: number | null;
+  /** script_steps, the step ledger's leftovers (a run forgets its own steps as it goes). */
+  stepLedger: number | null;
+}
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+export const DEFAULT_RETENTION: RetentionPolicy = {
+  syncRuns: 90 * DAY,
+  scriptLogs: 30 * DAY,
+  webhookDeliveries: 30 * DAY,
+  payloadBlobs: 7 * DAY,
+  stepLedger: HOUR,
+};
+
+/**
+ * The oldest start time among the executions Temporal still keeps that started before `before`;
+ * `before` itself when there are none; undefined when it cannot tell (then no blob is removed).
+ */
+export type TemporalHorizon = (before: Date) => Promise<Date | undefined>;
+
+/**
+ * The horizon from Temporal's visibility: every execution of the namespace, open or closed, that
+ * started before `before`. Closed executions leave visibility with their history when the namespace's
+ * retention removes them, so what is listed is exactly what may still be replayed or read.
+ */
+export function temporalHorizon(client: Client, options: { maxExecutions?: number } = {}): TemporalHorizon {
+  const maxExecutions = options.maxExecutions ?? 100_000;
+  return async (before) => {
+    let oldest = before;
+    let seen = 0;
+    const query = `StartTime < "${before.toISOString()}"`;
+    for await (const execution of client.workflow.list({ query, pageSize: 1000 })) {
+      // Too many long-lived executions to list each round: keep every blob rather than guess.
+      if (++seen > maxExecutions) return undefined;
+      if (execution.startTime < oldest) oldest = execution.startTime;
+    }
+    return oldest;
+  };
+}
+
+export interface PurgeOptions {
+  db: Pool;
+  policy: RetentionPolicy;
+  /** Without it no blob is removed. */
+  horizon?: TemporalHorizon | undefined;
+  /** Rows per DELETE statement. @default 5000 */
+  batchSize?: number;
+  /**
+   * How far Temporal's clock (execution start times) may be ahead of Postgres's (last_written_at):
+   * blobs are kept for this much longer. @default 5 minutes
+   */
+  clockSkewMs?: number;
+  now?: () => Date;
+  log?: (line: string) => void;
+}
+
+export type PurgeCounts = Record<
+  'sync_runs' | 'script_logs' | 'webhook_deliveries' | 'payload_blobs' | 'script_steps',
+  number
+>;
+
+/** One id of the lock that lets one process at a time purge (pg_try_advisory_lock's two-key form). */
+const RETENTION_LOCK: [number, number] = [0x5e41, 0x7e7e];
+
+/**
+ * One round of the purge: the rows of every table past its retention. Returns what was deleted per
+ * table, or undefined when another process holds the purge lock.
+ */
+export async function purgeExpired(options: PurgeOptions): Promise<PurgeCounts | undefined> {
+  const { db, policy } = options;
+  const batchSize = options.batchSize ?? 5000;
+  const now = (options.now ?? (() => new Date()))();
+  const log = options.log ?? ((line: string) => console.warn(line));
+  const cutoff = (retention: number): Date => new Date(now.getTime() - retention);
+  const client = await db.connect();
+  try {
+    const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', RETENTION_LOCK);
+    if (!locked.rows[0]?.ok) return undefined;
+    try {
+      const counts: PurgeCounts = {
+        sync_runs: 0,
+        script_logs: 0,
+        webhook_deliveries: 0,
+        payload_blobs: 0,
+        script_steps: 0,
+      };
+      // Each statement deletes at most batchSize rows; the age condition is in the outer WHERE, so a row
+      // written again meanwhile (a blob) is rechecked under its lock and kept.
+      const drain = async (table: keyof PurgeCounts, sql: string, parameter: Date): Promise<void> => {
+        for (;;) {
+          const { rowCount } = await client.query(sql, [parameter, batchSize]);
+          counts[table] += rowCount ?? 0;
+          if ((rowCount ?? 0) < batchSize) break;
+        }
+        if (counts[table] > 0) retentionDeletedRows.inc({ table }, counts[table]);
+      };
+      if (policy.scriptLogs !== null) {
+        await drain(
+          'script_logs',
+          `DELETE FROM script_logs WHERE created_at < $1
+             AND id IN (SELECT id FROM script_logs WHERE created_at < $1 LIMIT $2)`,
+          cutoff(policy.scriptLogs),
+        );
+      }
+      if (policy.webhookDeliveries !== null) {
+        // A pending delivery is retried for about 40 minutes (workflows/deliverWebhook.ts) and the
+        // retention is at least a day: one older than that was abandoned, and goes too.
+        await drain(
+          'webhook_deliveries',
+          `DELETE FROM webhook_deliveries WHERE created_at < $1
+             AND id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
+          cutoff(policy.webhookDeliveries),
+        );
+      }
+      if (policy.syncRuns !== null) {
+        // The latest run of each sync stays while its connection exists: it is the sync's last outcome
+        // (the `errors` of GET /connections, the dashboard), however long ago it ran.
+        await drain(
+          'sync_runs',
+          `DELETE FROM sync_runs r WHERE r.finished_at < $1
+             AND r.run_id IN (
+               SELECT o.run_id FROM sync_runs o
+                WHERE o.finished_at < $1
+                  AND (EXISTS (SELECT 1 FROM sync_runs n
+                                WHERE n.environment_id = o.environment_id AND n.integration_id = o.integration_id
+                                  AND n.connection_id = o.connection_id AND n.sync_name = o.sync_name
+                                  AND n.finished_at > o.finished_at)
+                       OR NOT EXISTS (SELECT 1 FROM connections c
+                                       WHERE c.environment_id = o.environment_id
+                                         AND c.provider_config_key = o.integration_id
+                                         AND c.connection_id = o.connection_id))
+                LIMIT $2)`,
+          cutoff(policy.syncRuns),
+        );
+      }
+      if (policy.stepLedger !== null) {
+        await drain(
+          'script_steps',
+          `DELETE FROM script_steps WHERE created_at < $1
+             AND (run_id, step) IN (SELECT run_id, step FROM script_steps WHERE created_at < $1 LIMIT $2)`,
+          cutoff(policy.stepLedger),
+        );
+      }
+      if (policy.payloadBlobs !== null) {
+        const byAge = cutoff(policy.payloadBlobs);
+        const horizon = await options.horizon?.(byAge).catch((error: unknown) => {
+          log(
+            `[retention] keeping every payload blob this round: Temporal's visibility did not answer: ${(error as Error).message}`,
+          );
+          return undefined;
+        });
+        if (horizon === undefined) {
+          if (options.horizon)
+            log('[retention] keeping every payload blob this round: the oldest execution is unknown');
+        } else {
+          const before = new Date(Math.min(byAge.getTime(), horizon.getTime()) - (options.clockSkewMs ?? 300_000));
+          await drain(
+            'payload_blobs',
+            `DELETE FROM payload_blobs WHERE last_written_at < $1
+               AND hash IN (SELECT hash FROM payload_blobs WHERE last_written_at < $1 LIMIT $2)`,
+            before,
+          );
+        }
+      }
+      retentionLastSuccess.set(Date.now() / 1000);
+      return counts;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1, $2)', RETENTION_LOCK);
+    }
+  } finally {
+    client.release();
+  }
+}
