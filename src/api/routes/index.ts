@@ -12,6 +12,7 @@ import { deleteConnectionRoute } from './deleteConnection.js';
 import { deleteEnvironmentVariableRoute } from './deleteEnvironmentVariable.js';
 import { deleteIntegrationRoute } from './deleteIntegration.js';
 import { getEnvironmentSettingsRoute, patchEnvironmentSettingsRoute } from './environmentSettings.js';
+import { environmentRoutes } from './environments.js';
 import { getConnectionRoute } from './getConnection.js';
 import { getConnectionsRoute } from './getConnections.js';
 import { getEnvironmentVariablesRoute } from './getEnvironmentVariables.js';
@@ -78,6 +79,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     deleteEnvironmentVariableRoute(deps),
     getEnvironmentSettingsRoute(deps),
     patchEnvironmentSettingsRoute(deps),
+    ...environmentRoutes(deps),
     getLogsRoute(deps),
     postWebhookRoute(deps),
     getWebhookSettingsRoute(deps),

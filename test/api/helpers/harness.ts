@@ -78,6 +78,11 @@ export interface ApiHarness {
   envB: { id: string; name: string; secretKey: string };
   deploy(environmentId: string, request: DeployRequest, allowDestructive?: boolean): Promise<void>;
   logs: string[];
+  /** The service admin key the API was given (SERVICE_ADMIN_KEY), and a client with it. */
+  adminKey: string;
+  admin: ServiceClient;
+  /** The composed service, for tests that reach below the API (the connection service, say). */
+  service: ReturnType<typeof composeService>;
 }
 
 export async function startApiHarness(
@@ -87,6 +92,8 @@ export async function startApiHarness(
     proxy?: ApiDeps['proxy'];
     /** More catalog entries (an OAuth provider, say), beside the fake API's. */
     providers?: Record<string, unknown>;
+    /** Passed to composeService (the connection events of docs/api.md "Connection events", say). */
+    compose?: Partial<Parameters<typeof composeService>[0]>;
   } = {},
 ): Promise<ApiHarness> {
   const { pool } = await useDatabase();
@@ -115,6 +122,7 @@ export async function startApiHarness(
       },
     }),
     log: () => undefined,
+    ...options.compose,
   });
   const { connections, deployments } = service;
 
@@ -130,8 +138,10 @@ export async function startApiHarness(
   const running = workers.run();
 
   const logs: string[] = [];
+  const adminKey = `admin_${randomBytes(24).toString('base64url')}`;
   const deps: ApiDeps = {
     ...service.api,
+    adminKey,
     proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
@@ -172,6 +182,9 @@ export async function startApiHarness(
       await deployments.apply(environmentId, request, { allowDestructive });
     },
     logs,
+    adminKey,
+    admin: createClient({ baseUrl, secretKey: adminKey }),
+    service,
   };
 }
 
