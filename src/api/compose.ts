@@ -19,6 +19,7 @@ import { createPostgresLogStore } from '../runtime/logStore.js';
 import { createRunHistory } from '../runtime/runHistory.js';
 import { createPostgresScriptStore } from '../runtime/scriptStore.js';
 import { createSyncControl } from '../temporal/syncControl.js';
+import { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { ApiDeps } from './deps.js';
 import { ensureConnectionSyncs } from './routes/shared.js';
@@ -55,7 +56,12 @@ export function composeService(options: ComposeServiceOptions) {
   const logs = createPostgresLogStore({ db });
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
-  const syncs = createSyncControl({ client: temporal, taskQueue: options.taskQueue });
+  const frequencies = new SyncFrequencyStore(db);
+  const syncs = createSyncControl({
+    client: temporal,
+    taskQueue: options.taskQueue,
+    frequencyOf: (ref) => frequencies.get(ref),
+  });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
   const deployments = createDeployments({
     db,

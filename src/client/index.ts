@@ -22,6 +22,7 @@ import type { createIntegrationBody, integrationSchema, patchIntegrationBody } f
 import type { connectSessionBody, connectSessionSchema } from '../api/routes/postConnectSessions.js';
 import type { environmentSettingsSchema, patchEnvironmentSettingsBody } from '../api/routes/environmentSettings.js';
 import type { EnvironmentView } from '../api/routes/environments.js';
+import type { syncFrequencyBody, syncFrequencySchema } from '../api/routes/putSyncConnectionFrequency.js';
 import type { environmentVariableSchema } from '../api/routes/getEnvironmentVariables.js';
 import type { setVariablesBody } from '../api/routes/postEnvironmentVariables.js';
 import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
@@ -198,6 +199,9 @@ export function createClient(options: ClientOptions) {
       trigger: (body: z.input<typeof syncTriggerBody>) => call<SyncActionResult>('POST', '/sync/trigger', { body }),
       pause: (body: z.input<typeof syncSelectionBody>) => call<SyncActionResult>('POST', '/sync/pause', { body }),
       start: (body: z.input<typeof syncSelectionBody>) => call<SyncActionResult>('POST', '/sync/start', { body }),
+      /** How often one sync runs for one connection (overriding `runs`); `frequency: null` clears it. */
+      setConnectionFrequency: (body: z.input<typeof syncFrequencyBody>) =>
+        call<z.output<typeof syncFrequencySchema>>('PUT', '/sync/update-connection-frequency', { body }),
       status: (query: Omit<z.input<typeof syncStatusQuery>, 'syncs'> & { syncs: string[] | '*' }) =>
         call<{ syncs: SyncStatus[] }>('GET', '/sync/status', {
           query: { ...query, syncs: query.syncs === '*' ? '*' : query.syncs },

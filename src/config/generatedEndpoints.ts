@@ -15,6 +15,7 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'POST', path: '/sync/pause' },
   { method: 'POST', path: '/sync/start' },
   { method: 'GET', path: '/sync/status' },
+  { method: 'PUT', path: '/sync/update-connection-frequency' },
   { method: 'GET', path: '/sync/runs' },
   { method: 'GET', path: '/connections' },
   { method: 'POST', path: '/connections' },

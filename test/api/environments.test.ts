@@ -7,21 +7,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
 import { runCli } from '../../src/cli/main.js';
-import { createClient, ServiceApiError } from '../../src/client/index.js';
+import { createClient } from '../../src/client/index.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { apiFailure, connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
 
 let h: ApiHarness;
 
-async function failure(call: Promise<unknown>): Promise<{ status: number; code: string }> {
-  try {
-    await call;
-  } catch (error) {
-    if (error instanceof ServiceApiError) return { status: error.status, code: error.code };
-    throw error;
-  }
-  throw new Error('the call succeeded; an error was expected');
-}
+const failure = apiFailure;
 
 async function cli(args: string[], env: Record<string, string | undefined>) {
   let out = '';

@@ -41,6 +41,7 @@ import { postIntegrationsRoute } from './postIntegrations.js';
 import { postSyncPauseRoute } from './postSyncPause.js';
 import { postSyncStartRoute } from './postSyncStart.js';
 import { postSyncTriggerRoute } from './postSyncTrigger.js';
+import { putSyncConnectionFrequencyRoute } from './putSyncConnectionFrequency.js';
 import { postWebhookRoute } from './postWebhook.js';
 import { putWebhookSettingsRoute } from './putWebhookSettings.js';
 
@@ -57,6 +58,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     postSyncPauseRoute(deps),
     postSyncStartRoute(deps),
     getSyncStatusRoute(deps),
+    putSyncConnectionFrequencyRoute(deps),
     getSyncRunsRoute(deps),
     getConnectionsRoute(deps),
     postConnectionsRoute(deps),

@@ -14,7 +14,7 @@ import { createActivities } from '../../../activities/index.js';
 import { createApi, type ApiDeps } from '../../../src/api/index.js';
 import { composeService } from '../../../src/api/compose.js';
 import type { DeployRequest } from '../../../src/deploy/deployments.js';
-import { createClient, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
+import { createClient, ServiceApiError, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
 import { Encryptor } from '../../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
 import type { Pool } from '../../../src/db/pool.js';
@@ -202,4 +202,15 @@ export async function deployWithConnection(h: ApiHarness, apiKey: string, connec
     connection_id: connectionId,
     credentials: { type: 'API_KEY', apiKey },
   });
+}
+
+/** The API error a call fails with (status and code); fails the test when the call succeeds. */
+export async function apiFailure(call: Promise<unknown>): Promise<{ status: number; code: string }> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof ServiceApiError) return { status: error.status, code: error.code };
+    throw error;
+  }
+  throw new Error('the call succeeded; an error was expected');
 }
