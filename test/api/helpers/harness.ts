@@ -83,6 +83,9 @@ export interface ApiHarness {
   admin: ServiceClient;
   /** The composed service, for tests that reach below the API (the connection service, say). */
   service: ReturnType<typeof composeService>;
+  /** The worker's task queue, and a Temporal client with the service's data converter. */
+  taskQueue: string;
+  temporal: Client;
 }
 
 export async function startApiHarness(
@@ -185,6 +188,8 @@ export async function startApiHarness(
     adminKey,
     admin: createClient({ baseUrl, secretKey: adminKey }),
     service,
+    taskQueue,
+    temporal,
   };
 }
 
