@@ -184,6 +184,7 @@ async function main(): Promise<void> {
         ...service.api,
         rateLimit: { perSecond: settings.RATE_LIMIT_PER_SECOND },
         bodyLimit: settings.BODY_LIMIT,
+        adminKey: settings.SERVICE_ADMIN_KEY,
         dashboard: { temporalUiUrl: stack.temporal.uiUrl, temporalNamespace: stack.temporal.namespace },
       });
       const server: Server = app.listen(settings.PORT, settings.HOST);

@@ -81,6 +81,16 @@ export const settingsSchema = z.object({
         ctx.addIssue({ code: 'custom', message: (error as Error).message });
       }
     }),
+  /**
+   * The service admin key: manages environments through the API, CLI and dashboard (create, list,
+   * rename, delete, rotate keys) and opens no environment's data. Unset: that management is off.
+   */
+  SERVICE_ADMIN_KEY: z
+    .string()
+    .min(32, 'at least 32 characters (e.g. `openssl rand -base64 32`)')
+    .max(200)
+    .regex(/^\S+$/, 'no spaces')
+    .optional(),
   /** Largest JSON request body, in the notation of the `bytes` package (`5mb`). */
   BODY_LIMIT: z
     .string()

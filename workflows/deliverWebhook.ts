@@ -1,5 +1,6 @@
 /**
- * Delivers the outbound webhooks of one finished sync run: records them in the delivery log, then
+ * Delivers the outbound webhooks of one finished sync run (or of one connection event, recorded by the
+ * service before it starts this workflow): records them in the delivery log, then
  * sends each, retrying with exponential back-off (the activity retry policy) until the application
  * answers 2xx or the attempts run out, when the delivery is marked failed. Started by the sync entity
  * (manageSync) as an abandoned child, so a slow application never delays the next run.
@@ -9,7 +10,13 @@ import type { WebhookActivities } from '../activities/webhooks.js';
 import type { SyncFinishedEvent } from '../src/api/webhooks/deliveries.js';
 
 export interface DeliverWebhookInput {
-  event: SyncFinishedEvent;
+  /** A finished sync run: its deliveries are recorded first. */
+  event?: SyncFinishedEvent | undefined;
+  /**
+   * Deliveries already recorded under this workflow's id (connection events: the service records them
+   * before it starts the workflow, `event:<env>:<uuid>`).
+   */
+  deliveries?: string[] | undefined;
   /** Back-off tunables, for tests; production uses the defaults. */
   retry?: { initialIntervalMs?: number; maximumIntervalMs?: number; maximumAttempts?: number } | undefined;
 }
@@ -32,7 +39,7 @@ export async function deliverWebhook(input: DeliverWebhookInput): Promise<{ deli
       maximumAttempts: input.retry?.maximumAttempts ?? 12,
     },
   });
-  const ids = await recordWebhookDeliveries(input.event);
+  const ids = input.deliveries ?? (input.event ? await recordWebhookDeliveries(input.event) : []);
   let delivered = 0;
   let failed = 0;
   await Promise.all(

@@ -19,10 +19,12 @@ import { createPostgresLogStore } from '../runtime/logStore.js';
 import { createRunHistory } from '../runtime/runHistory.js';
 import { createPostgresScriptStore } from '../runtime/scriptStore.js';
 import { createSyncControl } from '../temporal/syncControl.js';
-import type { ConnectionScope } from '../connections/types.js';
+import { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
+import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/connectionService.js';
 import type { ApiDeps } from './deps.js';
 import { ensureConnectionSyncs } from './routes/shared.js';
 import { webhookDeployWarnings } from './webhooks/inbound.js';
+import { createConnectionEvents } from './webhooks/connectionEvents.js';
 import { createWebhookSettingsStore } from './webhooks/settings.js';
 
 export interface ComposeServiceOptions {
@@ -42,12 +44,14 @@ export interface ComposeServiceOptions {
 export function composeService(options: ComposeServiceOptions) {
   const { db, encryptor, temporal } = options;
   // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
-  let onConnectionSaved: (scope: ConnectionScope) => Promise<void> = async () => undefined;
+  let onConnectionSaved: (event: ConnectionSavedEvent) => Promise<void> = async () => undefined;
+  let onNeedsReauth: (event: NeedsReauthEvent) => Promise<void> = async () => undefined;
   const connections = createConnections({
     db,
     encryptor,
     callbackUrl: options.callbackUrl,
-    onConnectionSaved: (event) => onConnectionSaved(event.scope),
+    onConnectionSaved: (event) => onConnectionSaved(event),
+    onNeedsReauth: (event) => onNeedsReauth(event),
     ...(options.catalog ? { catalog: options.catalog } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
@@ -55,7 +59,12 @@ export function composeService(options: ComposeServiceOptions) {
   const logs = createPostgresLogStore({ db });
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
-  const syncs = createSyncControl({ client: temporal, taskQueue: options.taskQueue });
+  const frequencies = new SyncFrequencyStore(db);
+  const syncs = createSyncControl({
+    client: temporal,
+    taskQueue: options.taskQueue,
+    frequencyOf: (ref) => frequencies.get(ref),
+  });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
   const deployments = createDeployments({
     db,
@@ -71,9 +80,23 @@ export function composeService(options: ComposeServiceOptions) {
         async (integrationId) => (await webhookSettings.inboundView(environmentId, integrationId))?.has_secret ?? false,
       ),
   });
-  onConnectionSaved = async (scope) => {
-    await ensureConnectionSyncs({ deployments, syncs }, scope);
+  const events = createConnectionEvents({
+    db,
+    settings: webhookSettings,
+    temporal,
+    taskQueue: options.taskQueue,
+    describe: async (scope) => {
+      const status = await connections.service.getConnectionStatus(scope).catch(() => undefined);
+      return status && { provider: status.provider, authMode: status.auth_mode };
+    },
+    ...(options.log ? { log: options.log } : {}),
+  });
+  onConnectionSaved = async (event) => {
+    // The application hears of the connection even when starting its syncs fails (that failure is reported).
+    await events.connectionSaved(event);
+    await ensureConnectionSyncs({ deployments, syncs }, event.scope);
   };
+  onNeedsReauth = (event) => events.needsReauth(event);
   const api: ApiDeps = {
     db,
     environments: connections.environments,
@@ -100,7 +123,7 @@ export function composeService(options: ComposeServiceOptions) {
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
   };
-  return { api, runtime, connections, deployments, records, scripts, logs, runHistory, syncs };
+  return { api, runtime, connections, deployments, records, scripts, logs, runHistory, syncs, events };
 }
 
 export type ComposedService = ReturnType<typeof composeService>;

@@ -46,6 +46,11 @@ export interface ApiDeps {
   /** The end user's OAuth connect flow; its router is mounted when given. */
   oauthFlow?: OAuthFlow | undefined;
   proxy?: ProxyOptions | undefined;
+  /**
+   * SERVICE_ADMIN_KEY: the key of the routes that create, list, rename and delete environments and
+   * rotate their keys. Unset: those routes are off (403 `admin_key_not_configured`).
+   */
+  adminKey?: string | undefined;
   /** @default '5mb' */
   bodyLimit?: string | undefined;
   rateLimit?: RateLimitOptions | undefined;

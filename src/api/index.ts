@@ -29,6 +29,7 @@ export function createApi(deps: ApiDeps) {
       createDashboardRouter({ ...deps.dashboard, environments: deps.environments }),
     ],
     fallback: createGeneratedEndpointFallback(deps),
+    adminKey: deps.adminKey,
     ...(deps.bodyLimit === undefined ? {} : { bodyLimit: deps.bodyLimit }),
     ...(deps.rateLimit === undefined ? {} : { rateLimit: deps.rateLimit }),
     ...(deps.logger === undefined ? {} : { logger: deps.logger }),

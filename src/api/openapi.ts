@@ -121,7 +121,8 @@ export function buildOpenApiDocument(
         ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(route.body) } } } }
         : {}),
       responses,
-      security: route.auth === 'secret-key' ? [{ secretKey: [] }] : [],
+      security:
+        route.auth === 'secret-key' ? [{ secretKey: [] }] : route.auth === 'admin-key' ? [{ adminKey: [] }] : [],
     };
     (paths[openApiPath(route.path)] ??= {})[route.method] = operation;
   }
@@ -132,6 +133,11 @@ export function buildOpenApiDocument(
     components: {
       securitySchemes: {
         secretKey: { type: 'http', scheme: 'bearer', description: 'The secret key of an environment.' },
+        adminKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The service admin key (SERVICE_ADMIN_KEY): manages environments, reads no environment’s data.',
+        },
       },
       schemas: { Error: errorSchema },
     },

@@ -18,7 +18,7 @@ export interface AuthenticatedEnvironment {
 export interface RouteContext<Q, B, P> {
   req: Request;
   res: Response;
-  /** Set for routes with `auth: 'secret-key'` (all but health, the OAuth callback and inbound webhooks). */
+  /** Set for routes with `auth: 'secret-key'`; empty for `admin-key` and `none` routes. */
   environment: AuthenticatedEnvironment;
   query: Q;
   body: B;
@@ -46,8 +46,12 @@ export interface RouteDefinition<Q = unknown, B = unknown, P = unknown> {
   summary: string;
   description?: string;
   tags: string[];
-  /** `secret-key`: `Authorization: Bearer <environment secret key>`; `none`: public (health, OAuth callback, webhooks). */
-  auth: 'secret-key' | 'none';
+  /**
+   * `secret-key`: `Authorization: Bearer <environment secret key>`; `admin-key`: `Authorization: Bearer
+   * <SERVICE_ADMIN_KEY>` (managing environments, docs/api.md "Environments"); `none`: public (health,
+   * OAuth callback, webhooks).
+   */
+  auth: 'secret-key' | 'admin-key' | 'none';
   /** Requires the `Connection-Id` and `Provider-Config-Key` headers. */
   connectionScoped?: boolean;
   /** Other request headers the route reads, for the documentation (the handler reads them itself). */

@@ -4,7 +4,7 @@
  * every route shares: request ids, access logs without secrets, body limits, authentication by
  * environment secret key, per-key rate limiting, validation and one error envelope.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { isDatabaseUnavailable } from '../db/pool.js';
@@ -18,6 +18,11 @@ export interface CreateServerOptions {
   routes: readonly AnyRoute[];
   /** Resolves a presented secret key to its environment; undefined when no environment has that key. */
   authenticate(secretKey: string): Promise<AuthenticatedEnvironment | undefined>;
+  /**
+   * The service admin key (SERVICE_ADMIN_KEY): the only key the `admin-key` routes (managing
+   * environments) accept. Unset: those routes answer 403 `admin_key_not_configured`.
+   */
+  adminKey?: string | undefined;
   /** Answers requests no declared route matched (the generated endpoints of the deployment); falls through to 404 when it returns false. */
   fallback?: (
     req: Request,
@@ -117,6 +122,7 @@ export function createServer(options: CreateServerOptions): express.Express {
 
   async function handle(route: AnyRoute, req: Request, res: Response): Promise<void> {
     const requestId = res.locals['requestId'] as string;
+    if (route.auth === 'admin-key') await authenticateAdmin(req, res);
     const environment = route.auth === 'secret-key' ? await authenticateRequest(req, res) : anonymous;
     const problems: ValidationProblem[] = [];
     const ctx: RouteContext<unknown, unknown, unknown> = {
@@ -135,28 +141,57 @@ export function createServer(options: CreateServerOptions): express.Express {
     if (result !== undefined && !res.headersSent) res.status(200).json(result);
   }
 
-  async function authenticateRequest(req: Request, res: Response): Promise<AuthenticatedEnvironment> {
+  // Compared as digests of equal length, so the time taken tells nothing of the key.
+  const adminDigest = options.adminKey ? createHash('sha256').update(options.adminKey, 'utf8').digest() : undefined;
+
+  /**
+   * The admin key manages environments and nothing else: it is not an environment key, so it opens no
+   * environment's data, and no environment's key opens these routes.
+   */
+  async function authenticateAdmin(req: Request, res: Response): Promise<void> {
+    const presented = bearerOf(req, 'service admin key');
+    if (!adminDigest) {
+      throw new ServiceError(
+        'admin_key_not_configured',
+        'Managing environments through the API is off: set SERVICE_ADMIN_KEY on the API server (docs/api.md "Environments").',
+        { status: 403 },
+      );
+    }
+    const digest = createHash('sha256').update(presented, 'utf8').digest();
+    if (!timingSafeEqual(digest, adminDigest)) {
+      const environment = await options.authenticate(presented);
+      throw environment
+        ? new ServiceError(
+            'admin_key_required',
+            'This route manages environments and needs the service admin key (SERVICE_ADMIN_KEY); an environment’s secret key manages only its own environment.',
+            { status: 403 },
+          )
+        : new ServiceError('invalid_admin_key', 'This is not the service admin key (SERVICE_ADMIN_KEY).', {
+            status: 401,
+          });
+    }
+    // Environment ids hold no NUL (src/connections/environmentStore.ts): this bucket is the admin key's own.
+    takeToken('\u0000admin', res);
+  }
+
+  function bearerOf(req: Request, what: string): string {
     const header = req.header('authorization');
     if (!header) {
-      throw new ServiceError(
-        'missing_authorization',
-        'Send the header `Authorization: Bearer <environment secret key>`.',
-        {
-          status: 401,
-        },
-      );
+      throw new ServiceError('missing_authorization', `Send the header \`Authorization: Bearer <${what}>\`.`, {
+        status: 401,
+      });
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match?.[1]) {
-      throw new ServiceError(
-        'invalid_authorization',
-        'The Authorization header must be `Bearer <environment secret key>`.',
-        {
-          status: 401,
-        },
-      );
+      throw new ServiceError('invalid_authorization', `The Authorization header must be \`Bearer <${what}>\`.`, {
+        status: 401,
+      });
     }
-    const environment = await options.authenticate(match[1]);
+    return match[1];
+  }
+
+  async function authenticateRequest(req: Request, res: Response): Promise<AuthenticatedEnvironment> {
+    const environment = await options.authenticate(bearerOf(req, 'environment secret key'));
     if (!environment) {
       throw new ServiceError(
         'invalid_secret_key',
@@ -166,7 +201,14 @@ export function createServer(options: CreateServerOptions): express.Express {
         },
       );
     }
-    const verdict = limiter.take(environment.id);
+    takeToken(environment.id, res);
+    res.locals['environment'] = environment;
+    return environment;
+  }
+
+  /** One request of the key's rate budget; 429 with Retry-After when it is spent. */
+  function takeToken(bucket: string, res: Response): void {
+    const verdict = limiter.take(bucket);
     if (!verdict.allowed) {
       res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
       throw new ServiceError(
@@ -178,8 +220,6 @@ export function createServer(options: CreateServerOptions): express.Express {
         },
       );
     }
-    res.locals['environment'] = environment;
-    return environment;
   }
 
   for (const handler of options.mount ?? []) app.use(handler);

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ENVIRONMENTS_HELP } from './environments.js';
 import { countSummary, formatProjectProblems, type ProjectProblem } from './project.js';
 
 export interface CliIo {
@@ -33,6 +34,7 @@ Commands:
   deploy      compile, preview the changes against an environment, confirm, apply
   dryrun      run a local script with a real connection; print requests, logs, records; save nothing
   test        run scripts against recorded responses and compare their records with snapshots
+  environments  list, create, rename, delete environments and rotate their keys (service admin key)
 
 Options:
   -h, --help     help of a command: service compile --help
@@ -193,6 +195,7 @@ Examples:
   npx service test
   npx service test --update && git diff service-integrations/tests
 `;
+HELP['environments'] = ENVIRONMENTS_HELP;
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
@@ -224,6 +227,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         model: { type: 'string' },
         'save-responses': { type: 'string' },
         update: { type: 'boolean', short: 'u' },
+        json: { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -248,13 +252,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return values.help === true ? 0 : 2;
     }
     io.err(
-      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test.\nRun 'service --help' for usage.\n`,
+      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test, environments.\nRun 'service --help' for usage.\n`,
     );
     return 2;
   }
   if (values.help === true) {
     io.out(HELP[command] ?? '');
     return 0;
+  }
+  if (command === 'environments') {
+    const { environments } = await import('./environments.js');
+    return environments({ args: extra, json: values.json === true, yes: values.yes === true }, io);
   }
   if (command === 'dryrun' && extra.length !== 2) {
     io.err(`service dryrun: give the sync or action name and the connection id. Run 'service dryrun --help'.\n`);

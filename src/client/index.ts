@@ -21,6 +21,8 @@ import type { patchConnectionBody } from '../api/routes/patchConnection.js';
 import type { createIntegrationBody, integrationSchema, patchIntegrationBody } from '../api/routes/integrationView.js';
 import type { connectSessionBody, connectSessionSchema } from '../api/routes/postConnectSessions.js';
 import type { environmentSettingsSchema, patchEnvironmentSettingsBody } from '../api/routes/environmentSettings.js';
+import type { EnvironmentView } from '../api/routes/environments.js';
+import type { syncFrequencyBody, syncFrequencySchema } from '../api/routes/putSyncConnectionFrequency.js';
 import type { environmentVariableSchema } from '../api/routes/getEnvironmentVariables.js';
 import type { setVariablesBody } from '../api/routes/postEnvironmentVariables.js';
 import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
@@ -54,6 +56,7 @@ export type EnvironmentVariable = z.output<typeof environmentVariableSchema>;
 export type LogLine = z.output<typeof logLineSchema>;
 export type ConnectSession = z.output<typeof connectSessionSchema>;
 export type EnvironmentSettings = z.output<typeof environmentSettingsSchema>;
+export type { EnvironmentView };
 export type { WebhookDelivery };
 
 /** `{ error_type: 'action_script_failure', payload }`: what an action answers when its script throws ActionError. */
@@ -196,6 +199,9 @@ export function createClient(options: ClientOptions) {
       trigger: (body: z.input<typeof syncTriggerBody>) => call<SyncActionResult>('POST', '/sync/trigger', { body }),
       pause: (body: z.input<typeof syncSelectionBody>) => call<SyncActionResult>('POST', '/sync/pause', { body }),
       start: (body: z.input<typeof syncSelectionBody>) => call<SyncActionResult>('POST', '/sync/start', { body }),
+      /** How often one sync runs for one connection (overriding `runs`); `frequency: null` clears it. */
+      setConnectionFrequency: (body: z.input<typeof syncFrequencyBody>) =>
+        call<z.output<typeof syncFrequencySchema>>('PUT', '/sync/update-connection-frequency', { body }),
       status: (query: Omit<z.input<typeof syncStatusQuery>, 'syncs'> & { syncs: string[] | '*' }) =>
         call<{ syncs: SyncStatus[] }>('GET', '/sync/status', {
           query: { ...query, syncs: query.syncs === '*' ? '*' : query.syncs },
@@ -245,6 +251,30 @@ export function createClient(options: ClientOptions) {
       getSettings: () => call<EnvironmentSettings>('GET', '/environment-settings'),
       updateSettings: (body: z.input<typeof patchEnvironmentSettingsBody>) =>
         call<EnvironmentSettings>('PATCH', '/environment-settings', { body }),
+    },
+
+    /**
+     * Managing environments: these calls need a client made with the service admin key
+     * (`createClient({ baseUrl, secretKey: SERVICE_ADMIN_KEY })`), not an environment's secret key.
+     */
+    environments: {
+      list: () => call<{ environments: EnvironmentView[] }>('GET', '/environments'),
+      /** The new environment and its secret key, shown this once. */
+      create: (name: string) =>
+        call<{ environment: EnvironmentView; secret_key: string }>('POST', '/environments', { body: { name } }),
+      rename: (id: string, name: string) =>
+        call<{ environment: EnvironmentView; warnings: string[] }>('PATCH', `/environments/${encode(id)}`, {
+          body: { name },
+        }),
+      /** Refused (409 `environment_not_empty`) while the environment has connections. */
+      delete: (id: string) =>
+        call<{ deleted: true; environment: EnvironmentView; removed: Record<string, number> }>(
+          'DELETE',
+          `/environments/${encode(id)}`,
+        ),
+      /** A new secret key, shown this once; the old one stops working at once. */
+      rotateKey: (id: string) =>
+        call<{ environment: EnvironmentView; secret_key: string }>('POST', `/environments/${encode(id)}/rotate-key`),
     },
 
     /** ALL /proxy/*: the external API's answer as received. */

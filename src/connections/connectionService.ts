@@ -145,6 +145,8 @@ interface Refreshed {
 }
 interface FailedRefresh extends Refreshed {
   error: ServiceError;
+  /** This failure is the one that marked the connection as needing re-authorisation. */
+  newlyPermanent?: boolean;
 }
 
 export interface ConnectionSavedEvent {
@@ -165,6 +167,17 @@ export interface PostgresConnectionServiceDeps {
   log?: (message: string) => void;
   /** Called after a connection is created or reconnected (to start its auto-start syncs, say). */
   onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
+  /**
+   * Called once when a failed refresh marks a connection as needing re-authorisation (the provider
+   * refused its grant): not again for later failures, until a reconnect or a successful refresh
+   * clears the mark.
+   */
+  onNeedsReauth?: (event: NeedsReauthEvent) => Promise<void>;
+}
+
+export interface NeedsReauthEvent {
+  scope: ConnectionScope;
+  refreshError: RefreshError;
 }
 
 function describe(scope: ConnectionScope): string {
@@ -196,6 +209,7 @@ export class PostgresConnectionService implements ConnectionService {
   private readonly now: () => Date;
   private readonly log: (message: string) => void;
   private readonly onConnectionSaved: ((event: ConnectionSavedEvent) => Promise<void>) | undefined;
+  private readonly onNeedsReauth: ((event: NeedsReauthEvent) => Promise<void>) | undefined;
   /**
    * Refreshes in flight in this process, by connection row id. Callers of one process join the same
    * refresh instead of each holding a pooled Postgres connection while they wait on the advisory lock.
@@ -210,6 +224,7 @@ export class PostgresConnectionService implements ConnectionService {
     this.now = deps.now ?? (() => new Date());
     this.log = deps.log ?? ((message) => process.stderr.write(`[connections] ${message}\n`));
     this.onConnectionSaved = deps.onConnectionSaved;
+    this.onNeedsReauth = deps.onNeedsReauth;
   }
 
   // ---- ConnectionService -------------------------------------------------------------------------
@@ -595,6 +610,15 @@ export class PostgresConnectionService implements ConnectionService {
       return this.refreshLocked(client, scope, resolved, row, credentials);
     });
     if ('error' in outcome) {
+      const refreshError = this.refreshError(outcome.row);
+      if (outcome.newlyPermanent && refreshError) {
+        // After the transaction: the mark is stored whatever the hook does, and the lock is not held meanwhile.
+        await this.onNeedsReauth?.({ scope, refreshError }).catch((error: unknown) => {
+          this.log(
+            `after marking ${describe(scope)} as needing re-authorisation, onNeedsReauth failed: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        });
+      }
       // A provider that is only unreachable should not break runs while the current token still works.
       const current = outcome.credentials;
       const usable =
@@ -680,7 +704,13 @@ export class PostgresConnectionService implements ConnectionService {
       permanent: String(failure.permanent),
     });
     this.log(`refresh of ${describe(scope)} failed: ${failure.message}`);
-    return { row: updated, credentials: this.decrypt(updated), error: this.refreshFailed(scope, updated) };
+    return {
+      row: updated,
+      credentials: this.decrypt(updated),
+      error: this.refreshFailed(scope, updated),
+      // Read under the refresh lock: of racing refreshes, only the one that set the mark says so.
+      newlyPermanent: failure.permanent && !row.refresh_error_permanent,
+    };
   }
 
   private refreshFailed(scope: ConnectionScope, row: ConnectionRow): ServiceError {

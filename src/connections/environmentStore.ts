@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import type { Pool } from '../db/pool.js';
+import { inTransaction, type Pool } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
 
 export interface Environment {
@@ -70,16 +70,7 @@ export class EnvironmentStore {
 
   /** Creates an environment and returns its secret key: the only time the key is readable. */
   async create(input: { name: string; id?: string }): Promise<{ environment: Environment; secretKey: string }> {
-    const name = environmentName.safeParse(input.name);
-    if (!name.success) {
-      throw new ServiceError(
-        'invalid_environment_name',
-        `environment name '${input.name}': ${name.error.issues[0]?.message}`,
-        {
-          status: 400,
-        },
-      );
-    }
+    const name = validName(input.name);
     // Workflow ids carry the environment id first (src/temporal/runAuthority.ts): a colon in it would
     // make the environment of a run ambiguous.
     if (input.id !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(input.id)) {
@@ -95,22 +86,89 @@ export class EnvironmentStore {
       const { rows } = await this.db.query<EnvironmentRow>(
         `INSERT INTO environments (id, name, secret_key_hash, public_key) VALUES ($1, $2, $3, $4)
          RETURNING *`,
-        [input.id ?? randomUUID(), name.data, hashKey(secretKey), publicKey],
+        [input.id ?? randomUUID(), name, hashKey(secretKey), publicKey],
       );
       return { environment: toEnvironment(rows[0]!), secretKey };
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') {
-        throw new ServiceError('environment_exists', `an environment named '${name.data}' already exists`, {
-          status: 409,
-        });
-      }
-      throw error;
+      throw nameTaken(error, name);
     }
+  }
+
+  /**
+   * Gives the environment another name. Only the name changes: its id (in workflow ids, records and
+   * webhook URLs), its keys and everything in it stay.
+   */
+  async rename(id: string, newName: string): Promise<Environment> {
+    const name = validName(newName);
+    try {
+      const { rows } = await this.db.query<EnvironmentRow>(
+        'UPDATE environments SET name = $2, updated_at = now() WHERE id = $1 RETURNING *',
+        [id, name],
+      );
+      if (!rows[0]) throw unknownEnvironment(id);
+      return toEnvironment(rows[0]);
+    } catch (error) {
+      throw nameTaken(error, name);
+    }
+  }
+
+  /**
+   * Deletes an environment that has no connections left, with everything else it holds: integrations
+   * (and their OAuth client secrets), environment variables, webhook settings and secrets, deployments,
+   * logs, run history and delivery log. An environment with connections is refused
+   * (`environment_not_empty`): deleting a connection stops its syncs and erases its records
+   * (DELETE /connections/:id), which a plain row delete could not do, so the caller does that first.
+   */
+  async delete(id: string): Promise<{ environment: Environment; removed: Record<string, number> }> {
+    return inTransaction(this.db, async (client) => {
+      const { rows } = await client.query<EnvironmentRow>('SELECT * FROM environments WHERE id = $1 FOR UPDATE', [id]);
+      if (!rows[0]) throw unknownEnvironment(id);
+      const environment = toEnvironment(rows[0]);
+      // Connections and record scopes hold no foreign key to the environment: counted under the row
+      // lock, which a connection insert does not take, so a connect racing this delete is refused by
+      // the integrations' foreign key (RESTRICT) when the cascade reaches them.
+      const counts = await client.query<{ connections: string; record_scopes: string }>(
+        `SELECT (SELECT count(*) FROM connections WHERE environment_id = $1) AS connections,
+                (SELECT count(*) FROM record_scopes WHERE environment_id = $1) AS record_scopes`,
+        [id],
+      );
+      const connections = Number(counts.rows[0]?.connections ?? 0);
+      const scopes = Number(counts.rows[0]?.record_scopes ?? 0);
+      if (connections > 0 || scopes > 0) {
+        throw new ServiceError(
+          'environment_not_empty',
+          connections > 0
+            ? `environment '${environment.name}' still has ${connections} connection(s): delete them first (DELETE /connections/:id with this environment's key stops their syncs and erases their records)`
+            : `environment '${environment.name}' still has records of ${scopes} deleted connection(s) being erased; try again shortly`,
+          { status: 409, details: { connections, record_scopes: scopes } },
+        );
+      }
+      const removed: Record<string, number> = {};
+      // The tables that name the environment without a foreign key to it; the rest cascade below.
+      for (const table of ['script_logs', 'sync_runs', 'record_sync_runs', 'script_bundle_environments']) {
+        const result = await client.query(`DELETE FROM ${table} WHERE environment_id = $1`, [id]);
+        removed[table] = result.rowCount ?? 0;
+      }
+      try {
+        const integrations = await client.query('DELETE FROM integrations WHERE environment_id = $1', [id]);
+        removed['integrations'] = integrations.rowCount ?? 0;
+      } catch (error) {
+        // A connection created after the count (connections → integrations is RESTRICT).
+        if ((error as { code?: string }).code !== '23503') throw error;
+        throw new ServiceError(
+          'environment_not_empty',
+          `environment '${environment.name}' got a connection while it was being deleted: delete it first`,
+          { status: 409 },
+        );
+      }
+      await client.query('DELETE FROM environments WHERE id = $1', [id]);
+      return { environment, removed };
+    });
   }
 
   async get(id: string): Promise<Environment> {
     const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments WHERE id = $1', [id]);
-    if (!rows[0]) throw new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+    if (!rows[0]) throw unknownEnvironment(id);
     return toEnvironment(rows[0]);
   }
 
@@ -168,8 +226,33 @@ export class EnvironmentStore {
       'UPDATE environments SET secret_key_hash = $2, updated_at = now() WHERE id = $1',
       [id, hashKey(secretKey)],
     );
-    if (rowCount === 0)
-      throw new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+    if (rowCount === 0) throw unknownEnvironment(id);
     return secretKey;
   }
+}
+
+function validName(input: string): string {
+  const name = environmentName.safeParse(input);
+  if (!name.success) {
+    throw new ServiceError(
+      'invalid_environment_name',
+      `environment name '${input}': ${name.error.issues[0]?.message}`,
+      {
+        status: 400,
+      },
+    );
+  }
+  return name.data;
+}
+
+function unknownEnvironment(id: string): ServiceError {
+  return new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+}
+
+/** A unique violation on the name becomes 409 `environment_exists`; anything else passes through. */
+function nameTaken(error: unknown, name: string): unknown {
+  if ((error as { code?: string }).code === '23505') {
+    return new ServiceError('environment_exists', `an environment named '${name}' already exists`, { status: 409 });
+  }
+  return error;
 }

@@ -8,7 +8,7 @@
  * app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
  */
 import type { Pool } from '../db/pool.js';
-import { PostgresConnectionService, type ConnectionSavedEvent } from './connectionService.js';
+import { PostgresConnectionService, type ConnectionSavedEvent, type NeedsReauthEvent } from './connectionService.js';
 import type { Encryptor } from './encryption.js';
 import { EnvironmentStore } from './environmentStore.js';
 import { PostgresEnvironmentVariableStore } from './environmentVariableStore.js';
@@ -28,6 +28,7 @@ export interface CreateConnectionsOptions {
   now?: () => Date;
   log?: (message: string) => void;
   onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
+  onNeedsReauth?: (event: NeedsReauthEvent) => Promise<void>;
 }
 
 export function createConnections(options: CreateConnectionsOptions) {
@@ -42,6 +43,7 @@ export function createConnections(options: CreateConnectionsOptions) {
     ...(options.now ? { now: options.now } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.onConnectionSaved ? { onConnectionSaved: options.onConnectionSaved } : {}),
+    ...(options.onNeedsReauth ? { onNeedsReauth: options.onNeedsReauth } : {}),
   });
   const oauthFlow = new OAuthFlow({
     db,

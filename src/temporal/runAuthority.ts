@@ -15,6 +15,7 @@
  * | `runAction`      | none                                | its id `action:<env>:<int>:<conn>:<name>:<uuid>` |
  * | `runAction`      | a verified `runSync` or `runAction` | its parent's, one level deeper          |
  * | `deliverWebhook` | a verified `manageSync`, or none    | its id `<run id>:webhook`                |
+ * | `deliverWebhook` | none                                | its id `event:<env>:<uuid>` (a connection event the service recorded) |
  *
  * A workflow without a parent can only have been started by a Temporal client (the API, the deploy,
  * an operator), never by workflow code, so its id is a fact of the operator's. Environment ids hold no
@@ -81,7 +82,7 @@ export function rootActionId(
 
 /** The environment a root id names; undefined for an id of another shape. */
 function environmentOfRoot(rootId: string): string | undefined {
-  const match = /^(?:sync|action):([^:]+):/.exec(rootId);
+  const match = /^(?:sync|action|event):([^:]+):/.exec(rootId);
   return match?.[1];
 }
 
@@ -127,7 +128,9 @@ export function createRunAuthorities({ client }: { client: Client }): RunAuthori
         manageSync: /^sync:[^:]+:.+:.+:[^:]+$/,
         runSync: /^sync:[^:]+:.+:.+:[^:]+:run:[^:]+$/,
         runAction: /^action:[^:]+:.+:.+:[^:]+:[^:]+$/,
-        deliverWebhook: /^sync:[^:]+:.+:.+:[^:]+:run:[^:]+:webhook$/,
+        // A sync run's deliveries, or a connection event's (src/api/webhooks/connectionEvents.ts). An
+        // `event:` root acts on nothing but the delivery rows recorded under its own id.
+        deliverWebhook: /^(?:sync:[^:]+:.+:.+:[^:]+:run:[^:]+:webhook|event:[^:]+:[^:]+)$/,
       };
       const shape = shapes[type];
       if (!environmentId || !shape?.test(caller.workflowId)) {

@@ -35,6 +35,12 @@ export interface SyncControlOptions {
   client: Client;
   /** The main task queue; action runs go to its action queue (actionTaskQueue), never behind sync runs. */
   taskQueue: string;
+  /**
+   * A connection's own frequency for a sync (PUT /sync/update-connection-frequency), applied to the
+   * definition every time an entity is handed one, so it overrides `runs` for that connection only and
+   * survives redeploys. @default none: every sync runs at its `runs`
+   */
+  frequencyOf?: (ref: SyncRef) => Promise<{ frequencyMs: number } | undefined>;
 }
 
 export interface SyncRef {
@@ -51,7 +57,7 @@ const DEFAULT_ACTION_TIMEOUT_MS = 5 * 60_000;
 export type ActionOutcome =
   { ok: true; output: unknown } | { ok: false; body: { error_type: 'action_script_failure'; payload: unknown } };
 
-export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
+export function createSyncControl({ client, taskQueue, frequencyOf }: SyncControlOptions) {
   const handle = (ref: SyncRef) => client.workflow.getHandle(syncWorkflowId(ref));
 
   async function signalExisting(ref: SyncRef, signal: string, args: unknown[] = []): Promise<void> {
@@ -68,8 +74,11 @@ export function createSyncControl({ client, taskQueue }: SyncControlOptions) {
      * Starts the sync's entity workflow for the connection, or hands a running one the definition
      * (a redeploy). `auto_start: false` starts it paused. Returns the workflow id.
      */
-    async ensureSync(definition: SyncDefinition, connectionId: string, options?: RunOptions): Promise<string> {
-      const ref = { ...definition, connectionId };
+    async ensureSync(given: SyncDefinition, connectionId: string, options?: RunOptions): Promise<string> {
+      const ref = { ...given, connectionId };
+      const override = await frequencyOf?.(ref);
+      // The entity takes a changed runsMs from `reconfigure` and moves its next run to last finish + it.
+      const definition = override ? { ...given, runsMs: override.frequencyMs } : given;
       const input: ManageSyncInput = { definition, connectionId, options };
       const workflowId = syncWorkflowId(ref);
       try {

@@ -121,10 +121,12 @@ describe('authentication on every route', () => {
         'missing_authorization',
       ]);
       const wrong = await createClient({ baseUrl: h.baseUrl, secretKey: 'sk_not-a-key' }).raw(method, path);
+      // The environment routes take the service admin key, not an environment's (docs/api.md "Environments").
+      const admin = route.path.startsWith('/environments');
       expect([`${method} ${path}`, wrong.status, (wrong.json as { error: { code: string } }).error.code]).toEqual([
         `${method} ${path}`,
         401,
-        'invalid_secret_key',
+        admin ? 'invalid_admin_key' : 'invalid_secret_key',
       ]);
     }
   });

@@ -117,7 +117,7 @@ const event = (overrides: Partial<SyncFinishedEvent> = {}): SyncFinishedEvent =>
 
 /** The id a sync entity gives it: the webhook workflow of one run (`<run id>:webhook`) of the event's sync. */
 const runIdOf = (event: SyncFinishedEvent) => `${syncEntityId(event)}:run:${uniqueName('run')}`;
-const deliver = (input: DeliverWebhookInput, runId = runIdOf(input.event)) =>
+const deliver = (input: DeliverWebhookInput, runId = runIdOf(input.event!)) =>
   temporal.workflow.execute<typeof deliverWebhook>('deliverWebhook', {
     taskQueue,
     workflowId: `${runId}:webhook`,

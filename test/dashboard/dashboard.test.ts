@@ -101,6 +101,7 @@ function dashboardApp(deps: ApiDeps, options: DashboardOptions) {
     },
     mount: [createDashboardRouter(options)],
     fallback: createGeneratedEndpointFallback(deps),
+    adminKey: deps.adminKey,
     logger: { info: () => undefined, error: (message, fields) => console.error(message, fields) },
   });
 }
@@ -595,5 +596,92 @@ describe('the dashboard', () => {
     expect(await page.getByRole('navigation', { name: 'Main' }).isHidden()).toBe(true);
     await page.goto(`${baseUrl}/dashboard/#/records`);
     await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  });
+
+  it('marks a connection that needs re-auth in the list and on its page', async () => {
+    const scope = [h.envA.id, INTEGRATION, 'acme'];
+    // As a refused token refresh leaves it (src/connections/connectionService.ts recordFailure).
+    await h.pool.query(
+      `UPDATE connections SET refresh_error_code = 'invalid_grant', refresh_error_message = 'the token endpoint answered 400 invalid_grant',
+         refresh_error_at = now(), refresh_error_permanent = true
+       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
+      scope,
+    );
+    try {
+      await page.getByLabel('Environment secret key').fill(secretKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await page.goto(`${baseUrl}/dashboard/#/connections`);
+      await page.getByRole('row', { name: /acme/ }).waitFor();
+      expect(await page.getByRole('row', { name: /acme/ }).textContent()).toContain('Needs re-auth');
+      await page.getByRole('link', { name: 'acme' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Connection acme' }).waitFor();
+      const alert = page.locator('[data-needs-reauth]');
+      expect(await alert.textContent()).toContain('Needs re-auth');
+      expect(await alert.getAttribute('role')).toBe('alert');
+      await shoot('connection-needs-reauth');
+    } finally {
+      await h.pool.query(
+        `UPDATE connections SET refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false
+         WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
+        scope,
+      );
+    }
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+  });
+
+  it('manages environments when signed in with the service admin key, and shows no environment’s data', async () => {
+    await page.getByLabel('Environment secret key').fill(h.adminKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Environments' }).waitFor();
+    await page.getByText('Service admin', { exact: true }).waitFor();
+    // Only the Environments page: the environment pages are not offered, nor reachable by link.
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Environments']);
+    await page.goto(`${baseUrl}/dashboard/#/records`);
+    await page.getByRole('heading', { level: 1, name: 'Environments' }).waitFor();
+    await page.locator('tr[data-environment="env-a"]').waitFor();
+
+    await page.getByLabel('New environment name').fill('staging-ui');
+    await page.getByRole('button', { name: 'Create environment' }).click();
+    await page.locator('tr[data-environment="staging-ui"]').waitFor();
+    const created = (await page.locator('#new-key code.secret-key').textContent()) ?? '';
+    expect(created).toMatch(/^sk_/);
+    expect((await apiGet('/environment-variables', created)).status).toBe(200);
+    await shoot('environments');
+
+    const row = () => page.locator('tr[data-environment="staging-ui"], tr[data-environment="qa-ui"]');
+    await row().getByRole('button', { name: 'Rename' }).click();
+    await page.getByLabel('New name of staging-ui').fill('qa-ui');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.locator('tr[data-environment="qa-ui"]').waitFor();
+    await page.getByText('Renamed staging-ui to qa-ui.').waitFor();
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row().getByRole('button', { name: 'Rotate key' }).click();
+    await page.getByText('Rotated the key of qa-ui.').waitFor();
+    const rotated = (await page.locator('#new-key code.secret-key').textContent()) ?? '';
+    expect(rotated).toMatch(/^sk_/);
+    expect(rotated).not.toBe(created);
+    expect((await apiGet('/environment-variables', created)).status).toBe(401);
+    expect((await apiGet('/environment-variables', rotated)).status).toBe(200);
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row().getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('Deleted qa-ui.').waitFor();
+    expect(await row().count()).toBe(0);
+    expect((await apiGet('/environment-variables', rotated)).status).toBe(401);
+
+    // An environment with connections is refused, with the reason, and stays.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.locator('tr[data-environment="env-a"]').getByRole('button', { name: 'Delete' }).click();
+    await page.getByText(/Could not delete env-a: .*still has 1 connection/).waitFor();
+    expect((await apiGet('/environment-variables')).status).toBe(200);
+    // The admin key itself opens no environment's data.
+    expect((await apiGet('/connections', h.adminKey)).status).toBe(401);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
   });
 });

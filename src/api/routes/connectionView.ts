@@ -32,6 +32,12 @@ const refreshErrorSchema = z
   .nullable()
   .describe('The last failed token refresh; `permanent` means the user must reconnect.');
 
+const needsReauthSchema = z
+  .boolean()
+  .describe(
+    'True when the provider refused the connection’s grant on a token refresh: the user must reconnect (run the connect flow again, or import new credentials). A reconnect or a successful refresh clears it.',
+  );
+
 /** What GET /connections lists (no credentials). */
 export const connectionSummarySchema = z.object({
   id: z.number(),
@@ -49,6 +55,7 @@ export const connectionSummarySchema = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   refresh_error: refreshErrorSchema,
+  needs_reauth: needsReauthSchema,
 });
 export type ConnectionListItem = z.infer<typeof connectionSummarySchema>;
 
@@ -70,6 +77,7 @@ export const connectionRecordSchema = z.object({
   last_fetched_at: z.string().nullable().describe('When the credentials were last obtained or refreshed.'),
   webhook_url_override: z.null().describe('Always null: webhooks go to the environment’s URL.'),
   refresh_error: refreshErrorSchema,
+  needs_reauth: needsReauthSchema,
 });
 
 /** The `errors` of each connection given: its refresh failure, and each deployed sync whose latest run failed. */
@@ -122,6 +130,7 @@ export async function connectionListItems(
     created_at: connection.created_at,
     updated_at: connection.updated_at,
     refresh_error: connection.refresh_error,
+    needs_reauth: connection.refresh_error?.permanent ?? false,
   }));
 }
 
@@ -146,5 +155,6 @@ export async function connectionRecordView(
     last_fetched_at: status.last_fetched_at,
     webhook_url_override: null,
     refresh_error: status.refresh_error,
+    needs_reauth: status.refresh_error?.permanent ?? false,
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SyncFrequencyStore } from '../../connections/syncFrequencyStore.js';
 import { isServiceError } from '../../errors.js';
 import { syncWorkflowId } from '../../temporal/connection.js';
 import type { ApiDeps } from '../deps.js';
@@ -64,8 +65,13 @@ export const syncStatusSchema = z.object({
       checkpoint: z.null().describe('Always null: runs keep no checkpoint here (`lastSyncDate` is kept by the sync).'),
       finishedAt: z.string().nullable(),
       nextScheduledSyncAt: z.string().nullable(),
-      frequency: z.string().describe('`runs` of service.yaml, for example `1h`.'),
+      frequency: z
+        .string()
+        .describe(
+          'How often it runs for this connection: its own frequency (PUT /sync/update-connection-frequency), else `runs` of service.yaml, for example `1h`.',
+        ),
       frequencyMs: z.number(),
+      frequency_overridden: z.boolean().describe('True when `frequency` is the connection’s own.'),
       latestResult: z
         .record(z.string(), writeSummary)
         .nullable()
@@ -87,6 +93,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
     responses: { 200: { description: 'One entry per (connection, sync)', schema: syncStatusSchema } },
     handler: async ({ query, environment }) => {
       const { definitions, connectionIds } = await selectSyncs(deps, environment.id, query);
+      const frequencies = new SyncFrequencyStore(deps.db);
       const deployment = await deps.deployments.current(environment.id);
       const runsOf = (name: string) =>
         deployment?.config.integrations
@@ -98,13 +105,15 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
       const syncs = await Promise.all(
         pairs.map(async ({ connectionId, definition }) => {
           const ref = { ...definition, connectionId };
+          const own = await frequencies.get(ref);
           const base = {
             id: syncWorkflowId(ref),
             connection_id: connectionId,
             name: definition.syncName,
             sync_type: definition.syncType,
-            frequency: runsOf(definition.syncName),
-            frequencyMs: definition.runsMs,
+            frequency: own?.frequency ?? runsOf(definition.syncName),
+            frequencyMs: own?.frequencyMs ?? definition.runsMs,
+            frequency_overridden: own !== undefined,
           };
           try {
             const status = await deps.syncs.status(ref);

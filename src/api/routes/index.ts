@@ -12,6 +12,7 @@ import { deleteConnectionRoute } from './deleteConnection.js';
 import { deleteEnvironmentVariableRoute } from './deleteEnvironmentVariable.js';
 import { deleteIntegrationRoute } from './deleteIntegration.js';
 import { getEnvironmentSettingsRoute, patchEnvironmentSettingsRoute } from './environmentSettings.js';
+import { environmentRoutes } from './environments.js';
 import { getConnectionRoute } from './getConnection.js';
 import { getConnectionsRoute } from './getConnections.js';
 import { getEnvironmentVariablesRoute } from './getEnvironmentVariables.js';
@@ -40,6 +41,7 @@ import { postIntegrationsRoute } from './postIntegrations.js';
 import { postSyncPauseRoute } from './postSyncPause.js';
 import { postSyncStartRoute } from './postSyncStart.js';
 import { postSyncTriggerRoute } from './postSyncTrigger.js';
+import { putSyncConnectionFrequencyRoute } from './putSyncConnectionFrequency.js';
 import { postWebhookRoute } from './postWebhook.js';
 import { putWebhookSettingsRoute } from './putWebhookSettings.js';
 
@@ -56,6 +58,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     postSyncPauseRoute(deps),
     postSyncStartRoute(deps),
     getSyncStatusRoute(deps),
+    putSyncConnectionFrequencyRoute(deps),
     getSyncRunsRoute(deps),
     getConnectionsRoute(deps),
     postConnectionsRoute(deps),
@@ -78,6 +81,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     deleteEnvironmentVariableRoute(deps),
     getEnvironmentSettingsRoute(deps),
     patchEnvironmentSettingsRoute(deps),
+    ...environmentRoutes(deps),
     getLogsRoute(deps),
     postWebhookRoute(deps),
     getWebhookSettingsRoute(deps),

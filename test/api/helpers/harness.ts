@@ -14,7 +14,7 @@ import { createActivities } from '../../../activities/index.js';
 import { createApi, type ApiDeps } from '../../../src/api/index.js';
 import { composeService } from '../../../src/api/compose.js';
 import type { DeployRequest } from '../../../src/deploy/deployments.js';
-import { createClient, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
+import { createClient, ServiceApiError, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
 import { Encryptor } from '../../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
 import type { Pool } from '../../../src/db/pool.js';
@@ -78,6 +78,14 @@ export interface ApiHarness {
   envB: { id: string; name: string; secretKey: string };
   deploy(environmentId: string, request: DeployRequest, allowDestructive?: boolean): Promise<void>;
   logs: string[];
+  /** The service admin key the API was given (SERVICE_ADMIN_KEY), and a client with it. */
+  adminKey: string;
+  admin: ServiceClient;
+  /** The composed service, for tests that reach below the API (the connection service, say). */
+  service: ReturnType<typeof composeService>;
+  /** The worker's task queue, and a Temporal client with the service's data converter. */
+  taskQueue: string;
+  temporal: Client;
 }
 
 export async function startApiHarness(
@@ -87,6 +95,8 @@ export async function startApiHarness(
     proxy?: ApiDeps['proxy'];
     /** More catalog entries (an OAuth provider, say), beside the fake API's. */
     providers?: Record<string, unknown>;
+    /** Passed to composeService (the connection events of docs/api.md "Connection events", say). */
+    compose?: Partial<Parameters<typeof composeService>[0]>;
   } = {},
 ): Promise<ApiHarness> {
   const { pool } = await useDatabase();
@@ -115,6 +125,7 @@ export async function startApiHarness(
       },
     }),
     log: () => undefined,
+    ...options.compose,
   });
   const { connections, deployments } = service;
 
@@ -130,8 +141,10 @@ export async function startApiHarness(
   const running = workers.run();
 
   const logs: string[] = [];
+  const adminKey = `admin_${randomBytes(24).toString('base64url')}`;
   const deps: ApiDeps = {
     ...service.api,
+    adminKey,
     proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
@@ -172,6 +185,11 @@ export async function startApiHarness(
       await deployments.apply(environmentId, request, { allowDestructive });
     },
     logs,
+    adminKey,
+    admin: createClient({ baseUrl, secretKey: adminKey }),
+    service,
+    taskQueue,
+    temporal,
   };
 }
 
@@ -189,4 +207,15 @@ export async function deployWithConnection(h: ApiHarness, apiKey: string, connec
     connection_id: connectionId,
     credentials: { type: 'API_KEY', apiKey },
   });
+}
+
+/** The API error a call fails with (status and code); fails the test when the call succeeds. */
+export async function apiFailure(call: Promise<unknown>): Promise<{ status: number; code: string }> {
+  try {
+    await call;
+  } catch (error) {
+    if (error instanceof ServiceApiError) return { status: error.status, code: error.code };
+    throw error;
+  }
+  throw new Error('the call succeeded; an error was expected');
 }

@@ -8,6 +8,8 @@
  */
 
 const KEY = 'integration-service.secret-key';
+// Set when the key is the service admin key: the dashboard then shows the Environments page only.
+const ADMIN = 'integration-service.admin';
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -22,12 +24,20 @@ export function secretKey() {
   return sessionStorage.getItem(KEY);
 }
 
-export function setSecretKey(value) {
+export function setSecretKey(value, { admin = isAdmin() } = {}) {
   sessionStorage.setItem(KEY, value);
+  if (admin) sessionStorage.setItem(ADMIN, '1');
+  else sessionStorage.removeItem(ADMIN);
 }
 
 export function clearSecretKey() {
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(ADMIN);
+}
+
+/** Signed in with the service admin key (not an environment's key). */
+export function isAdmin() {
+  return sessionStorage.getItem(ADMIN) === '1';
 }
 
 let onUnauthorized = () => undefined;

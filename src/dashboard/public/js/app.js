@@ -5,9 +5,10 @@
  * The dashboard shell: sign-in, navigation between pages (hash routes such as `#/records?…`, so the
  * server needs no route per page and every view has a link), focus management and sign-out.
  */
-import { api, clearSecretKey, secretKey, setSecretKey, whenUnauthorized } from './api.js';
+import { api, ApiError, clearSecretKey, isAdmin, secretKey, setSecretKey, whenUnauthorized } from './api.js';
 import { announce, errorBox, h, replace } from './dom.js';
 import { renderConnections } from './pages/connections.js';
+import { renderEnvironments } from './pages/environments.js';
 import { renderIntegrations } from './pages/integrations.js';
 import { renderLogs } from './pages/logs.js';
 import { renderRecords } from './pages/records.js';
@@ -21,12 +22,16 @@ const pages = {
   settings: renderSettings,
 };
 
+/** Signed in with the service admin key, only this page: it manages environments and shows none's data. */
+const adminPages = { environments: renderEnvironments };
+
 const TITLES = {
   integrations: 'Integrations',
   connections: 'Connections',
   records: 'Records',
   logs: 'Logs',
   settings: 'Environment settings',
+  environments: 'Environments',
 };
 
 let cleanup = () => undefined;
@@ -77,8 +82,24 @@ function showSignIn(message = '') {
 
 async function signIn(key) {
   // Any keyed route tells whether the key is valid; this one is small.
-  await api('/environment-variables', { key });
-  setSecretKey(key);
+  let refused;
+  try {
+    await api('/environment-variables', { key });
+    setSecretKey(key, { admin: false });
+    return;
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 401) throw error;
+    refused = error;
+  }
+  // Not an environment's key: the service admin key, perhaps, which opens the Environments page only.
+  try {
+    await api('/environments', { key });
+  } catch (error) {
+    // Neither: the environment route's answer says so best.
+    if (error instanceof ApiError && (error.status === 401 || error.code === 'admin_key_not_configured')) throw refused;
+    throw error;
+  }
+  setSecretKey(key, { admin: true });
 }
 
 function signOut(message = '') {
@@ -90,6 +111,10 @@ function signOut(message = '') {
 
 async function showEnvironmentName() {
   const label = document.getElementById('environment-name');
+  if (isAdmin()) {
+    label.textContent = 'Service admin';
+    return;
+  }
   try {
     const environment = await api(new URL('environment', document.baseURI).pathname);
     label.textContent = `Environment: ${environment.name}`;
@@ -110,9 +135,12 @@ async function show() {
   container.hidden = false;
 
   const route = parseHash();
-  const render = pages[route.page] ?? pages.integrations;
-  const page = pages[route.page] ? route.page : 'integrations';
+  const available = isAdmin() ? adminPages : pages;
+  const fallback = isAdmin() ? 'environments' : 'integrations';
+  const page = available[route.page] ? route.page : fallback;
+  const render = available[page];
   for (const link of document.querySelectorAll('#nav a')) {
+    link.parentElement.hidden = !available[link.dataset.page];
     if (link.dataset.page === page) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
@@ -141,7 +169,7 @@ function start() {
     const key = input.value.trim();
     const error = document.getElementById('sign-in-error');
     if (!key) {
-      error.textContent = 'Paste the environment secret key.';
+      error.textContent = 'Paste the environment secret key (or the service admin key).';
       input.setAttribute('aria-invalid', 'true');
       input.focus();
       return;
@@ -153,7 +181,8 @@ function start() {
         input.removeAttribute('aria-invalid');
         announce('Signed in.');
         void showEnvironmentName();
-        if (!window.location.hash || window.location.hash === '#') window.location.hash = '#/integrations';
+        const home = isAdmin() ? '#/environments' : '#/integrations';
+        if (!window.location.hash || window.location.hash === '#') window.location.hash = home;
         else void show();
       })
       .catch((failure) => {

@@ -72,19 +72,35 @@ export async function renderConnections(view, params, _query, app) {
             h(
               'td',
               {},
-              c.refresh_error
-                ? h(
-                    'span',
-                    { class: 'status status-failed' },
-                    `${c.refresh_error.permanent ? 'reconnect needed: ' : ''}${c.refresh_error.message}`,
-                  )
-                : 'ok',
+              c.needs_reauth
+                ? h('span', { class: 'status status-failed' }, `Needs re-auth: ${c.refresh_error?.message ?? ''}`)
+                : c.refresh_error
+                  ? h('span', { class: 'status status-failed' }, `Refresh failed: ${c.refresh_error.message}`)
+                  : 'ok',
             ),
           ),
         ),
       ),
     ),
   );
+}
+
+/**
+ * The connection's record; when its token cannot be refreshed (the route answers 424 or 503), its
+ * summary from the list instead, which carries no credentials and no settings but says why.
+ */
+async function connectionOrSummary(integration, connectionId) {
+  try {
+    return await api(`/connections/${encodeURIComponent(connectionId)}`, {
+      query: { provider_config_key: integration },
+    });
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.code.startsWith('connection_refresh_')) throw error;
+    const { connections } = await api('/connections', { query: { provider_config_key: integration, connectionId } });
+    const summary = connections.find((c) => c.connection_id === connectionId);
+    if (!summary) throw error;
+    return { ...summary, connection_config: {} };
+  }
 }
 
 async function renderConnection(view, integration, connectionId) {
@@ -102,11 +118,20 @@ async function renderConnection(view, integration, connectionId) {
     ),
     pageTitle(`Connection ${connectionId}`),
   );
-  const record = await api(`/connections/${encodeURIComponent(connectionId)}`, {
-    query: { provider_config_key: integration },
-  });
   // The route answers the credentials too; they are dropped here and never rendered.
+  const record = await connectionOrSummary(integration, connectionId);
   const { connection_config: settings, metadata } = record;
+  if (record.needs_reauth) {
+    view.append(
+      h(
+        'p',
+        { class: 'notice error', role: 'alert', dataset: { needsReauth: 'true' } },
+        `Needs re-auth: the provider refused this connection’s token refresh (${record.refresh_error?.message ?? 'no detail'}) at `,
+        time(record.refresh_error?.at),
+        '. Its syncs and actions fail until the user connects again.',
+      ),
+    );
+  }
 
   view.append(
     h(
