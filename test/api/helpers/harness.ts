@@ -67,6 +67,8 @@ export { bundle, INTEGRATION, PROVIDER } from '../fixtures.js';
 
 export interface ApiHarness {
   pool: Pool;
+  /** The connection string of the file's database (a second pool: another "process"). */
+  dbUrl: string;
   baseUrl: string;
   fake: Awaited<ReturnType<typeof startFakeServer>>;
   deps: ApiDeps;
@@ -89,7 +91,7 @@ export async function startApiHarness(
     providers?: Record<string, unknown>;
   } = {},
 ): Promise<ApiHarness> {
-  const { pool } = await useDatabase();
+  const { pool, url: dbUrl } = await useDatabase();
   const fake = await startFakeServer();
   const encryptor = new Encryptor([randomBytes(32)]);
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
@@ -160,6 +162,7 @@ export async function startApiHarness(
   const envB = { id: b.environment.id, name: b.environment.name, secretKey: b.secretKey };
   return {
     pool,
+    dbUrl,
     baseUrl,
     fake,
     deps,
