@@ -254,7 +254,7 @@ describe('client credentials, service accounts and app installations', () => {
       // Renewed while the previous token was still valid.
       expect(renewed.issuedAt).toBeLessThan(firstTokens[kind]!.expiresAt);
       const record = await h.api.connections.get({ connectionId: `${kind}-1`, providerConfigKey: integrationOf[kind] });
-      const current = (record.credentials)['access_token'];
+      const current = record.credentials['access_token'];
       const newest = issued.filter((entry) => entry.kind === kind).at(-1)!.token;
       expect(current).toBe(newest);
       expect(await proxyAs(kind, `${kind}-1`)).toMatchObject({ status: 200, body: { kind } });
