@@ -457,6 +457,18 @@ export class PostgresConnectionService implements ConnectionService {
    * connection of the same id gets the new credentials and settings; its metadata is kept unless given.
    */
   async importConnection(input: ImportConnectionInput): Promise<ConnectionRecord> {
+    return this.connectWith(input, { replace: true });
+  }
+
+  /**
+   * Stores credentials an end user or operator typed in (the hosted connect page): validated, and for
+   * the minted kinds a first token obtained, before `claim` runs (spending the connect session); an
+   * existing connection is replaced only with `replace`. Tags replace the connection's when given.
+   */
+  async connectWith(
+    input: ImportConnectionInput,
+    options: { replace: boolean; claim?: () => Promise<void> },
+  ): Promise<ConnectionRecord> {
     const parsed = importConnectionInput.safeParse(input);
     if (!parsed.success) throw invalidInput('connection', parsed.error);
     const data = parsed.data;
@@ -478,7 +490,10 @@ export class PostgresConnectionService implements ConnectionService {
     const credentials = isMinted(data.credentials)
       ? await this.firstToken(scope, resolved, data.credentials, config)
       : data.credentials;
-    const row = await this.saveConnection(scope, credentials, config, data.metadata, data.tags);
+    await options.claim?.();
+    const row = await this.saveConnection(scope, credentials, config, data.metadata, data.tags, {
+      replace: options.replace,
+    });
     return this.toRecord(row, credentials, false);
   }
 

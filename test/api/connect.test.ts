@@ -98,11 +98,6 @@ describe('connect sessions', () => {
         'connection_exists',
       ],
       [
-        () => h.api.connections.createConnectSession({ provider_config_key: INTEGRATION, connection_id: 'x' }),
-        400,
-        'unsupported_auth_mode',
-      ],
-      [
         () => h.api.connections.createConnectSession({ provider_config_key: 'nope', connection_id: 'x' }),
         404,
         'unknown_integration',
@@ -128,6 +123,13 @@ describe('connect sessions', () => {
       const error = await apiError(call());
       expect([error.status, error.code], error.message).toEqual([status, code]);
     }
+    // An API-key integration has a session too: its link is the hosted connect page, where the end user types the key.
+    const hosted = new URL(
+      (await h.api.connections.createConnectSession({ provider_config_key: INTEGRATION, connection_id: 'x' }))
+        .connect_url,
+    );
+    expect([hosted.origin, hosted.pathname]).toEqual([h.baseUrl, '/connect']);
+    expect(hosted.searchParams.get('session')).toMatch(/^cs_/);
     // With allow_reconnect the existing connection may be re-authorised.
     const reconnect = await h.api.connections.createConnectSession({
       provider_config_key: OAUTH,

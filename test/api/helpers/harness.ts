@@ -93,6 +93,11 @@ export async function startApiHarness(
 ): Promise<ApiHarness> {
   const { pool, url: dbUrl } = await useDatabase();
   const fake = await startFakeServer();
+  // Listening before the service is composed, so that connect links and the OAuth callback point here.
+  const server = createHttpServer();
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const encryptor = new Encryptor([randomBytes(32)]);
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = uniqueName('tq');
@@ -104,7 +109,7 @@ export async function startApiHarness(
     encryptor,
     temporal,
     taskQueue,
-    callbackUrl: 'http://127.0.0.1:1/oauth/callback',
+    callbackUrl: `${baseUrl}/oauth/callback`,
     catalog: loadProviderCatalog({
       extra: {
         [PROVIDER]: {
@@ -142,10 +147,7 @@ export async function startApiHarness(
       error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
     },
   };
-  const app = createApi(deps);
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on('request', createApi(deps));
 
   afterAll(async () => {
     server.closeAllConnections();
