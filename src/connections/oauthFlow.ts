@@ -220,6 +220,23 @@ export class OAuthFlow {
   }
 
   /**
+   * `unsupported_auth_mode` (400) when the session's integration has no redirect flow (an API-key
+   * session opened at /oauth/connect): checked before the session is spent, so that it still works on
+   * the hosted connect page.
+   */
+  async requireRedirectFlow(token: string): Promise<void> {
+    const bound = await this.peekConnectSession(token);
+    const { provider } = await this.deps.integrations.resolve(bound.environmentId, bound.integrationId);
+    if (provider.auth_mode !== 'OAUTH2' && provider.auth_mode !== 'OAUTH1') {
+      throw new ServiceError(
+        'unsupported_auth_mode',
+        `integration '${bound.integrationId}' uses ${provider.auth_mode}, which has no redirect flow; open ${this.hostedConnectUrl('<token>')} with this session instead`,
+        { status: 400 },
+      );
+    }
+  }
+
+  /**
    * Spends a connect session (for `integrationId` when given) and returns what it binds; a
    * ServiceError (401) when it is unknown, made for another integration, already used or expired. Of
    * two uses at once, one wins.

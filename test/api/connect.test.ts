@@ -130,6 +130,12 @@ describe('connect sessions', () => {
     );
     expect([hosted.origin, hosted.pathname]).toEqual([h.baseUrl, '/connect']);
     expect(hosted.searchParams.get('session')).toMatch(/^cs_/);
+    // Opened at the OAuth route by mistake, it is refused there without being spent.
+    const wrongRoute = await open(
+      `/oauth/connect/${INTEGRATION}?${new URLSearchParams({ connect_session_token: hosted.searchParams.get('session')! }).toString()}`,
+    );
+    expect([wrongRoute.status, wrongRoute.body.includes('has no redirect flow')]).toEqual([400, true]);
+    expect((await open(`${hosted.pathname}${hosted.search}`)).status).toBe(200);
     // With allow_reconnect the existing connection may be re-authorised.
     const reconnect = await h.api.connections.createConnectSession({
       provider_config_key: OAUTH,
