@@ -23,6 +23,7 @@ import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
 import { isServiceError } from './errors.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
+import { startTokenRefresher } from './connections/tokenRefresher.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
 import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
 import { configureOutboundPolicy, OutboundPolicy } from './runtime/outbound.js';
@@ -170,7 +171,10 @@ async function main(): Promise<void> {
           },
         },
       });
+      // And renews access tokens before they expire (docs/connections.md "Background refresh").
+      const tokenRefresher = startTokenRefresher(service.connections.service);
       cleanups.push(async () => {
+        await tokenRefresher.stop();
         await maintenance.stop();
         workers.shutdown();
         await workerDone;

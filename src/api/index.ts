@@ -8,6 +8,7 @@
  * app.listen(3003);
  */
 import { createDashboardRouter } from '../dashboard/index.js';
+import { createConnectPageRouter } from './connectPage.js';
 import { createOAuthRouter } from './oauthRoutes.js';
 import type { ApiDeps } from './deps.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from './routes/index.js';
@@ -25,7 +26,16 @@ export function createApi(deps: ApiDeps) {
       return environment ? { id: environment.id, name: environment.name } : undefined;
     },
     mount: [
-      ...(deps.oauthFlow ? [createOAuthRouter({ flow: deps.oauthFlow, environments: deps.environments })] : []),
+      ...(deps.oauthFlow
+        ? [
+            createOAuthRouter({ flow: deps.oauthFlow, environments: deps.environments }),
+            createConnectPageRouter({
+              flow: deps.oauthFlow,
+              integrations: deps.integrations,
+              connections: deps.connections,
+            }),
+          ]
+        : []),
       createDashboardRouter({ ...deps.dashboard, environments: deps.environments }),
     ],
     fallback: createGeneratedEndpointFallback(deps),

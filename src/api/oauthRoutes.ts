@@ -68,6 +68,7 @@ export function createOAuthRouter(deps: OAuthRoutesDeps): Router {
       let input;
       const sessionToken = query['connect_session_token'];
       if (sessionToken !== undefined) {
+        await deps.flow.requireRedirectFlow(sessionToken);
         const bound = await deps.flow.useConnectSession(sessionToken, req.params.integration);
         // Settings the session fixes win; the end user may add the ones it left open (their subdomain, say).
         input = { ...bound, connectionConfig: { ...fromLink, ...bound.connectionConfig } };

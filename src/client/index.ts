@@ -19,6 +19,7 @@ import type { importConnectionBody } from '../api/routes/postConnections.js';
 import type { authorizeRequestBody, authorizedRequestSchema } from '../api/routes/postConnectionAuthorize.js';
 import type { patchConnectionBody } from '../api/routes/patchConnection.js';
 import type { createIntegrationBody, integrationSchema, patchIntegrationBody } from '../api/routes/integrationView.js';
+import type { connectFieldsAnswer } from '../api/routes/getIntegrationConnectFields.js';
 import type { connectSessionBody, connectSessionSchema } from '../api/routes/postConnectSessions.js';
 import type { environmentSettingsSchema, patchEnvironmentSettingsBody } from '../api/routes/environmentSettings.js';
 import type { EnvironmentView } from '../api/routes/environments.js';
@@ -316,6 +317,9 @@ export function createClient(options: ClientOptions) {
         call<{ data: Integration }>('PATCH', `/integrations/${encode(id)}`, { body }),
       delete: (id: string, options: { delete_connections?: boolean } = {}) =>
         call<{ success: true; deleted: true }>('DELETE', `/integrations/${encode(id)}`, { query: options }),
+      /** What connecting asks for: the credential fields of the auth mode and the provider's settings. */
+      connectFields: (id: string) =>
+        call<z.output<typeof connectFieldsAnswer>>('GET', `/integrations/${encode(id)}/connect-fields`),
     },
 
     environmentVariables: {

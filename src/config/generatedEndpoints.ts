@@ -30,6 +30,7 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/integrations' },
   { method: 'POST', path: '/integrations' },
   { method: 'GET', path: '/integrations/:id' },
+  { method: 'GET', path: '/integrations/:id/connect-fields' },
   { method: 'PATCH', path: '/integrations/:id' },
   { method: 'DELETE', path: '/integrations/:id' },
   { method: 'GET', path: '/environment-variables' },
@@ -58,6 +59,8 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'POST', path: '/deployments/:version/redeploy' },
   { method: 'GET', path: '/oauth/connect/:integration' },
   { method: 'GET', path: '/oauth/callback' },
+  { method: 'GET', path: '/connect' },
+  { method: 'POST', path: '/connect' },
   // The dashboard's router: its pages, files and small routes.
   { method: '*', path: '/dashboard' },
   { method: '*', path: '/dashboard/*path' },

@@ -26,6 +26,7 @@ import {
   type Fetch,
 } from './oauth2.js';
 import { fillTemplate, validateConnectionConfig } from './providers/catalog.js';
+import { mintToken, type MintedToken } from './tokenGrants.js';
 import { connectionTagsSchema, type ConnectionTags } from './tags.js';
 import type { AuthorizedRequest, ConnectionScope, ConnectionService, RequestToAuthorize } from './types.js';
 
@@ -41,6 +42,19 @@ export const connectionIdSchema = z
 
 const isoTimestamp = z.iso.datetime({ offset: true });
 const jsonObject = z.record(z.string(), z.unknown());
+
+/** The token the service obtained last for a minted kind: absent until the first one. */
+const mintedTokenFields = {
+  access_token: z.string().min(1).optional(),
+  expires_at: isoTimestamp.optional(),
+  raw: jsonObject.optional(),
+};
+const privateKeyField = z
+  .string()
+  .max(16_384)
+  .refine((text) => text.includes('PRIVATE KEY-----'), {
+    error: 'a PEM private key, from -----BEGIN PRIVATE KEY----- to -----END PRIVATE KEY-----',
+  });
 
 /** Credentials as stored (and as imported): the refresh token is always kept here. */
 export const credentialsSchema = z.discriminatedUnion('type', [
@@ -63,9 +77,65 @@ export const credentialsSchema = z.discriminatedUnion('type', [
     .strict(),
   z.object({ type: z.literal('API_KEY'), apiKey: z.string().min(1) }).strict(),
   z.object({ type: z.literal('BASIC'), username: z.string().min(1), password: z.string() }).strict(),
+  z
+    .object({
+      type: z.literal('OAUTH2_CC'),
+      client_id: z.string().min(1).max(1024),
+      client_secret: z.string().min(1).max(4096),
+      ...mintedTokenFields,
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('JWT'),
+      client_email: z.string().min(1).max(1024),
+      private_key: privateKeyField,
+      private_key_id: z.string().min(1).max(256).optional(),
+      subject: z.string().min(1).max(1024).optional(),
+      ...mintedTokenFields,
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('APP'),
+      app_id: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'the app id (or client id) of the app'),
+      private_key: privateKeyField,
+      ...mintedTokenFields,
+    })
+    .strict(),
 ]);
 type StoredCredentials = z.infer<typeof credentialsSchema>;
 type OAuth2Credentials = Extract<StoredCredentials, { type: 'OAUTH2' }>;
+type MintedCredentials = Extract<StoredCredentials, { type: 'OAUTH2_CC' | 'JWT' | 'APP' }>;
+/** Credentials with an access token that expires: refreshed (OAuth 2) or minted again (the others). */
+type TokenCredentials = OAuth2Credentials | MintedCredentials;
+
+function isMinted(credentials: StoredCredentials): credentials is MintedCredentials {
+  return credentials.type === 'OAUTH2_CC' || credentials.type === 'JWT' || credentials.type === 'APP';
+}
+function hasToken(credentials: StoredCredentials): credentials is TokenCredentials {
+  return credentials.type === 'OAUTH2' || isMinted(credentials);
+}
+
+/**
+ * When the background refresher should renew these credentials (the `credentials_expires_at` column):
+ * the token's expiry for what the service can renew by itself, now for a minted kind without a token
+ * yet, null otherwise (an OAuth 2 token without a refresh token or an expiry, the other kinds).
+ */
+function renewableAt(credentials: StoredCredentials, now: Date): Date | null {
+  if (isMinted(credentials)) {
+    if (credentials.access_token === undefined) return now;
+    return credentials.expires_at === undefined ? null : new Date(credentials.expires_at);
+  }
+  if (
+    credentials.type === 'OAUTH2' &&
+    credentials.refresh_token !== undefined &&
+    credentials.expires_at !== undefined
+  ) {
+    return new Date(credentials.expires_at);
+  }
+  return null;
+}
 
 export const importConnectionInput = z
   .object({
@@ -135,6 +205,7 @@ interface ConnectionRow {
   refresh_error_message: string | null;
   refresh_error_at: Date | null;
   refresh_error_permanent: boolean;
+  credentials_expires_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -320,6 +391,19 @@ export class PostgresConnectionService implements ConnectionService {
         setHeader(headers, 'Authorization', `Basic ${pair}`);
         break;
       }
+      case 'OAUTH2_CC':
+      case 'JWT':
+      case 'APP': {
+        if (provider.auth_mode !== credentials.type) throw modeMismatch(scope, provider.auth_mode, credentials.type);
+        // fresh() obtained one, or failed: a minted kind never gets here without a token.
+        if (credentials.access_token === undefined) throw this.refreshFailed(scope, row);
+        setHeader(
+          headers,
+          provider.token_header.name,
+          provider.token_header.format.replace('${accessToken}', credentials.access_token),
+        );
+        break;
+      }
       case 'OAUTH1': {
         if (!resolved.clientId || resolved.clientSecret === undefined) throw missingClient(scope.integrationId);
         const { authorization } = signOAuth1({
@@ -362,6 +446,11 @@ export class PostgresConnectionService implements ConnectionService {
         return secretForms([credentials.apiKey]);
       case 'BASIC':
         return secretForms([credentials.password, `${credentials.username}:${credentials.password}`]);
+      case 'OAUTH2_CC':
+        return secretForms([credentials.access_token, credentials.client_secret]);
+      case 'JWT':
+      case 'APP':
+        return secretForms([credentials.access_token, credentials.private_key]);
     }
   }
 
@@ -384,6 +473,18 @@ export class PostgresConnectionService implements ConnectionService {
    * connection of the same id gets the new credentials and settings; its metadata is kept unless given.
    */
   async importConnection(input: ImportConnectionInput): Promise<ConnectionRecord> {
+    return this.connectWith(input, { replace: true });
+  }
+
+  /**
+   * Stores credentials an end user or operator typed in (the hosted connect page): validated, and for
+   * the minted kinds a first token obtained, before `claim` runs (spending the connect session); an
+   * existing connection is replaced only with `replace`. Tags replace the connection's when given.
+   */
+  async connectWith(
+    input: ImportConnectionInput,
+    options: { replace: boolean; claim?: () => Promise<void> },
+  ): Promise<ConnectionRecord> {
     const parsed = importConnectionInput.safeParse(input);
     if (!parsed.success) throw invalidInput('connection', parsed.error);
     const data = parsed.data;
@@ -402,8 +503,42 @@ export class PostgresConnectionService implements ConnectionService {
       integrationId: data.integrationId,
       connectionId: data.connectionId,
     };
-    const row = await this.saveConnection(scope, data.credentials, config, data.metadata, data.tags);
-    return this.toRecord(row, data.credentials, false);
+    const credentials = isMinted(data.credentials)
+      ? await this.firstToken(scope, resolved, data.credentials, config)
+      : data.credentials;
+    await options.claim?.();
+    const row = await this.saveConnection(scope, credentials, config, data.metadata, data.tags, {
+      replace: options.replace,
+    });
+    return this.toRecord(row, credentials, false);
+  }
+
+  /**
+   * The first token of a minted kind, obtained before anything is stored: credentials the provider
+   * refuses (a bad private key, a wrong client secret) are refused here with the provider's reason and
+   * nothing is saved. When the provider is only unreachable, the connection is stored without a token
+   * and the background refresher (or the first request) obtains one.
+   */
+  private async firstToken(
+    scope: ConnectionScope,
+    resolved: ResolvedIntegration,
+    credentials: MintedCredentials,
+    config: Record<string, string>,
+  ): Promise<MintedCredentials> {
+    try {
+      return withToken(credentials, await this.mint(resolved, credentials, config));
+    } catch (error) {
+      if (!(error instanceof TokenRequestError)) throw error;
+      if (!error.permanent) {
+        this.log(`no first token for ${describe(scope)} yet (${error.message}); it is stored and retried`);
+        return credentials;
+      }
+      throw new ServiceError(
+        error.code === 'invalid_private_key' ? 'invalid_private_key' : 'connection_credentials_rejected',
+        `${describe(scope)} was not saved: ${error.message}`,
+        { status: 400 },
+      );
+    }
   }
 
   /**
@@ -430,11 +565,12 @@ export class PostgresConnectionService implements ConnectionService {
          metadata = COALESCE($6::jsonb, connections.metadata),
          tags = COALESCE($8::jsonb, connections.tags),
          credentials_refreshed_at = EXCLUDED.credentials_refreshed_at,
+         credentials_expires_at = EXCLUDED.credentials_expires_at,
          refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
          updated_at = now()`;
     const { rows } = await this.db.query<ConnectionRow & { inserted: boolean }>(
-      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags)
-       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb))
+      `INSERT INTO connections (environment_id, provider_config_key, connection_id, credentials_encrypted, connection_config, metadata, credentials_refreshed_at, tags, credentials_expires_at)
+       VALUES ($1, $2, $3, $4, $5, COALESCE($6::jsonb, '{}'::jsonb), $7, COALESCE($8::jsonb, '{}'::jsonb), $9)
        ON CONFLICT (environment_id, provider_config_key, connection_id) ${onConflict}
        RETURNING *, (xmax = 0) AS inserted`,
       [
@@ -446,6 +582,7 @@ export class PostgresConnectionService implements ConnectionService {
         metadata === undefined ? null : JSON.stringify(metadata),
         this.now(),
         tags === undefined ? null : JSON.stringify(tags),
+        renewableAt(credentials, this.now()),
       ],
     );
     const row = rows[0];
@@ -575,7 +712,7 @@ export class PostgresConnectionService implements ConnectionService {
   ): Promise<{ row: ConnectionRow; credentials: StoredCredentials }> {
     const row = await this.row(this.db, scope);
     const credentials = this.decrypt(row);
-    if (credentials.type !== 'OAUTH2' || !(forceRefresh || this.expiresSoon(credentials))) return { row, credentials };
+    if (!hasToken(credentials) || !(forceRefresh || this.expiresSoon(credentials))) return { row, credentials };
     if (row.refresh_error_permanent && !forceRefresh) throw this.refreshFailed(scope, row);
     if (forceRefresh) return this.refresh(scope, row, true);
     const inFlight = this.refreshing.get(row.id);
@@ -585,28 +722,36 @@ export class PostgresConnectionService implements ConnectionService {
     return started;
   }
 
-  private expiresSoon(credentials: OAuth2Credentials): boolean {
+  private expiresSoon(credentials: TokenCredentials, windowMs = REFRESH_WINDOW_MS): boolean {
+    if (credentials.access_token === undefined) return true;
     if (credentials.expires_at === undefined) return false;
-    return Date.parse(credentials.expires_at) - this.now().getTime() < REFRESH_WINDOW_MS;
+    return Date.parse(credentials.expires_at) - this.now().getTime() < windowMs;
   }
 
-  private async refresh(scope: ConnectionScope, seen: ConnectionRow, forceRefresh: boolean): Promise<Refreshed> {
+  private async refresh(
+    scope: ConnectionScope,
+    seen: ConnectionRow,
+    forceRefresh: boolean,
+    windowMs = REFRESH_WINDOW_MS,
+  ): Promise<Refreshed> {
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId);
     const outcome = await inTransaction(this.db, async (client): Promise<Refreshed | FailedRefresh> => {
       await client.query('SELECT pg_advisory_xact_lock($1, $2)', [REFRESH_LOCK_NAMESPACE, seen.id]);
       // Re-read under the lock: another caller may have refreshed (or failed to) while this one waited.
       const row = await this.row(client, scope);
       const credentials = this.decrypt(row);
-      if (credentials.type !== 'OAUTH2') return { row, credentials };
+      if (!hasToken(credentials)) return { row, credentials };
       // "Meanwhile" = the row changed since this caller read it; comparing stored values, not clocks,
       // keeps this right when the processes' clocks disagree.
       const refreshedMeanwhile = !sameTime(row.credentials_refreshed_at, seen.credentials_refreshed_at);
       // Also when not forced: a provider issuing tokens shorter than the window must not make every waiter refresh.
-      if (refreshedMeanwhile || (!forceRefresh && !this.expiresSoon(credentials))) return { row, credentials };
+      if (refreshedMeanwhile || (!forceRefresh && !this.expiresSoon(credentials, windowMs)))
+        return { row, credentials };
       const failedMeanwhile = !sameTime(row.refresh_error_at, seen.refresh_error_at);
       if (row.refresh_error_permanent && (failedMeanwhile || !forceRefresh)) {
         return { row, credentials, error: this.refreshFailed(scope, row) };
       }
+      if (isMinted(credentials)) return this.mintLocked(client, scope, resolved, row, credentials);
       return this.refreshLocked(client, scope, resolved, row, credentials);
     });
     if ('error' in outcome) {
@@ -622,7 +767,8 @@ export class PostgresConnectionService implements ConnectionService {
       // A provider that is only unreachable should not break runs while the current token still works.
       const current = outcome.credentials;
       const usable =
-        current.type === 'OAUTH2' &&
+        hasToken(current) &&
+        current.access_token !== undefined &&
         (current.expires_at === undefined || Date.parse(current.expires_at) > this.now().getTime());
       if (outcome.error.retryable && !forceRefresh && usable) return { row: outcome.row, credentials: current };
       throw outcome.error;
@@ -671,18 +817,118 @@ export class PostgresConnectionService implements ConnectionService {
       if (error instanceof TokenRequestError) return this.recordFailure(client, scope, row, error);
       throw error;
     }
-    const now = this.now();
-    const next = credentialsFromTokenResponse(raw, now, credentials.refresh_token);
+    const next = credentialsFromTokenResponse(raw, this.now(), credentials.refresh_token);
     const config = { ...row.connection_config, ...settingsFromTokenResponse(provider, raw) };
+    return this.storeToken(client, scope, row, next, config, 'refreshed');
+  }
+
+  /** Obtains a new token for a minted kind (client credentials, service account, app) while holding the lock. */
+  private async mintLocked(
+    client: PoolClient,
+    scope: ConnectionScope,
+    resolved: ResolvedIntegration,
+    row: ConnectionRow,
+    credentials: MintedCredentials,
+  ): Promise<Refreshed | FailedRefresh> {
+    const { provider } = resolved;
+    if (provider.auth_mode !== credentials.type) throw modeMismatch(scope, provider.auth_mode, credentials.type);
+    let minted;
+    try {
+      minted = await this.mint(resolved, credentials, row.connection_config);
+    } catch (error) {
+      if (error instanceof TokenRequestError) return this.recordFailure(client, scope, row, error);
+      throw error;
+    }
+    return this.storeToken(client, scope, row, withToken(credentials, minted), row.connection_config, 'obtained');
+  }
+
+  private async mint(
+    resolved: ResolvedIntegration,
+    credentials: MintedCredentials,
+    connectionConfig: Record<string, string>,
+  ): Promise<MintedToken> {
+    const { provider } = resolved;
+    if (provider.auth_mode !== 'OAUTH2_CC' && provider.auth_mode !== 'JWT' && provider.auth_mode !== 'APP') {
+      throw new TokenRequestError(
+        'credentials_type_mismatch',
+        `${credentials.type} credentials do not fit a provider that uses ${provider.auth_mode}`,
+        true,
+      );
+    }
+    return mintToken({
+      provider,
+      credentials,
+      connectionConfig,
+      scopes: resolved.integration.oauthScopes,
+      fetch: this.fetch,
+      now: this.now(),
+    });
+  }
+
+  private async storeToken(
+    client: PoolClient,
+    scope: ConnectionScope,
+    row: ConnectionRow,
+    next: TokenCredentials,
+    config: Record<string, string>,
+    verb: string,
+  ): Promise<Refreshed> {
+    const now = this.now();
     const { rows } = await client.query<ConnectionRow>(
       `UPDATE connections SET credentials_encrypted = $2, connection_config = $3, credentials_refreshed_at = $4,
+         credentials_expires_at = $5,
          refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
          updated_at = now()
        WHERE id = $1 RETURNING *`,
-      [row.id, this.encryptor.encryptJson(next, 'connection_credentials'), JSON.stringify(config), now],
+      [
+        row.id,
+        this.encryptor.encryptJson(next, 'connection_credentials'),
+        JSON.stringify(config),
+        now,
+        renewableAt(next, now),
+      ],
     );
-    this.log(`refreshed the access token of ${describe(scope)}; it expires at ${next.expires_at ?? 'no stated time'}`);
+    this.log(`${verb} the access token of ${describe(scope)}; it expires at ${next.expires_at ?? 'no stated time'}`);
     return { row: rows[0]!, credentials: next };
+  }
+
+  /**
+   * The background refresher's round: renews, oldest expiry first, up to `limit` tokens that expire
+   * within `withinMs` (and minted connections without a token yet), each under the same lock as an
+   * on-demand refresh, so a script asking at the same moment causes no second token request. Returns
+   * how many were renewed and how many failed (the failure is stored on the connection).
+   */
+  async refreshExpiring(options: { withinMs: number; limit: number }): Promise<{ refreshed: number; failed: number }> {
+    const { rows } = await this.db.query<ConnectionRow>(
+      `SELECT * FROM connections
+       WHERE credentials_expires_at IS NOT NULL AND refresh_error_permanent = false AND credentials_expires_at < $1
+       ORDER BY credentials_expires_at LIMIT $2`,
+      [new Date(this.now().getTime() + options.withinMs), options.limit],
+    );
+    let refreshed = 0;
+    let failed = 0;
+    for (const row of rows) {
+      const scope = {
+        environmentId: row.environment_id,
+        integrationId: row.provider_config_key,
+        connectionId: row.connection_id,
+      };
+      try {
+        const inFlight = this.refreshing.get(row.id);
+        const started =
+          inFlight ?? this.refresh(scope, row, false, options.withinMs).finally(() => this.refreshing.delete(row.id));
+        if (!inFlight) this.refreshing.set(row.id, started);
+        const outcome = await started;
+        if (outcome.row.refresh_error_at !== null && outcome.row.refresh_error_code !== null) failed++;
+        else refreshed++;
+      } catch (error) {
+        failed++;
+        this.log(
+          `background refresh of ${describe(scope)} failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
+    return { refreshed, failed };
   }
 
   private async recordFailure(
@@ -831,7 +1077,36 @@ function publicCredentials(credentials: StoredCredentials, includeRefreshToken: 
     case 'API_KEY':
     case 'BASIC':
       return credentials;
+    // The long-lived secret (client secret, private key) stays in the service; scripts get the token.
+    case 'OAUTH2_CC':
+      return { type: 'OAUTH2_CC', client_id: credentials.client_id, ...mintedPublic(credentials) };
+    case 'JWT':
+      return { type: 'JWT', client_email: credentials.client_email, ...mintedPublic(credentials) };
+    case 'APP':
+      return { type: 'APP', app_id: credentials.app_id, ...mintedPublic(credentials) };
   }
+}
+
+function mintedPublic(credentials: MintedCredentials): {
+  access_token: string;
+  expires_at?: string;
+  raw: Record<string, unknown>;
+} {
+  return {
+    access_token: credentials.access_token ?? '',
+    ...(credentials.expires_at === undefined ? {} : { expires_at: credentials.expires_at }),
+    raw: credentials.raw ?? {},
+  };
+}
+
+function withToken<T extends MintedCredentials>(credentials: T, token: MintedToken): T {
+  const { expires_at: _previous, ...rest } = credentials;
+  return {
+    ...rest,
+    access_token: token.access_token,
+    ...(token.expires_at === undefined ? {} : { expires_at: token.expires_at }),
+    raw: token.raw,
+  } as T;
 }
 
 function sameTime(a: Date | null, b: Date | null): boolean {

@@ -4,7 +4,7 @@
  */
 import { ServiceError } from '../errors.js';
 import { outboundRefusal } from '../runtime/outbound.js';
-import { fillTemplate, type OAuth2Provider } from './providers/catalog.js';
+import { fillTemplate, type ClientCredentialsProvider, type OAuth2Provider } from './providers/catalog.js';
 import { redactSecrets } from './redaction.js';
 
 export type Fetch = typeof globalThis.fetch;
@@ -41,7 +41,7 @@ export class TokenRequestError extends Error {
 }
 
 export interface TokenRequest {
-  provider: OAuth2Provider;
+  provider: OAuth2Provider | ClientCredentialsProvider;
   clientId: string;
   clientSecret: string | undefined;
   connectionConfig: Record<string, string>;
@@ -50,7 +50,8 @@ export interface TokenRequest {
     | {
         grant_type: 'refresh_token';
         refresh_token: string;
-      };
+      }
+    | { grant_type: 'client_credentials'; scope?: string };
   fetch: Fetch;
 }
 
@@ -74,10 +75,10 @@ export async function requestToken(request: TokenRequest): Promise<Record<string
   const url = fillTemplate(provider.token_url, provider, request.connectionConfig, 'the token URL');
   const body: Record<string, string> = {
     ...provider.token_params,
-    ...(grant.grant_type === 'refresh_token' ? provider.refresh_params : {}),
+    ...(grant.grant_type === 'refresh_token' && 'refresh_params' in provider ? provider.refresh_params : {}),
   };
   for (const [name, value] of Object.entries(grant)) if (value !== undefined) body[name] = value;
-  const headers: Record<string, string> = { Accept: 'application/json' };
+  const headers: Record<string, string> = {};
   if (provider.token_request_auth_method === 'client_secret_basic') {
     // RFC 6749 section 2.3.1: both parts are form-encoded before base64.
     const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret ?? '')}`;
@@ -86,26 +87,58 @@ export async function requestToken(request: TokenRequest): Promise<Record<string
     body['client_id'] = clientId;
     if (clientSecret !== undefined) body['client_secret'] = clientSecret;
   }
-  let encoded: string;
-  if (provider.token_request_format === 'json') {
-    headers['Content-Type'] = 'application/json';
-    encoded = JSON.stringify(body);
-  } else {
-    headers['Content-Type'] = 'application/x-www-form-urlencoded';
-    encoded = new URLSearchParams(body).toString();
+  return postTokenRequest({
+    url,
+    headers,
+    body,
+    format: provider.token_request_format,
+    secrets: [
+      clientSecret,
+      'code' in grant ? grant.code : undefined,
+      'refresh_token' in grant ? grant.refresh_token : undefined,
+    ],
+    fetch: request.fetch,
+  });
+}
+
+export interface RawTokenRequest {
+  url: string;
+  headers: Record<string, string>;
+  /** Sent form-encoded or as JSON (`format`); none: an empty POST. */
+  body?: Record<string, string> | undefined;
+  format?: 'form' | 'json';
+  /** Values that must not appear in an error message (the client secret, an assertion). */
+  secrets: (string | undefined)[];
+  /** The field of the answer that holds the token. @default 'access_token' */
+  tokenField?: string;
+  fetch: Fetch;
+}
+
+/**
+ * One POST to a token endpoint (any grant, or GitHub's installation token route): the answer parsed,
+ * errors classified as permanent (the grant or the client is refused) or transient (5xx, 429,
+ * unreachable), never with a secret in the message.
+ */
+export async function postTokenRequest(request: RawTokenRequest): Promise<Record<string, unknown>> {
+  const { url, secrets } = request;
+  const headers: Record<string, string> = { Accept: 'application/json', ...request.headers };
+  let encoded: string | undefined;
+  if (request.body !== undefined) {
+    if (request.format === 'json') {
+      headers['Content-Type'] = 'application/json';
+      encoded = JSON.stringify(request.body);
+    } else {
+      headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      encoded = new URLSearchParams(request.body).toString();
+    }
   }
-  const secrets = [
-    clientSecret,
-    'code' in grant ? grant.code : undefined,
-    'refresh_token' in grant ? grant.refresh_token : undefined,
-  ];
 
   let response: Response;
   try {
     response = await request.fetch(url, {
       method: 'POST',
       headers,
-      body: encoded,
+      ...(encoded === undefined ? {} : { body: encoded }),
       redirect: 'error',
       signal: AbortSignal.timeout(TOKEN_REQUEST_TIMEOUT_MS),
     });
@@ -121,7 +154,12 @@ export async function requestToken(request: TokenRequest): Promise<Record<string
   const parsed = parseBody(text, response.headers.get('content-type') ?? '');
   const errorCode = typeof parsed?.['error'] === 'string' ? parsed['error'] : undefined;
   if (!response.ok || errorCode !== undefined) {
-    const description = typeof parsed?.['error_description'] === 'string' ? parsed['error_description'] : '';
+    const description =
+      typeof parsed?.['error_description'] === 'string'
+        ? parsed['error_description']
+        : typeof parsed?.['message'] === 'string'
+          ? parsed['message']
+          : '';
     const code = errorCode ?? `http_${response.status}`;
     const permanent =
       errorCode !== undefined
@@ -131,8 +169,9 @@ export async function requestToken(request: TokenRequest): Promise<Record<string
     const detail = description ? `: ${redactSecrets(description, secrets).slice(0, 300)}` : '';
     throw new TokenRequestError(code, `the token endpoint answered ${response.status} ${code}${detail}`, permanent);
   }
-  if (!parsed || typeof parsed['access_token'] !== 'string' || parsed['access_token'] === '') {
-    throw new TokenRequestError('invalid_token_response', 'the token endpoint answered without an access_token', false);
+  const field = request.tokenField ?? 'access_token';
+  if (!parsed || typeof parsed[field] !== 'string' || parsed[field] === '') {
+    throw new TokenRequestError('invalid_token_response', `the token endpoint answered without ${field}`, false);
   }
   return parsed;
 }

@@ -166,13 +166,6 @@ export class OAuthFlow {
   async createConnectSession(input: ConnectSessionInput): Promise<{ token: string; expiresAt: string }> {
     const parsed = parseConnectRequest(connectSessionInput, input);
     const resolved = await this.deps.integrations.resolve(parsed.environmentId, parsed.integrationId);
-    if (resolved.provider.auth_mode !== 'OAUTH2' && resolved.provider.auth_mode !== 'OAUTH1') {
-      throw new ServiceError(
-        'unsupported_auth_mode',
-        `integration '${parsed.integrationId}' uses ${resolved.provider.auth_mode}, which has no connect flow; import the credentials instead`,
-        { status: 400 },
-      );
-    }
     for (const [name, value] of Object.entries(parsed.connectionConfig)) checkSetting(resolved.provider, name, value);
     if (!parsed.allowReconnect) await this.refuseExisting(parsed);
     const now = this.now();
@@ -196,60 +189,93 @@ export class OAuthFlow {
     return { token, expiresAt: expiresAt.toISOString() };
   }
 
-  /** The link an end user opens to use a connect session: beside the callback, on the same server. */
-  connectUrl(integrationId: string, token: string): string {
+  /**
+   * The link an end user opens to use a connect session, on the same server as the callback: for OAuth
+   * the redirect to the provider; for the modes where the user types credentials in, the hosted page.
+   */
+  connectUrl(integrationId: string, token: string, authMode: string = 'OAUTH2'): string {
     const base = this.deps.callbackUrl.replace(/\/oauth\/callback\/?$/, '');
+    if (authMode !== 'OAUTH2' && authMode !== 'OAUTH1') return this.hostedConnectUrl(token);
     return `${base}/oauth/connect/${encodeURIComponent(integrationId)}?connect_session_token=${token}`;
   }
 
+  /** The hosted connect page for a session (GET /connect?session=…): any auth mode. */
+  hostedConnectUrl(token: string): string {
+    const base = this.deps.callbackUrl.replace(/\/oauth\/callback\/?$/, '');
+    return `${base}/connect?session=${token}`;
+  }
+
   /**
-   * Spends a connect session for `integrationId` and returns what it binds; a ServiceError (401) when
-   * it is unknown, made for another integration, already used or expired. Of two uses at once, one wins.
+   * What a connect session binds, without spending it (the hosted page shows its form with it); the
+   * same 401 errors as useConnectSession when it cannot be used.
    */
-  async useConnectSession(token: string, integrationId: string): Promise<z.infer<typeof startInput>> {
-    const invalid = new ServiceError(
-      'invalid_connect_session',
-      'the connect session is not valid for this integration; ask the application for a new link',
-      { status: 401 },
+  async peekConnectSession(token: string): Promise<z.infer<typeof startInput>> {
+    if (!CONNECT_SESSION_TOKEN.test(token)) throw invalidSession();
+    const { rows } = await this.deps.db.query<ConnectSessionRow>(
+      'SELECT * FROM connect_sessions WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
+      [sha256(token), this.now()],
     );
-    if (!/^cs_[A-Za-z0-9_-]{43}$/.test(token)) throw invalid;
+    if (!rows[0]) throw await this.sessionRefusal(token, undefined);
+    return boundBy(rows[0]);
+  }
+
+  /**
+   * `unsupported_auth_mode` (400) when the session's integration has no redirect flow (an API-key
+   * session opened at /oauth/connect): checked before the session is spent, so that it still works on
+   * the hosted connect page.
+   */
+  async requireRedirectFlow(token: string): Promise<void> {
+    const bound = await this.peekConnectSession(token);
+    const { provider } = await this.deps.integrations.resolve(bound.environmentId, bound.integrationId);
+    if (provider.auth_mode !== 'OAUTH2' && provider.auth_mode !== 'OAUTH1') {
+      throw new ServiceError(
+        'unsupported_auth_mode',
+        `integration '${bound.integrationId}' uses ${provider.auth_mode}, which has no redirect flow; open ${this.hostedConnectUrl('<token>')} with this session instead`,
+        { status: 400 },
+      );
+    }
+  }
+
+  /**
+   * Spends a connect session (for `integrationId` when given) and returns what it binds; a
+   * ServiceError (401) when it is unknown, made for another integration, already used or expired. Of
+   * two uses at once, one wins.
+   */
+  async useConnectSession(token: string, integrationId?: string): Promise<z.infer<typeof startInput>> {
+    if (!CONNECT_SESSION_TOKEN.test(token)) throw invalidSession();
     const { rows } = await this.deps.db.query<ConnectSessionRow>(
       `UPDATE connect_sessions SET used_at = $3
-       WHERE token_hash = $1 AND integration_id = $2 AND used_at IS NULL AND expires_at > $3 RETURNING *`,
-      [sha256(token), integrationId, this.now()],
+       WHERE token_hash = $1 AND ($2::text IS NULL OR integration_id = $2) AND used_at IS NULL AND expires_at > $3 RETURNING *`,
+      [sha256(token), integrationId ?? null, this.now()],
     );
     const session = rows[0];
-    if (!session) {
-      const { rows: found } = await this.deps.db.query<ConnectSessionRow>(
-        'SELECT * FROM connect_sessions WHERE token_hash = $1 AND integration_id = $2',
-        [sha256(token), integrationId],
+    if (!session) throw await this.sessionRefusal(token, integrationId);
+    return boundBy(session);
+  }
+
+  /** Why a session cannot be used: used, expired, or not valid (unknown, or for another integration). */
+  private async sessionRefusal(token: string, integrationId: string | undefined): Promise<ServiceError> {
+    const { rows } = await this.deps.db.query<ConnectSessionRow>(
+      'SELECT * FROM connect_sessions WHERE token_hash = $1 AND ($2::text IS NULL OR integration_id = $2)',
+      [sha256(token), integrationId ?? null],
+    );
+    if (rows[0]?.used_at) {
+      return new ServiceError(
+        'connect_session_used',
+        'this connect link was already used; ask the application for a new one',
+        { status: 401 },
       );
-      if (found[0]?.used_at) {
-        throw new ServiceError(
-          'connect_session_used',
-          'this connect link was already used; ask the application for a new one',
-          { status: 401 },
-        );
-      }
-      if (found[0]) {
-        throw new ServiceError(
-          'connect_session_expired',
-          'this connect link expired; ask the application for a new one',
-          {
-            status: 401,
-          },
-        );
-      }
-      throw invalid;
     }
-    return {
-      environmentId: session.environment_id,
-      integrationId: session.integration_id,
-      connectionId: session.connection_id,
-      connectionConfig: session.connection_config,
-      allowReconnect: session.allow_reconnect,
-      ...(Object.keys(session.tags).length === 0 ? {} : { tags: session.tags }),
-    };
+    if (rows[0]) {
+      return new ServiceError(
+        'connect_session_expired',
+        'this connect link expired; ask the application for a new one',
+        {
+          status: 401,
+        },
+      );
+    }
+    return invalidSession();
   }
 
   /** `connection_exists` (409) when the connection exists: only a session that allows it re-authorises one. */
@@ -518,6 +544,27 @@ export class OAuthFlow {
       connectionId: session.connection_id,
     };
   }
+}
+
+const CONNECT_SESSION_TOKEN = /^cs_[A-Za-z0-9_-]{43}$/;
+
+function invalidSession(): ServiceError {
+  return new ServiceError(
+    'invalid_connect_session',
+    'the connect session is not valid for this integration; ask the application for a new link',
+    { status: 401 },
+  );
+}
+
+function boundBy(session: ConnectSessionRow): z.infer<typeof startInput> {
+  return {
+    environmentId: session.environment_id,
+    integrationId: session.integration_id,
+    connectionId: session.connection_id,
+    connectionConfig: session.connection_config,
+    allowReconnect: session.allow_reconnect,
+    ...(Object.keys(session.tags).length === 0 ? {} : { tags: session.tags }),
+  };
 }
 
 function parseConnectRequest<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {

@@ -77,6 +77,13 @@ export type Credentials =
   | { type: 'OAUTH1'; oauth_token: string; oauth_token_secret: string; raw: Record<string, unknown> }
   | { type: 'API_KEY'; apiKey: string }
   | { type: 'BASIC'; username: string; password: string }
+  /**
+   * Tokens the service obtains by itself (docs/connections.md "Client credentials, service accounts
+   * and app installations"): the current access token, never the client secret or private key.
+   */
+  | { type: 'OAUTH2_CC'; client_id: string; access_token: string; expires_at?: string; raw: Record<string, unknown> }
+  | { type: 'JWT'; client_email: string; access_token: string; expires_at?: string; raw: Record<string, unknown> }
+  | { type: 'APP'; app_id: string; access_token: string; expires_at?: string; raw: Record<string, unknown> }
   | { type: 'NONE' };
 
 /** The connection record, as SPEC.md "Connection record" describes it. */

@@ -98,11 +98,6 @@ describe('connect sessions', () => {
         'connection_exists',
       ],
       [
-        () => h.api.connections.createConnectSession({ provider_config_key: INTEGRATION, connection_id: 'x' }),
-        400,
-        'unsupported_auth_mode',
-      ],
-      [
         () => h.api.connections.createConnectSession({ provider_config_key: 'nope', connection_id: 'x' }),
         404,
         'unknown_integration',
@@ -128,6 +123,19 @@ describe('connect sessions', () => {
       const error = await apiError(call());
       expect([error.status, error.code], error.message).toEqual([status, code]);
     }
+    // An API-key integration has a session too: its link is the hosted connect page, where the end user types the key.
+    const hosted = new URL(
+      (await h.api.connections.createConnectSession({ provider_config_key: INTEGRATION, connection_id: 'x' }))
+        .connect_url,
+    );
+    expect([hosted.origin, hosted.pathname]).toEqual([h.baseUrl, '/connect']);
+    expect(hosted.searchParams.get('session')).toMatch(/^cs_/);
+    // Opened at the OAuth route by mistake, it is refused there without being spent.
+    const wrongRoute = await open(
+      `/oauth/connect/${INTEGRATION}?${new URLSearchParams({ connect_session_token: hosted.searchParams.get('session')! }).toString()}`,
+    );
+    expect([wrongRoute.status, wrongRoute.body.includes('has no redirect flow')]).toEqual([400, true]);
+    expect((await open(`${hosted.pathname}${hosted.search}`)).status).toBe(200);
     // With allow_reconnect the existing connection may be re-authorised.
     const reconnect = await h.api.connections.createConnectSession({
       provider_config_key: OAUTH,

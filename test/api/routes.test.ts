@@ -97,6 +97,9 @@ describe('authentication on every route', () => {
     'GET /openapi.json',
     'GET /reference',
     'POST /webhook/:environment/:integration',
+    // The hosted connect page: the connect session token is its credential (test/dashboard/connect.test.ts).
+    'GET /connect',
+    'POST /connect',
   ]);
 
   it('refuses every keyed route without a key and with an unknown key, in the envelope', async () => {

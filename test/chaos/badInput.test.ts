@@ -156,6 +156,8 @@ describe('bad input', () => {
       { method: 'GET', path: '/issues/{id}', params: ['id'] },
       { method: 'GET', path: '/oauth/connect/{integration}', params: ['integration'] },
       { method: 'GET', path: '/oauth/callback', params: [] },
+      { method: 'GET', path: '/connect', params: [] },
+      { method: 'POST', path: '/connect', params: [] },
       { method: 'GET', path: '/dashboard/{file}', params: ['file'] },
     ];
     for (const target of targets) {

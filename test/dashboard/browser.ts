@@ -3,11 +3,11 @@
  * that cannot find Chromium fails with the command that installs it; it never skips.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
@@ -42,4 +42,19 @@ export async function useBrowser(): Promise<BrowserContext> {
     await rm(profile, { recursive: true, force: true });
   });
   return context;
+}
+
+/**
+ * The browser, its first page and the screenshots folder, or the error that says why there is no
+ * browser: the caller fails every test with it (a failed beforeAll would report them as skipped).
+ */
+export async function openBrowser(screenshots: string): Promise<{ context: BrowserContext; page: Page } | Error> {
+  let context: BrowserContext;
+  try {
+    context = await useBrowser();
+  } catch (error) {
+    return error as Error;
+  }
+  await mkdir(screenshots, { recursive: true });
+  return { context, page: context.pages()[0] ?? (await context.newPage()) };
 }

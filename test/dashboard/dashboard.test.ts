@@ -5,12 +5,11 @@
  * from the dashboard and watch its status, find its records (which carry the variable's value) and its
  * log lines, and sign out. Each page is photographed into test/dashboard/screenshots/.
  */
-import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
 import { createServer } from '../../src/api/server.js';
@@ -18,7 +17,7 @@ import { createDashboardRouter, type DashboardOptions } from '../../src/dashboar
 import { createDeployRoutes } from '../../src/deploy/routes.js';
 import { stack } from '../helpers/stack.js';
 import { bundle, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
-import { useBrowser } from './browser.js';
+import { openBrowser } from './browser.js';
 
 const INTEGRATION = 'fake-api';
 const TEMPORAL_UI = 'http://127.0.0.1:18233';
@@ -121,15 +120,12 @@ async function apiGet(path: string, key = secretKey) {
 let browserMissing: Error | undefined;
 
 beforeAll(async () => {
-  let context: BrowserContext;
-  try {
-    context = await useBrowser();
-  } catch (error) {
-    browserMissing = error as Error;
+  const browser = await openBrowser(screenshots);
+  if (browser instanceof Error) {
+    browserMissing = browser;
     return;
   }
-  page = context.pages()[0] ?? (await context.newPage());
-  await mkdir(screenshots, { recursive: true });
+  page = browser.page;
   h = await startApiHarness();
   h.fake.setHandler((request, response) => {
     if (request.url === '/api/tickets') return json(response, 200, { tickets: TICKETS });

@@ -66,7 +66,11 @@ export const connectionRecordSchema = z.object({
   updated_at: z.string(),
   provider_config_key: z.string(),
   connection_id: z.string(),
-  credentials: z.record(z.string(), z.unknown()).describe('Depends on the type: OAUTH2, OAUTH1, API_KEY, BASIC.'),
+  credentials: z
+    .record(z.string(), z.unknown())
+    .describe(
+      'Depends on the type: OAUTH2, OAUTH1, API_KEY, BASIC; OAUTH2_CC, JWT and APP show the current access token, never the client secret or private key.',
+    ),
   connection_config: z.record(z.string(), z.string()),
   account_id: z.number(),
   metadata: z.record(z.string(), z.unknown()),

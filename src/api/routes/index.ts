@@ -18,6 +18,7 @@ import { getConnectionsRoute } from './getConnections.js';
 import { getEnvironmentVariablesRoute } from './getEnvironmentVariables.js';
 import { getHealthRoute } from './getHealth.js';
 import { getIntegrationRoute } from './getIntegration.js';
+import { getIntegrationConnectFieldsRoute } from './getIntegrationConnectFields.js';
 import { getIntegrationsRoute } from './getIntegrations.js';
 import { getLogsRoute } from './getLogs.js';
 import { getOpenApiRoute } from './getOpenApi.js';
@@ -74,6 +75,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getIntegrationsRoute(deps),
     postIntegrationsRoute(deps),
     getIntegrationRoute(deps),
+    getIntegrationConnectFieldsRoute(deps),
     patchIntegrationRoute(deps),
     deleteIntegrationRoute(deps),
     getEnvironmentVariablesRoute(deps),

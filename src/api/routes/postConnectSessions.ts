@@ -6,7 +6,7 @@ import { defineRoute } from '../route.js';
 
 export const connectSessionBody = z
   .object({
-    provider_config_key: z.string().min(1).describe('The integration (OAuth 2 or OAuth 1) to connect.'),
+    provider_config_key: z.string().min(1).describe('The integration to connect (any auth mode).'),
     connection_id: z.string().min(1).describe('The connection the flow makes (or, with allow_reconnect, renews).'),
     connection_config: z
       .record(z.string(), z.string().max(2048))
@@ -32,7 +32,11 @@ export const connectSessionBody = z
 
 export const connectSessionSchema = z.object({
   token: z.string().describe('`cs_…`: works once, for this integration and connection only.'),
-  connect_url: z.string().describe('The link to send the end user’s browser to.'),
+  connect_url: z
+    .string()
+    .describe(
+      'The link to send the end user’s browser to: for OAuth the redirect to the provider, otherwise the hosted connect page (`/connect?session=…`), which works for OAuth sessions too.',
+    ),
   expires_at: z.string(),
   provider_config_key: z.string(),
   connection_id: z.string(),
@@ -45,7 +49,7 @@ export const postConnectSessionsRoute = (deps: ApiDeps) =>
     path: '/connect/sessions',
     summary: 'Create a connect session: a single-use, short-lived link for one end user to connect one connection',
     description:
-      'The end user opens `connect_url` (GET /oauth/connect/<integration>?connect_session_token=…), which starts the OAuth flow of the integration for this connection id and no other. The token works once and expires. An existing connection is re-authorised only by a session with `allow_reconnect` (409 connection_exists otherwise).',
+      'The end user opens `connect_url`: for OAuth integrations GET /oauth/connect/<integration>?connect_session_token=…, which starts the OAuth flow for this connection id and no other; for API key, Basic, client credentials, service account and app integrations the hosted connect page GET /connect?session=…, where the end user enters the credentials (any session may be opened there). The token works once and expires. An existing connection is re-authorised only by a session with `allow_reconnect` (409 connection_exists otherwise).',
     tags: ['connections'],
     auth: 'secret-key',
     body: connectSessionBody,
@@ -55,6 +59,7 @@ export const postConnectSessionsRoute = (deps: ApiDeps) =>
         throw new ServiceError('connect_unavailable', 'This server has no connect flow configured.', { status: 501 });
       }
       const allowReconnect = body.allow_reconnect ?? false;
+      const { authMode } = await deps.integrations.get(environment.id, body.provider_config_key);
       const session = await deps.oauthFlow.createConnectSession({
         environmentId: environment.id,
         integrationId: body.provider_config_key,
@@ -67,7 +72,7 @@ export const postConnectSessionsRoute = (deps: ApiDeps) =>
       });
       return {
         token: session.token,
-        connect_url: deps.oauthFlow.connectUrl(body.provider_config_key, session.token),
+        connect_url: deps.oauthFlow.connectUrl(body.provider_config_key, session.token, authMode ?? 'OAUTH2'),
         expires_at: session.expiresAt,
         provider_config_key: body.provider_config_key,
         connection_id: body.connection_id,

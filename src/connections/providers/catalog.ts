@@ -59,6 +59,12 @@ const commonFields = {
   connection_config: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), connectionSetting).default({}),
 };
 
+/** Where the access token goes; default `Authorization: Bearer <token>`. */
+const tokenHeader = z
+  .object({ name: z.string().min(1), format: z.string().includes('${accessToken}') })
+  .strict()
+  .default({ name: 'Authorization', format: 'Bearer ${accessToken}' });
+
 const oauth2Provider = z
   .object({
     auth_mode: z.literal('OAUTH2'),
@@ -82,10 +88,7 @@ const oauth2Provider = z
     /** Token response fields copied into connection_config after the exchange (instance_url, say). */
     token_response_metadata: z.array(z.string()).default([]),
     /** Where the access token goes; default `Authorization: Bearer <token>`. */
-    token_header: z
-      .object({ name: z.string().min(1), format: z.string().includes('${accessToken}') })
-      .strict()
-      .default({ name: 'Authorization', format: 'Bearer ${accessToken}' }),
+    token_header: tokenHeader,
   })
   .strict();
 
@@ -115,16 +118,77 @@ const apiKeyProvider = z
 
 const basicProvider = z.object({ auth_mode: z.literal('BASIC'), ...commonFields }).strict();
 
+/**
+ * OAuth 2 client credentials (RFC 6749 section 4.4): each connection holds its own client id and
+ * secret (the end user's API client), and the service exchanges them for access tokens.
+ */
+const clientCredentialsProvider = z
+  .object({
+    auth_mode: z.literal('OAUTH2_CC'),
+    ...commonFields,
+    token_url: templatedUrl,
+    token_params: stringMap.default({}),
+    token_request_auth_method: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
+    token_request_format: z.enum(['form', 'json']).default('form'),
+    scope_separator: z.string().default(' '),
+    default_scopes: z.array(z.string()).default([]),
+    token_header: tokenHeader,
+  })
+  .strict();
+
+/**
+ * A service account (RFC 7523 section 2.1, Google's "service account" flow): the connection holds a
+ * private key; the service signs an RS256 JWT with it (issuer: the account's email, audience: the
+ * token URL) and exchanges it at the token URL for an access token.
+ */
+const jwtProvider = z
+  .object({
+    auth_mode: z.literal('JWT'),
+    ...commonFields,
+    token_url: templatedUrl,
+    /** The JWT's `aud`; default the token URL. */
+    audience: z.string().min(1).optional(),
+    scope_separator: z.string().default(' '),
+    default_scopes: z.array(z.string()).default([]),
+    token_header: tokenHeader,
+  })
+  .strict();
+
+/**
+ * App installation tokens (a GitHub App): the connection holds the app's id and private key; the
+ * service signs a short-lived app JWT (RS256, issuer: the app id) and POSTs it as a Bearer token to
+ * the token URL (which names the installation, `${connectionConfig.installation_id}`), which answers
+ * `{ token, expires_at }`.
+ */
+const appProvider = z
+  .object({
+    auth_mode: z.literal('APP'),
+    ...commonFields,
+    token_url: templatedUrl,
+    /** Headers of the installation token request (GitHub's Accept). */
+    token_request_headers: stringMap.default({}),
+    token_header: tokenHeader,
+  })
+  .strict();
+
 export const providerSchema = z.discriminatedUnion('auth_mode', [
   oauth2Provider,
   oauth1Provider,
   apiKeyProvider,
   basicProvider,
+  clientCredentialsProvider,
+  jwtProvider,
+  appProvider,
 ]);
 
 export type Provider = z.infer<typeof providerSchema>;
 export type OAuth2Provider = z.infer<typeof oauth2Provider>;
 export type OAuth1Provider = z.infer<typeof oauth1Provider>;
+export type ClientCredentialsProvider = z.infer<typeof clientCredentialsProvider>;
+export type JwtProvider = z.infer<typeof jwtProvider>;
+export type AppProvider = z.infer<typeof appProvider>;
+/** The modes whose access tokens the service obtains by itself from stored long-lived secrets. */
+export type MintedTokenProvider = ClientCredentialsProvider | JwtProvider | AppProvider;
 export type AuthMode = Provider['auth_mode'];
 
 const providerName = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -');

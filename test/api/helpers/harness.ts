@@ -67,6 +67,8 @@ export { bundle, INTEGRATION, PROVIDER } from '../fixtures.js';
 
 export interface ApiHarness {
   pool: Pool;
+  /** The connection string of the file's database (a second pool: another "process"). */
+  dbUrl: string;
   baseUrl: string;
   fake: Awaited<ReturnType<typeof startFakeServer>>;
   deps: ApiDeps;
@@ -99,8 +101,13 @@ export async function startApiHarness(
     compose?: Partial<Parameters<typeof composeService>[0]>;
   } = {},
 ): Promise<ApiHarness> {
-  const { pool } = await useDatabase();
+  const { pool, url: dbUrl } = await useDatabase();
   const fake = await startFakeServer();
+  // Listening before the service is composed, so that connect links and the OAuth callback point here.
+  const server = createHttpServer();
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const encryptor = new Encryptor([randomBytes(32)]);
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = uniqueName('tq');
@@ -112,7 +119,7 @@ export async function startApiHarness(
     encryptor,
     temporal,
     taskQueue,
-    callbackUrl: 'http://127.0.0.1:1/oauth/callback',
+    callbackUrl: `${baseUrl}/oauth/callback`,
     catalog: loadProviderCatalog({
       extra: {
         [PROVIDER]: {
@@ -153,10 +160,7 @@ export async function startApiHarness(
       error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
     },
   };
-  const app = createApi(deps);
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on('request', createApi(deps));
 
   afterAll(async () => {
     server.closeAllConnections();
@@ -173,6 +177,7 @@ export async function startApiHarness(
   const envB = { id: b.environment.id, name: b.environment.name, secretKey: b.secretKey };
   return {
     pool,
+    dbUrl,
     baseUrl,
     fake,
     deps,

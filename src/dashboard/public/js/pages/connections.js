@@ -8,6 +8,7 @@
  */
 import { api, ApiError, dashboardConfig } from '../api.js';
 import { runsChart } from '../chart.js';
+import { connectSection } from './connect.js';
 import { announce, errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
 
 const POLL_MS = 2000;
@@ -32,8 +33,11 @@ export async function renderConnections(view, params, _query, app) {
   view.append(h('div', { class: 'toolbar' }, field('Integration', picker)));
 
   const { connections } = await api('/connections', { query: { provider_config_key: integration } });
+  const creating = await connectSection(integration, (connectionId) =>
+    app.navigate('connections', [integration, connectionId]),
+  );
   if (connections.length === 0) {
-    view.append(h('p', { class: 'empty' }, `No connections of ${integration} yet.`));
+    view.append(h('p', { class: 'empty' }, `No connections of ${integration} yet.`), creating);
     return;
   }
   view.append(
@@ -83,6 +87,7 @@ export async function renderConnections(view, params, _query, app) {
       ),
     ),
   );
+  view.append(creating);
 }
 
 /**
