@@ -7,17 +7,7 @@
  * (src/devstack/topology.ts, `npm run topology`) and its tests.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  cpSync,
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
