@@ -16,7 +16,6 @@ import { startTemporalServer, type TemporalClusterServer } from './temporalServe
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MAIN = join(ROOT, 'src', 'main.ts');
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 
 export interface ServiceProcess {
   role: 'api' | 'worker';
@@ -148,7 +147,12 @@ function startServiceProcess(
   env: NodeJS.ProcessEnv,
   echo: StartTopologyOptions['echo'],
 ): ServiceProcess {
-  const child = spawn(TSX, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Node itself with tsx's loader (not the tsx wrapper): the child's pid is the service's, so a signal reaches it.
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const collect = (chunk: Buffer): void => {
     const text = chunk.toString();
