@@ -301,7 +301,6 @@ describe('the production topology', () => {
     for (const connection of inFlight) await trigger(connection);
     await until('page 6 of every run', () => inFlight.every((connection) => fake.pagesSeen(connection) >= 6));
     const oldWorkers = topology.workers;
-    const oldPids = new Set(oldWorkers.map((worker) => worker.child.pid));
     const newWorkers = [
       await topology.startWorker({ name: 'worker-v2-a', env: { SERVICE_WORKFLOW_BUNDLE: v2Bundle } }),
       await topology.startWorker({ name: 'worker-v2-b', env: { SERVICE_WORKFLOW_BUNDLE: v2Bundle } }),
@@ -312,6 +311,7 @@ describe('the production topology', () => {
       await worker.stop('SIGTERM');
     }
     topology.workers = newWorkers;
+    const newPids = new Set(newWorkers.map((worker) => worker.child.pid));
     const repeats: number[] = [];
     for (const connection of inFlight) repeats.push(await expectExact(connection, await finishedRun(connection), 1));
     // A run after the upgrade runs the new code: the patch's marker and memo are in its history.
@@ -319,11 +319,11 @@ describe('the production topology', () => {
     await expectExact('after', await finishedRun('after'), 0);
 
     const executions = await runExecutions();
-    const newest = executions.find((execution) => execution.pids.every((pid) => !oldPids.has(pid)))!;
+    const newest = executions.find((execution) => execution.pids.every((pid) => newPids.has(pid)))!;
     const description = await temporal.workflow.getHandle(newest.workflowId, newest.runId).describe();
     expect(description.memo).toEqual({ build: 'v2' });
     const moved = executions.filter(
-      (execution) => execution.pids.some((pid) => oldPids.has(pid)) && execution.pids.some((pid) => !oldPids.has(pid)),
+      (execution) => execution.pids.some((pid) => !newPids.has(pid)) && execution.pids.some((pid) => newPids.has(pid)),
     );
     // The runs held on the first build went on on the second: their workflow tasks were taken by both.
     expect(moved.length).toBeGreaterThanOrEqual(1);
