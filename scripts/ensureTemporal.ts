@@ -1,5 +1,10 @@
-/** Finds or builds the Temporal CLI (see src/devstack/temporal.ts) and prints which one and its version. */
+/**
+ * Finds or builds the Temporal CLI (see src/devstack/temporal.ts) and the Temporal server with its sql
+ * tool and Postgres schemas (src/devstack/temporalServer.ts, for the production topology and its
+ * tests), and prints which ones and their versions.
+ */
 import { findTemporalCli } from '../src/devstack/temporal.js';
+import { ensureTemporalServer } from '../src/devstack/temporalServer.js';
 import { run } from '../src/devstack/process.js';
 
 if (process.env['TEMPORAL_ADDRESS']) {
@@ -12,3 +17,6 @@ if (process.env['TEMPORAL_ADDRESS']) {
     console.log(`${path}: ${(await run(path, ['--version'])).stdout.trim()}`);
   }
 }
+// The topology tests (test/topology/) start the real server whatever TEMPORAL_ADDRESS says.
+const server = await ensureTemporalServer();
+console.log(`${server.server}: ${(await run(server.server, ['--version'])).stdout.trim()}`);

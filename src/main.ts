@@ -34,7 +34,7 @@ import { loadSettings, type Settings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
 import { installServiceRuntime, type TemporalMetricsExport } from './temporal/logger.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
-import { bundleWorkflows, createRuntimeWorkers } from './temporal/worker.js';
+import { createRuntimeWorkers } from './temporal/worker.js';
 
 const DEV_ENVIRONMENT = 'dev';
 const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
@@ -145,8 +145,6 @@ async function main(): Promise<void> {
         namespace: stack.temporal.namespace,
         taskQueue: settings.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ db, runtime: service.runtime }),
-        // With the interceptors that let the logger tell an ActionError from a fault.
-        workflowBundle: await bundleWorkflows(),
         dataConverter,
       });
       workerDone = workers.run();

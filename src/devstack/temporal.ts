@@ -40,7 +40,7 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(base, 'integration-service');
 }
 
-function isExecutable(path: string): boolean {
+export function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return true;

@@ -1,61 +1,28 @@
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import {
-  bundleWorkflowCode,
   Worker,
   type NativeConnection,
   type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
-import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import { isThreadDeath, prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue } from './taskQueues.js';
+import { loadWorkflowBundle } from './workflowBundle.js';
 
-/** Entry of the deterministic workflow code that the worker bundles. */
-export const WORKFLOWS_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'index.ts');
-
-/**
- * Workflow interceptors of the bundle: workflows/failureLog.ts names a failed run's failure type on its
- * log lines (src/temporal/logger.ts), so that an ActionError logs one line, not a warning and a stack.
- */
-export const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [
-  join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'failureLog.ts'),
-];
-
-/**
- * Bundles the workflow code once; a Node import in workflow code fails here, at build time. Tests
- * bundle other entries (a hostile variant, a single workflow) the same way.
- */
-export async function bundleWorkflows(workflowsPath = WORKFLOWS_PATH): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({
-    workflowsPath,
-    workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES],
-    // Workflow failures (a script's error, say) travel encoded like payloads: the codecs encrypt their
-    // message and stack, as they do for activity failures (src/runtime/failureConverter.cjs).
-    failureConverterPath: FAILURE_CONVERTER_PATH,
-    logger: quietBundlerLogger,
-  });
-}
-
-const quietBundlerLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-  error: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-};
+export { bundleWorkflows, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './workflowBundle.js';
 
 export interface CreateWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   activities: object;
-  /** A prebuilt bundle (tests build one per run); bundled on the spot when omitted. */
-  workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string } | undefined;
+  /**
+   * The bundle to run (tests build one per run). When omitted, the prebuilt one (src/temporal/workflowBundle.ts),
+   * or one bundled on the spot when that is missing or stale.
+   */
+  workflowBundle?: WorkflowBundleWithSourceMap | { code: string } | { codePath: string } | undefined;
   /** The data converter with external storage (src/runtime/payloadStorage.ts); clients must use the same. */
   dataConverter?: DataConverter | undefined;
   /** Worker tunables (concurrency, timeouts); the defaults below suit the script runtime. */
@@ -85,7 +52,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     activities: options.activities,
-    workflowBundle: options.workflowBundle ?? (await bundleWorkflows()),
+    workflowBundle: options.workflowBundle ?? (await loadWorkflowBundle()),
     ...RUNTIME_WORKER_DEFAULTS,
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     ...options.tuning,
@@ -113,8 +80,8 @@ export interface RuntimeWorkers {
 }
 
 export async function createRuntimeWorkers(options: CreateWorkerOptions): Promise<RuntimeWorkers> {
-  // Bundled once for both (bundling takes seconds and the code is the same).
-  const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
+  // Loaded (or bundled) once for both: the code is the same.
+  const workflowBundle = options.workflowBundle ?? (await loadWorkflowBundle());
   // Before the Workers start their workflow threads, which read the folder from the environment.
   const marks = prepareThreadMarks();
   const orphans = marks.collectOrphans();
