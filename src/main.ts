@@ -233,12 +233,13 @@ function temporalMetricsExport(settings: Settings): TemporalMetricsExport | unde
 
 /**
  * Runs the worker as a child process of this one (same entry, SERVICE_ROLE=worker) and starts it again
- * when it exits unexpectedly, waiting 1 s, then twice as long after each quick failure, up to 30 s.
+ * when it exits unexpectedly: at once when it had run for a while (its runs wait for it: issue 17's
+ * recovery), else after 1 s, then twice as long after each quick failure, up to 30 s.
  */
 function superviseWorker(env: Record<string, string>): { stop(): Promise<void> } {
   let current: ChildProcess | undefined;
   let stopping = false;
-  let delay = 1000;
+  let delay = 0;
   const start = (): void => {
     const startedAt = Date.now();
     const worker = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
@@ -248,8 +249,9 @@ function superviseWorker(env: Record<string, string>): { stop(): Promise<void> }
     current = worker;
     worker.on('exit', (code, signal) => {
       if (stopping) return;
-      // A worker that ran for a minute was healthy: its next failure starts the back-off afresh.
-      delay = Date.now() - startedAt > 60_000 ? 1000 : Math.min(delay * 2, 30_000);
+      // A worker that ran for 15 s got past its start: it is replaced at once. One that died sooner
+      // may be failing to start: the back-off grows.
+      delay = Date.now() - startedAt > 15_000 ? 0 : Math.min(Math.max(delay * 2, 1000), 30_000);
       console.error(`worker exited (${signal ?? `code ${code}`}); starting it again in ${delay / 1000} s`);
       setTimeout(() => {
         if (!stopping) start();
