@@ -85,6 +85,8 @@ export const HISTORY_BYTE_BUDGET = 45 * 1024 * 1024;
 const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
 // svc.log lines are buffered and written in batches, at the end of the run at the latest.
 const LOG_FLUSH_SIZE = 100;
+// Characters kept past SCRIPT_LIMITS.logLineBytes until the log store has redacted a line.
+const LOG_REDACTION_MARGIN = 8 * 1024;
 // Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
 // at 4 MiB: past this many bytes of results in one task the run ends the task before the next step.
 // Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a reference of a
@@ -307,7 +309,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
   };
 
   function bufferLog(level: string, message: string): boolean {
-    const line = message.length > SCRIPT_LIMITS.logLineBytes ? message.slice(0, SCRIPT_LIMITS.logLineBytes) : message;
+    // Cut with a margin: the log store redacts the connection's credentials first and then cuts at
+    // logLineBytes, so a credential that straddled this cut is still found whole.
+    const keep = SCRIPT_LIMITS.logLineBytes + LOG_REDACTION_MARGIN;
+    const line = message.length > keep ? message.slice(0, keep) : message;
     const known = ['debug', 'info', 'warn', 'error'];
     logBuffer.push({
       level: (known.includes(level) ? level : 'info') as ScriptLogEntry['level'],
