@@ -137,7 +137,7 @@ export const postEnvironmentRotateKeyRoute = (deps: ApiDeps) =>
     ...ADMIN,
     method: 'post',
     path: '/environments/:id/rotate-key',
-    summary: 'Replace an environment’s secret key; the old key stops working at once (service admin key)',
+    summary: 'Replace an environment’s secret key; the old key stops working immediately (service admin key)',
     description:
       'No grace period: the old key is refused from the moment this answers, by every API server (the key is looked up in Postgres on every request). The public key stays.',
     params: idParams,
