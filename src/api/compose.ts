@@ -13,6 +13,7 @@ import type { RuntimeDeps } from '../../activities/runtime.js';
 import { createConnections, type CreateConnectionsOptions } from '../connections/index.js';
 import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
+import { databaseCheck, temporalCheck } from '../health.js';
 import { createDeployments } from '../deploy/deployments.js';
 import { createPostgresRecordStore } from '../records/postgresRecordStore.js';
 import { createPostgresLogStore } from '../runtime/logStore.js';
@@ -110,6 +111,7 @@ export function composeService(options: ComposeServiceOptions) {
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,
+    readiness: { database: databaseCheck(db), temporal: temporalCheck(temporal.connection) },
     publicUrl: (options.publicUrl ?? options.callbackUrl.replace(/\/oauth\/callback$/, '')).replace(/\/+$/, ''),
   };
   const runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor } = {
