@@ -7,6 +7,9 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
+import { EnvironmentStore } from '../src/connections/environmentStore.js';
+import { createPool } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
 import { freePort } from '../src/devstack/process.js';
 import { productionEnv, startService, useEmptyDatabase, type ServiceProcess } from './helpers/serviceProcess.js';
 
@@ -103,6 +106,27 @@ describe('the first environment of a new deployment', () => {
     expect(bad.output()).toMatch(/SERVICE_FIRST_SECRET_KEY: sk_ followed by 32 to 197/);
     expect(bad.output()).not.toContain('tooShort');
   }, 600_000);
+});
+
+describe('createFirst', () => {
+  it('twenty calls at once, each on a connection of its own: one environment, the others see it and do not fail', async () => {
+    const url = await useEmptyDatabase();
+    const pool = createPool({ url, max: 20 });
+    try {
+      await migrate(pool);
+      const store = new EnvironmentStore(pool);
+      // Every connection open before the calls start, so that they really overlap.
+      const clients = await Promise.all(Array.from({ length: 20 }, () => pool.connect()));
+      for (const client of clients) client.release();
+      const results = await Promise.allSettled(Array.from({ length: 20 }, () => store.createFirst({ name: 'first' })));
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      const created = results.filter((r) => r.status === 'fulfilled' && r.value !== undefined);
+      expect(created).toHaveLength(1);
+      expect(await environmentRows(url)).toEqual([{ name: 'first' }]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
 
 describe('service environment', () => {

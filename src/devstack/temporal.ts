@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, renameSync, rmSync, accessSync, constants } from
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { Connection, type TLSConfig } from '@temporalio/client';
+import { tlsHandshakeProblem } from '../temporal/tlsProbe.js';
 import { DevStackError, freePort, freePorts, log, run, waitUntil } from './process.js';
 
 /** The Temporal CLI release the project builds; the newest that `go install` accepts (see docs/architecture.md). */
@@ -150,9 +151,11 @@ export async function assertTemporalReachable(
 ): Promise<void> {
   const result = await waitUntil(() => answers(address, namespace, reach), { timeoutMs, intervalMs: 250 });
   if (!result.ok) {
+    const handshake = await tlsHandshakeProblem(address, reach.tls);
     throw new DevStackError(
       'temporal_unreachable',
       `Temporal is not reachable at ${address} (namespace ${namespace}${reach.tls ? ', TLS' : ''}): ${describe(result.lastError)}. ` +
+        (handshake !== undefined ? `The TLS handshake failed (${handshake}). ` : '') +
         (reach.tls
           ? 'Check that the server speaks TLS and that TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME and the client certificate match it (docs/operations.md, "Temporal Cloud and TLS").'
           : 'Start it, or set TEMPORAL_ADDRESS to a server that runs, or unset it to let the project start a dev server.'),

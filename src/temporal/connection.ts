@@ -4,6 +4,7 @@ import { Client, Connection, type DataConverter, type TLSConfig } from '@tempora
 import { NativeConnection } from '@temporalio/worker';
 import { ServiceError } from '../errors.js';
 import { syncEntityId } from './runAuthority.js';
+import { tlsHandshakeProblem } from './tlsProbe.js';
 
 /**
  * The only module that knows how the service reaches Temporal: address, namespace, TLS and API key,
@@ -128,14 +129,19 @@ function describeConnection(options: TemporalConnectionOptions): string {
   return `${options.address} (${parts.join(', ')})`;
 }
 
-function connectError(options: TemporalConnectionOptions, error: unknown): ServiceError {
-  const reason = error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
-  // A handshake refused by either side: name the settings that decide it.
-  const hint = /certificate|handshake|tls|ssl|alert|invalid peer|UnknownIssuer|BadSignature|NotValidForName/i.test(
-    reason,
-  )
-    ? ' The TLS handshake failed: check TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME and the client certificate.'
-    : '';
+async function connectError(options: TemporalConnectionOptions, error: unknown): Promise<ServiceError> {
+  // The SDK wraps the server's answer ("16 UNAUTHENTICATED: …") in a cause.
+  const reasons: string[] = [];
+  for (let current: unknown = error; current instanceof Error && reasons.length < 3; current = current.cause) {
+    reasons.push((current.message.split('\n')[0] ?? current.name).replace(/\.$/, ''));
+  }
+  const reason = reasons.length > 0 ? reasons.join(': ') : String(error);
+  const handshake = await tlsHandshakeProblem(options.address, options.tls);
+  // A handshake refused by either side: say why, and name the settings that decide it.
+  const hint =
+    handshake === undefined
+      ? ''
+      : ` The TLS handshake failed (${handshake}): check TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME and the client certificate.`;
   return new ServiceError(
     'temporal_unreachable',
     `Cannot connect to Temporal at ${describeConnection(options)}: ${reason}.${hint}`,
@@ -156,7 +162,7 @@ export async function connectTemporal(
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
     });
   } catch (error) {
-    throw connectError(options, error);
+    throw await connectError(options, error);
   }
 }
 
@@ -169,7 +175,7 @@ export async function connectWorker(options: TemporalConnectionOptions): Promise
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
     });
   } catch (error) {
-    throw connectError(options, error);
+    throw await connectError(options, error);
   }
 }
 
