@@ -32,7 +32,7 @@ import { startMetricsServer } from './metrics/server.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
 import { loadSettings, type Settings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
-import { connectTemporal, connectWorker, temporalConnectionOptions } from './temporal/connection.js';
+import { checksConnection, connectTemporal, connectWorker, temporalConnectionOptions } from './temporal/connection.js';
 import { installServiceRuntime, type TemporalMetricsExport } from './temporal/logger.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
 import { createRuntimeWorkers } from './temporal/worker.js';
@@ -121,6 +121,8 @@ async function main(): Promise<void> {
     const temporalAt = { ...reach, address: stack.temporal.address };
     const clientConnection = await connectTemporal(temporalAt);
     cleanups.push(() => clientConnection.close());
+    const temporalChecks = checksConnection(temporalAt);
+    cleanups.push(() => temporalChecks.close());
     const temporal = new Client({ connection: clientConnection, namespace: stack.temporal.namespace, dataConverter });
     const publicUrl = settings.SERVICE_PUBLIC_URL ?? `http://${settings.HOST}:${settings.PORT}`;
     const service = composeService({
@@ -130,6 +132,7 @@ async function main(): Promise<void> {
       taskQueue: settings.TEMPORAL_TASK_QUEUE,
       callbackUrl: process.env['SERVICE_CALLBACK_URL'] ?? `${publicUrl}/oauth/callback`,
       publicUrl,
+      temporalChecks,
     });
 
     let workerDone: Promise<void> = new Promise<void>(() => undefined);
@@ -154,7 +157,7 @@ async function main(): Promise<void> {
         const health = await startHealthServer({
           host: settings.HOST,
           port: settings.SERVICE_HEALTH_PORT,
-          checks: () => ({ database: databaseCheck(db), temporal: temporalCheck(clientConnection), pollers }),
+          checks: () => ({ database: databaseCheck(db), temporal: temporalCheck(temporalChecks), pollers }),
         });
         cleanups.push(() => health.close());
         say(`health     http://${settings.HOST}:${settings.SERVICE_HEALTH_PORT}/readyz`);

@@ -104,7 +104,7 @@ describe('readiness follows Temporal; liveness does not', () => {
 
     api.interrupt();
     worker.interrupt();
-    expect(await api.exited).toBe(0);
-    expect(await worker.exited).toBe(0);
+    expect(await api.exited, api.output()).toBe(0);
+    expect(await worker.exited, worker.output()).toBe(0);
   }, 700_000);
 });

@@ -8,7 +8,7 @@
  * const app = createApi(service.api);
  * const activities = createActivities({ db, runtime: service.runtime });
  */
-import type { Client } from '@temporalio/client';
+import type { Client, ConnectionLike } from '@temporalio/client';
 import type { RuntimeDeps } from '../../activities/runtime.js';
 import { createConnections, type CreateConnectionsOptions } from '../connections/index.js';
 import type { Encryptor } from '../connections/encryption.js';
@@ -40,6 +40,8 @@ export interface ComposeServiceOptions {
   publicUrl?: string;
   catalog?: CreateConnectionsOptions['catalog'];
   log?: (message: string) => void;
+  /** The connection GET /readyz checks Temporal on (checksConnection); the client's own by default. */
+  temporalChecks?: ConnectionLike;
 }
 
 export function composeService(options: ComposeServiceOptions) {
@@ -111,7 +113,7 @@ export function composeService(options: ComposeServiceOptions) {
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,
-    readiness: { database: databaseCheck(db), temporal: temporalCheck(temporal.connection) },
+    readiness: { database: databaseCheck(db), temporal: temporalCheck(options.temporalChecks ?? temporal.connection) },
     publicUrl: (options.publicUrl ?? options.callbackUrl.replace(/\/oauth\/callback$/, '')).replace(/\/+$/, ''),
   };
   const runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor } = {

@@ -166,6 +166,21 @@ export async function connectTemporal(
   }
 }
 
+/**
+ * A connection for readiness checks only: lazy (it connects at its first call) and without the SDK's
+ * retry interceptor, so a check is one call that ends by its deadline. With the default retries a
+ * check made while Temporal is down leaves a retry timer running for up to ~20 s, and one that fires
+ * after the connection was closed at shutdown throws "Channel has been shut down" out of a timer.
+ */
+export function checksConnection(options: TemporalConnectionOptions): Connection {
+  return Connection.lazy({
+    address: options.address,
+    interceptors: [],
+    ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+  });
+}
+
 /** The worker's native (Core) connection, with the same TLS and API key. */
 export async function connectWorker(options: TemporalConnectionOptions): Promise<NativeConnection> {
   try {

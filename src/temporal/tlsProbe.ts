@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { TLSConfig } from '@temporalio/client';
 
@@ -19,7 +20,12 @@ export async function tlsHandshakeProblem(
     const socket = tlsConnect({
       host,
       port,
-      servername: tls.serverNameOverride ?? host,
+      // SNI carries names only (RFC 6066); an IP address is checked against the certificate all the same.
+      ...(tls.serverNameOverride !== undefined
+        ? { servername: tls.serverNameOverride }
+        : isIP(host) === 0
+          ? { servername: host }
+          : {}),
       ALPNProtocols: ['h2'],
       ...(tls.serverRootCACertificate ? { ca: Buffer.from(tls.serverRootCACertificate) } : {}),
       ...(tls.clientCertPair
@@ -32,8 +38,15 @@ export async function tlsHandshakeProblem(
       resolve(problem);
     };
     const timer = setTimeout(() => done(undefined), timeoutMs);
-    // TLS 1.3 sends the server's verdict on the client certificate after the handshake: wait a moment for it.
-    socket.once('secureConnect', () => setTimeout(() => done(undefined), 500));
-    socket.once('error', (error) => done(error.message));
+    // TLS 1.3 sends the server's verdict on the client certificate after the handshake: read, and wait
+    // a moment for it (an alert, or the server closing the connection).
+    socket.once('secureConnect', () => {
+      socket.resume();
+      setTimeout(() => done(undefined), 1000);
+    });
+    socket.once('end', () =>
+      done('the server closed the connection after the handshake: it does not accept the client certificate'),
+    );
+    socket.once('error', (error: Error) => done(error.message));
   });
 }

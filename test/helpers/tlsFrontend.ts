@@ -197,7 +197,9 @@ export async function startTlsFrontend(options: { pki: Pki; upstream: string; ap
       if (!request.closed) request.close(http2.constants.NGHTTP2_CANCEL);
     });
     let trailers: http2.IncomingHttpHeaders = {};
-    request.on('trailers', (received) => (trailers = received));
+    request.on('trailers', (received: http2.IncomingHttpHeaders) => {
+      trailers = received;
+    });
     request.on('response', (responseHeaders, flags) => {
       if (stream.closed) return;
       // A trailers-only answer (an error status) ends the stream with its headers.
