@@ -120,6 +120,25 @@ export function temporalConnectionOptions(address: string, settings: TemporalTls
   return { address, tls, ...(apiKey !== undefined ? { apiKey } : {}) };
 }
 
+/** The same, from raw environment variables (the CLI's local runs, which do not load the settings). */
+export function temporalConnectionOptionsFromEnv(
+  address: string,
+  env: Record<string, string | undefined>,
+): TemporalConnectionOptions {
+  const tls = env['TEMPORAL_TLS'];
+  if (tls !== undefined && tls !== 'true' && tls !== 'false')
+    throw invalid(`TEMPORAL_TLS is '${tls}': use true or false.`);
+  const value = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
+  return temporalConnectionOptions(address, {
+    TEMPORAL_TLS: tls,
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: value('TEMPORAL_TLS_SERVER_CA_CERT_PATH'),
+    TEMPORAL_TLS_CLIENT_CERT_PATH: value('TEMPORAL_TLS_CLIENT_CERT_PATH'),
+    TEMPORAL_TLS_CLIENT_KEY_PATH: value('TEMPORAL_TLS_CLIENT_KEY_PATH'),
+    TEMPORAL_TLS_SERVER_NAME: value('TEMPORAL_TLS_SERVER_NAME'),
+    TEMPORAL_API_KEY: value('TEMPORAL_API_KEY'),
+  });
+}
+
 /** Says what was tried, without the API key, for an error message. */
 function describeConnection(options: TemporalConnectionOptions): string {
   const parts = [options.tls ? 'TLS' : 'plaintext'];
