@@ -159,12 +159,19 @@ export async function startTlsFrontend(options: { pki: Pki; upstream: string; ap
     refused: 0,
     handshakeFailures: 0,
     close: async () => {
-      upstream?.close();
+      // Sessions of clients that never closed theirs would keep the server open.
+      for (const session of sessions) session.destroy();
+      upstream?.destroy();
       await new Promise((resolve) => server.close(resolve));
     },
   };
   server.on('tlsClientError', () => frontend.handshakeFailures++);
-  server.on('session', (session) => session.on('error', () => undefined));
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+    session.on('error', () => undefined);
+  });
   server.on('stream', (stream, headers) => {
     stream.on('error', () => undefined);
     if (headers['authorization'] !== `Bearer ${options.apiKey}`) {
