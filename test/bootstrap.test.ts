@@ -129,27 +129,29 @@ describe('createFirst', () => {
   });
 });
 
-describe('service environment', () => {
+describe('service environments --database', () => {
   it('creates, lists and rotates keys in the database, before the first start, with clear errors', async () => {
     const url = await useEmptyDatabase();
     const env = { DATABASE_URL: url };
 
     // On an empty database: the migrations are applied, then the environment is created.
-    const created = await cli(env, 'environment', 'create', 'staging');
+    const created = await cli(env, 'environments', 'create', 'staging', '--database');
     expect(created).toMatchObject({ code: 0 });
     const key = created.out.trim();
     expect(key).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
     expect(created.out).toBe(`${key}\n`);
     expect(created.err).toMatch(/created environment "staging"/);
-    expect(await cli(env, 'environment', 'create', 'staging')).toMatchObject({
+    expect(await cli(env, 'environments', 'create', 'staging', '--database')).toMatchObject({
       code: 1,
       err: expect.stringMatching(/an environment named 'staging' already exists/),
     });
-    expect(await cli(env, 'environment', 'create', 'Bad Name')).toMatchObject({
+    expect(await cli(env, 'environments', 'create', 'Bad Name', '--database')).toMatchObject({
       code: 1,
       err: expect.stringMatching(/environment name 'Bad Name'/),
     });
-    expect((await cli(env, 'environment', 'list')).out).toMatch(/^staging\t[0-9a-f-]{36}\tpk_\S+\t\d{4}-/);
+    expect((await cli(env, 'environments', 'list', '--database')).out).toMatch(
+      /^staging\t[0-9a-f-]{36}\tpk_\S+\t\d{4}-/,
+    );
 
     // The key works against an API on this database; after a rotation only the new one does.
     const port = await freePort();
@@ -158,7 +160,7 @@ describe('service environment', () => {
     // An environment existed already: the start created none.
     expect(api.output()).not.toMatch(/created environment/);
     expect(await status(port, '/connections', key)).toBe(200);
-    const rotated = await cli(env, 'environment', 'rotate-key', 'staging');
+    const rotated = await cli(env, 'environments', 'rotate-key', 'staging', '--database');
     expect(rotated.code).toBe(0);
     const newKey = rotated.out.trim();
     expect(newKey).not.toBe(key);
@@ -167,25 +169,27 @@ describe('service environment', () => {
     api.interrupt();
     expect(await api.exited).toBe(0);
 
-    expect(await cli(env, 'environment', 'rotate-key', 'nope')).toMatchObject({
+    expect(await cli(env, 'environments', 'rotate-key', 'nope', '--database')).toMatchObject({
       code: 1,
       err: expect.stringMatching(/no environment named 'nope'/),
     });
-    expect(await cli({}, 'environment', 'list')).toMatchObject({
+    expect(await cli({}, 'environments', 'list', '--database')).toMatchObject({
       code: 2,
       err: expect.stringMatching(/DATABASE_URL is not set/),
     });
-    expect(await cli(env, 'environment', 'create')).toMatchObject({
+    expect(await cli(env, 'environments', 'create', '--database')).toMatchObject({
       code: 2,
       err: expect.stringMatching(/name the environment/),
     });
-    expect(await cli(env, 'environment', 'delete', 'x')).toMatchObject({
+    expect(await cli(env, 'environments', 'delete', 'x', '--database')).toMatchObject({
       code: 2,
       err: expect.stringMatching(/unknown subcommand 'delete'/),
     });
-    const help = await cli({}, 'environment', '--help');
+    const help = await cli({}, 'environments', '--help');
     expect(help.code).toBe(0);
-    expect(help.out).toMatch(/Examples:\n {2}DATABASE_URL=\S+ npx service environment create production/);
+    expect(help.out).toMatch(
+      /Examples \(--database\):\n {2}DATABASE_URL=\S+ npx service environments create production --database/,
+    );
     expect(await environmentRows(url)).toEqual([{ name: 'staging' }]);
   }, 400_000);
 });
