@@ -11,8 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import { createActivities } from '../activities/index.js';
 import { composeService } from './api/compose.js';
 import { createApi } from './api/index.js';
@@ -21,7 +20,8 @@ import { createPool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
-import { isServiceError } from './errors.js';
+import { isServiceError, ServiceError } from './errors.js';
+import { databaseCheck, startHealthServer, temporalCheck, type ReadinessChecks } from './health.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
 import { startTokenRefresher } from './connections/tokenRefresher.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
@@ -32,12 +32,12 @@ import { startMetricsServer } from './metrics/server.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
 import { loadSettings, type Settings } from './settings.js';
 import { actionTaskQueue } from './temporal/taskQueues.js';
+import { checksConnection, connectTemporal, connectWorker, temporalConnectionOptions } from './temporal/connection.js';
 import { installServiceRuntime, type TemporalMetricsExport } from './temporal/logger.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
 import { createRuntimeWorkers } from './temporal/worker.js';
 
 const DEV_ENVIRONMENT = 'dev';
-const FIRST_ENVIRONMENT = process.env['SERVICE_FIRST_ENVIRONMENT'] ?? 'production';
 
 async function main(): Promise<void> {
   const settings = loadSettings();
@@ -47,6 +47,18 @@ async function main(): Promise<void> {
   const local = !settings.DATABASE_URL || !settings.TEMPORAL_ADDRESS;
   // The worker child of a supervised `all` process: its parent already said where everything is.
   const child = process.env['SERVICE_SUPERVISED_CHILD'] === '1';
+  // TLS and API key of TEMPORAL_ADDRESS, read and checked before anything starts (a missing file, a
+  // key without its certificate: one message naming the setting).
+  const temporalTlsSet = Object.entries(settings).some(
+    ([name, value]) => value !== undefined && (name.startsWith('TEMPORAL_TLS') || name === 'TEMPORAL_API_KEY'),
+  );
+  if (!settings.TEMPORAL_ADDRESS && temporalTlsSet) {
+    throw new ServiceError(
+      'invalid_settings',
+      'TEMPORAL_TLS_* or TEMPORAL_API_KEY is set, but TEMPORAL_ADDRESS is not: they apply to a Temporal server you name. See docs/operations.md.',
+    );
+  }
+  const reach = settings.TEMPORAL_ADDRESS ? temporalConnectionOptions(settings.TEMPORAL_ADDRESS, settings) : undefined;
   const say = (line: string): void => {
     if (!child) console.log(line);
   };
@@ -87,7 +99,12 @@ async function main(): Promise<void> {
       console.log(`metrics    ${metrics.url}/metrics   (${what} process)`);
     }
     if (local) console.log(`starting the integration service (local state in ${dataDir})…`);
-    const stack: Stack = await startStack({ dataDir, ui: true, temporalPort: 7233 });
+    const stack: Stack = await startStack({
+      dataDir,
+      ui: true,
+      temporalPort: 7233,
+      ...(reach ? { temporalConnection: reach } : {}),
+    });
     cleanups.push(() => stack.stop());
     say(`Temporal   ${stack.temporal.address}  (${stack.temporal.version})`);
     if (stack.temporal.uiUrl) say(`Web UI     ${stack.temporal.uiUrl}`);
@@ -101,8 +118,11 @@ async function main(): Promise<void> {
     // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
     const encryptor = loadEncryptor(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {});
     const dataConverter = createDataConverter({ db, encryptor });
-    const clientConnection = await Connection.connect({ address: stack.temporal.address, connectTimeout: 10_000 });
+    const temporalAt = { ...reach, address: stack.temporal.address };
+    const clientConnection = await connectTemporal(temporalAt);
     cleanups.push(() => clientConnection.close());
+    const temporalChecks = checksConnection(temporalAt);
+    cleanups.push(() => temporalChecks.close());
     const temporal = new Client({ connection: clientConnection, namespace: stack.temporal.namespace, dataConverter });
     const publicUrl = settings.SERVICE_PUBLIC_URL ?? `http://${settings.HOST}:${settings.PORT}`;
     const service = composeService({
@@ -112,6 +132,7 @@ async function main(): Promise<void> {
       taskQueue: settings.TEMPORAL_TASK_QUEUE,
       callbackUrl: process.env['SERVICE_CALLBACK_URL'] ?? `${publicUrl}/oauth/callback`,
       publicUrl,
+      temporalChecks,
     });
 
     let workerDone: Promise<void> = new Promise<void>(() => undefined);
@@ -130,7 +151,18 @@ async function main(): Promise<void> {
       cleanups.push(() => supervisor.stop());
       console.log(`worker     task queues ${queues} (child process, restarted if it dies)`);
     } else if (settings.SERVICE_ROLE !== 'api') {
-      const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
+      // Before the workflow bundle is built (seconds): a probe sees the process alive, and not ready.
+      let pollers: ReadinessChecks[string] = async () => false;
+      if (settings.SERVICE_HEALTH_PORT !== undefined) {
+        const health = await startHealthServer({
+          host: settings.HOST,
+          port: settings.SERVICE_HEALTH_PORT,
+          checks: () => ({ database: databaseCheck(db), temporal: temporalCheck(temporalChecks), pollers }),
+        });
+        cleanups.push(() => health.close());
+        say(`health     http://${settings.HOST}:${settings.SERVICE_HEALTH_PORT}/readyz`);
+      }
+      const workerConnection = await connectWorker(temporalAt);
       // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator chose a folder.
       process.env[THREAD_MARKS_DIR_VARIABLE] ||= threadMarksDirFor({
         databaseUrl: stack.postgres.url,
@@ -148,6 +180,8 @@ async function main(): Promise<void> {
         dataConverter,
       });
       workerDone = workers.run();
+      // Both workers poll their task queues while RUNNING; a failed or draining worker is not ready.
+      pollers = async () => workers.main.getState() === 'RUNNING' && workers.actions.getState() === 'RUNNING';
       // Every worker process also deletes what interrupted erases left in the records cache, and the
       // rows past their retention (docs/configuration.md "Retention"): the run history, logs, webhook
       // deliveries, claim-checked payloads no history can refer to, and the step ledger's leftovers
@@ -204,11 +238,22 @@ async function main(): Promise<void> {
     if (local && !child) {
       const key = await ensureDevEnvironment(service.connections.environments, dataDir);
       console.log(`secret key ${key}   (environment "${DEV_ENVIRONMENT}"; send it as Authorization: Bearer …)`);
-    } else if (settings.SERVICE_ROLE !== 'worker' && (await service.connections.environments.list()).length === 0) {
-      // A new deployment has no environment yet, so nothing could call the API: make the first one and
-      // show its key this once (only a hash is stored).
-      const { environment, secretKey } = await service.connections.environments.create({ name: FIRST_ENVIRONMENT });
-      console.log(`created environment "${environment.name}"; its secret key, shown only now: ${secretKey}`);
+    } else if (settings.SERVICE_ROLE !== 'worker') {
+      // A new deployment has no environment yet, so nothing could call the API: make the first one (once,
+      // under a lock, however many API processes start at once) with the declared key, or a generated key
+      // shown this once (only a hash is stored; `service environment rotate-key` replaces a lost one).
+      const declared = settings.SERVICE_FIRST_SECRET_KEY;
+      const first = await service.connections.environments.createFirst({
+        name: settings.SERVICE_FIRST_ENVIRONMENT,
+        secretKey: declared,
+      });
+      if (first && declared !== undefined) {
+        console.log(`created environment "${first.environment.name}" with the secret key of SERVICE_FIRST_SECRET_KEY`);
+      } else if (first) {
+        console.log(
+          `created environment "${first.environment.name}"; its secret key, shown only now: ${first.secretKey}`,
+        );
+      }
     }
     say('ready. Ctrl-C stops everything.');
     await Promise.race([stopped, workerDone]);

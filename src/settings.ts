@@ -4,6 +4,7 @@
  */
 import ms from 'ms';
 import { z } from 'zod';
+import { SECRET_KEY_PATTERN } from './connections/environmentStore.js';
 import { ServiceError } from './errors.js';
 import { OutboundPolicy } from './runtime/outbound.js';
 
@@ -54,8 +55,38 @@ export const settingsSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('integration-service'),
+  /**
+   * TLS to the Temporal frontend (src/temporal/connection.ts): `true` or `false`; by default on when a
+   * certificate, a server name or an API key is set. The names are those of Temporal's own
+   * environment configuration (the `temporal` CLI reads the same).
+   */
+  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  /** PEM file of the CA(s) that signed the server's certificate; the system's roots when unset. */
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().min(1).optional(),
+  /** PEM files of the client certificate and its private key, for mTLS; both or neither. */
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().min(1).optional(),
+  /** Name to verify the server's certificate against, when it differs from the address's host. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+  /** API key (Temporal Cloud), sent as `Authorization: Bearer …` on every call. */
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
   /** Which processes this one runs: both (one machine), or only the API or only the worker (scaling out). */
   SERVICE_ROLE: z.enum(['all', 'api', 'worker']).default('all'),
+  /**
+   * A worker process (SERVICE_ROLE=worker, or the worker child of `all`) serves GET /livez and
+   * GET /readyz on this port of HOST when set (docs/operations.md, "Health and readiness").
+   */
+  SERVICE_HEALTH_PORT: port.optional(),
+  /** Name of the environment a new deployment's first API start creates. */
+  SERVICE_FIRST_ENVIRONMENT: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, _ and -, at most 63 characters')
+    .default('production'),
+  /** The secret key of that first environment, declared by the operator instead of generated. */
+  SERVICE_FIRST_SECRET_KEY: z
+    .string()
+    .regex(SECRET_KEY_PATTERN, 'sk_ followed by 32 to 197 letters, digits, - or _ (echo "sk_$(openssl rand -hex 32)")')
+    .optional(),
   /** Port and interface of the API server. */
   PORT: port.default(3003),
   HOST: z.string().min(1).default('127.0.0.1'),

@@ -8,11 +8,12 @@
  * const app = createApi(service.api);
  * const activities = createActivities({ db, runtime: service.runtime });
  */
-import type { Client } from '@temporalio/client';
+import type { Client, ConnectionLike } from '@temporalio/client';
 import type { RuntimeDeps } from '../../activities/runtime.js';
 import { createConnections, type CreateConnectionsOptions } from '../connections/index.js';
 import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
+import { databaseCheck, temporalCheck } from '../health.js';
 import { createDeployments } from '../deploy/deployments.js';
 import { createPostgresRecordStore } from '../records/postgresRecordStore.js';
 import { createPostgresLogStore } from '../runtime/logStore.js';
@@ -39,6 +40,8 @@ export interface ComposeServiceOptions {
   publicUrl?: string;
   catalog?: CreateConnectionsOptions['catalog'];
   log?: (message: string) => void;
+  /** The connection GET /readyz checks Temporal on (checksConnection); the client's own by default. */
+  temporalChecks?: ConnectionLike;
 }
 
 export function composeService(options: ComposeServiceOptions) {
@@ -110,6 +113,7 @@ export function composeService(options: ComposeServiceOptions) {
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,
+    readiness: { database: databaseCheck(db), temporal: temporalCheck(options.temporalChecks ?? temporal.connection) },
     publicUrl: (options.publicUrl ?? options.callbackUrl.replace(/\/oauth\/callback$/, '')).replace(/\/+$/, ''),
   };
   const runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor } = {

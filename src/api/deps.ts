@@ -15,6 +15,7 @@ import type { ScriptLogStore } from '../runtime/logStore.js';
 import type { RunHistory } from '../runtime/runHistory.js';
 import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
+import type { ReadinessChecks } from '../health.js';
 import type { Logger } from './logger.js';
 import type { RateLimitOptions } from './rateLimit.js';
 
@@ -55,6 +56,8 @@ export interface ApiDeps {
   bodyLimit?: string | undefined;
   rateLimit?: RateLimitOptions | undefined;
   logger?: Logger | undefined;
+  /** What GET /readyz checks; by default the database only. composeService adds Temporal. */
+  readiness?: ReadinessChecks | undefined;
   /** The dashboard at /dashboard: where the Temporal Web UI is, for links from runs. */
   dashboard?: Omit<DashboardOptions, 'environments'> | undefined;
 }

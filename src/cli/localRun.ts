@@ -7,9 +7,9 @@
  * API (`service dryrun`, src/cli/dryrun.ts) or a recorded fixture (`service test`, src/cli/scriptTests.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { checkRecords, formatInvalidRecords, modelIndex } from '../config/checkRecord.js';
 import type { ServiceConfig } from '../config/types.js';
 import type { WriteSummary } from '../records/types.js';
@@ -19,6 +19,7 @@ import { budgetFunctionName, instrumentScript } from '../runtime/instrument.js';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
+import { connectTemporal, connectWorker, type TemporalConnectionOptions } from '../temporal/connection.js';
 import { actionTaskQueue } from '../temporal/taskQueues.js';
 import { installServiceRuntime } from '../temporal/logger.js';
 import { bundleWorkflows, createWorker } from '../temporal/worker.js';
@@ -57,7 +58,7 @@ export interface LocalRunOptions {
   backend: LocalBackend;
   lastSyncDate?: string | undefined;
   input?: unknown;
-  temporal: { address: string; namespace: string };
+  temporal: { address: string; namespace: string } & Omit<TemporalConnectionOptions, 'address'>;
   /** The service's workflow bundle; bundled here when omitted (takes seconds). */
   workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string } | undefined;
   onEvent?: (event: LocalRunEvent) => void;
@@ -247,8 +248,8 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
 
   quietRuntime();
   const taskQueue = `local-run-${randomUUID()}`;
-  const nativeConnection = await NativeConnection.connect({ address: options.temporal.address });
-  const connection = await Connection.connect({ address: options.temporal.address, connectTimeout: 10_000 });
+  const nativeConnection = await connectWorker(options.temporal);
+  const connection = await connectTemporal(options.temporal);
   try {
     const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
     const dataConverter = { failureConverterPath: FAILURE_CONVERTER_PATH };

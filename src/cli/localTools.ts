@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ServiceConfig } from '../config/types.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
+import type { TemporalConnectionOptions } from '../temporal/connection.js';
 import type { CliIo } from './main.js';
 import { scriptKey, type Exchange, type LocalBackend, type LocalRunResult } from './localRun.js';
 import { projectPaths } from './project.js';
@@ -56,7 +57,7 @@ export async function loadLocalBuild(root: string, io: CliIo): Promise<LocalBuil
  * bundle (tests); without it the workflows are bundled on the spot.
  */
 export async function startLocalTemporal(io: CliIo): Promise<{
-  server: { address: string; namespace: string };
+  server: { address: string; namespace: string } & Omit<TemporalConnectionOptions, 'address'>;
   workflowBundle: { codePath: string } | undefined;
   stop(): Promise<void>;
 }> {
@@ -64,10 +65,14 @@ export async function startLocalTemporal(io: CliIo): Promise<{
   const env = { ...process.env, ...io.env };
   if (!env['TEMPORAL_ADDRESS'])
     io.out('starting a throw-away Temporal dev server for this run (set TEMPORAL_ADDRESS to use yours)…\n');
-  const server = await startTemporal({ env });
+  // TLS and an API key for TEMPORAL_ADDRESS, as the service's own processes use them.
+  const { temporalConnectionOptionsFromEnv } = await import('../temporal/connection.js');
+  const external = env['TEMPORAL_ADDRESS'];
+  const reach = external ? temporalConnectionOptionsFromEnv(external, env) : undefined;
+  const server = await startTemporal({ env, ...(reach ? { connection: reach } : {}) });
   const bundlePath = env['SERVICE_WORKFLOW_BUNDLE'];
   return {
-    server: { address: server.address, namespace: server.namespace },
+    server: { ...reach, address: server.address, namespace: server.namespace },
     workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
     stop: () => server.stop(),
   };

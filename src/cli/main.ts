@@ -195,7 +195,18 @@ Examples:
   npx service test
   npx service test --update && git diff service-integrations/tests
 `;
-HELP['environments'] = ENVIRONMENTS_HELP;
+HELP['environments'] = `${ENVIRONMENTS_HELP}
+With --database: straight in the service's Postgres instead of through the API, for the first key of a
+new deployment or a lost one. create, rotate-key and list only; needs DATABASE_URL (the value the API
+and workers use), no running API and no key: whoever can reach the database owns the service anyway.
+Pending migrations are applied first, so it works before the service's first start too. The new secret
+key is the only line on stdout; everything else goes to stderr (docs/operations.md, "The first environment").
+
+Examples (--database):
+  DATABASE_URL=postgres://svc@db/service npx service environments create production --database
+  export SERVICE_SECRET_KEY=$(DATABASE_URL=postgres://svc@db/service npx service environments rotate-key production --database)
+  DATABASE_URL=postgres://svc@db/service npx service environments list --database
+`;
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
@@ -228,6 +239,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         'save-responses': { type: 'string' },
         update: { type: 'boolean', short: 'u' },
         json: { type: 'boolean' },
+        database: { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -259,6 +271,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   if (values.help === true) {
     io.out(HELP[command] ?? '');
     return 0;
+  }
+  if (command === 'environments' && values.database === true) {
+    const { environmentCommand } = await import('./environment.js');
+    try {
+      return await environmentCommand(extra, io);
+    } catch (error) {
+      io.err(`service environments: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    }
   }
   if (command === 'environments') {
     const { environments } = await import('./environments.js');

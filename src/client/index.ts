@@ -182,6 +182,18 @@ export function createClient(options: ClientOptions) {
     /** The low-level call that throws ServiceApiError on an error answer and returns the JSON body. */
     call,
     health: () => call<{ status: 'ok'; database: 'ok' }>('GET', '/health'),
+    /** Liveness: the API process answers. */
+    livez: () => call<{ status: 'ok' }>('GET', '/livez'),
+    /**
+     * Readiness: Postgres and Temporal answer. Resolves with the report either way (503 is an answer
+     * here, not an error): `ready` false names the checks that are `down`.
+     */
+    readyz: async (): Promise<{ ready: boolean; checks: Record<string, 'ok' | 'down'> }> => {
+      const response = await raw('GET', '/readyz');
+      const body = response.json as { checks?: Record<string, 'ok' | 'down'> } | undefined;
+      if (response.status !== 200 && response.status !== 503) return fail(response);
+      return { ready: response.status === 200, checks: body?.checks ?? {} };
+    },
     openapi: () => call<Record<string, unknown>>('GET', '/openapi.json'),
 
     records: {

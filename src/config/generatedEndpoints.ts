@@ -45,6 +45,8 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'POST', path: '/environments/:id/rotate-key' },
   { method: 'GET', path: '/logs' },
   { method: 'GET', path: '/health' },
+  { method: 'GET', path: '/livez' },
+  { method: 'GET', path: '/readyz' },
   { method: 'GET', path: '/openapi.json' },
   { method: 'GET', path: '/reference' },
   { method: 'POST', path: '/webhook/:environment/:integration' },

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { inTransaction, type Pool } from '../db/pool.js';
+import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
 
 export interface Environment {
@@ -65,33 +65,82 @@ function toEnvironment(row: EnvironmentRow): Environment {
   };
 }
 
+// Any fixed number works; it only has to be the same for every process (src/db/migrate.ts uses another).
+const FIRST_ENVIRONMENT_LOCK = 7_411_101;
+
+/**
+ * What a secret key must look like to be accepted: generated keys are `sk_` and 43 base64url
+ * characters; a declared one (SERVICE_FIRST_SECRET_KEY) needs at least 32 characters after the prefix,
+ * and at most 200 in all (longer ones are never looked up).
+ */
+export const SECRET_KEY_PATTERN = /^sk_[A-Za-z0-9_-]{32,197}$/;
+
+export function assertSecretKeyShape(secretKey: string): void {
+  if (!SECRET_KEY_PATTERN.test(secretKey)) {
+    throw new ServiceError(
+      'invalid_secret_key',
+      'a secret key is sk_ followed by 32 to 197 letters, digits, - or _ (for example: echo "sk_$(openssl rand -hex 32)")',
+      { status: 400 },
+    );
+  }
+}
+
+async function insertEnvironment(
+  db: Pool | PoolClient,
+  input: { name: string; id?: string | undefined; secretKey: string },
+): Promise<Environment> {
+  const name = validName(input.name);
+  // Workflow ids carry the environment id first (src/temporal/runAuthority.ts): a colon in it would
+  // make the environment of a run ambiguous.
+  if (input.id !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(input.id)) {
+    throw new ServiceError(
+      'invalid_environment_id',
+      `environment id '${input.id}': use 1 to 64 letters, digits, '-' or '_'`,
+      {
+        status: 400,
+      },
+    );
+  }
+  const publicKey = PUBLIC_PREFIX + randomBytes(16).toString('base64url');
+  try {
+    const { rows } = await db.query<EnvironmentRow>(
+      `INSERT INTO environments (id, name, secret_key_hash, public_key) VALUES ($1, $2, $3, $4)
+       RETURNING *`,
+      [input.id ?? randomUUID(), name, hashKey(input.secretKey), publicKey],
+    );
+    return toEnvironment(rows[0]!);
+  } catch (error) {
+    throw nameTaken(error, name);
+  }
+}
+
 export class EnvironmentStore {
   constructor(private readonly db: Pool) {}
 
   /** Creates an environment and returns its secret key: the only time the key is readable. */
   async create(input: { name: string; id?: string }): Promise<{ environment: Environment; secretKey: string }> {
-    const name = validName(input.name);
-    // Workflow ids carry the environment id first (src/temporal/runAuthority.ts): a colon in it would
-    // make the environment of a run ambiguous.
-    if (input.id !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(input.id)) {
-      throw new ServiceError(
-        'invalid_environment_id',
-        `environment id '${input.id}': use 1 to 64 letters, digits, '-' or '_'`,
-        { status: 400 },
-      );
-    }
     const secretKey = newSecretKey();
-    const publicKey = PUBLIC_PREFIX + randomBytes(16).toString('base64url');
-    try {
-      const { rows } = await this.db.query<EnvironmentRow>(
-        `INSERT INTO environments (id, name, secret_key_hash, public_key) VALUES ($1, $2, $3, $4)
-         RETURNING *`,
-        [input.id ?? randomUUID(), name, hashKey(secretKey), publicKey],
-      );
-      return { environment: toEnvironment(rows[0]!), secretKey };
-    } catch (error) {
-      throw nameTaken(error, name);
-    }
+    return { environment: await insertEnvironment(this.db, { ...input, secretKey }), secretKey };
+  }
+
+  /**
+   * The first environment of a new deployment: created only when the database has none, under an
+   * advisory lock, so that API processes starting at once on an empty database create exactly one and
+   * none of them fails. `secretKey` declares its key (SERVICE_FIRST_SECRET_KEY); otherwise one is
+   * generated and returned, the only time it is readable. Returns undefined when an environment exists.
+   */
+  async createFirst(input: {
+    name: string;
+    secretKey?: string | undefined;
+  }): Promise<{ environment: Environment; secretKey: string } | undefined> {
+    const secretKey = input.secretKey ?? newSecretKey();
+    assertSecretKeyShape(secretKey);
+    return inTransaction(this.db, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [FIRST_ENVIRONMENT_LOCK]);
+      const { rows } = await client.query('SELECT 1 FROM environments LIMIT 1');
+      if (rows.length > 0) return undefined;
+      return { environment: await insertEnvironment(client, { name: input.name, secretKey }), secretKey };
+    });
   }
 
   /**

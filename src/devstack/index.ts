@@ -22,6 +22,8 @@ export interface StartStackOptions {
   temporalPort?: number;
   database?: string;
   env?: NodeJS.ProcessEnv;
+  /** TLS and API key for the Temporal server at TEMPORAL_ADDRESS. */
+  temporalConnection?: StartTemporalOptions['connection'];
 }
 
 /**
@@ -35,6 +37,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
     ui: options.ui ?? false,
     ...(options.temporalPort ? { port: await preferPort(options.temporalPort) } : {}),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.temporalConnection ? { connection: options.temporalConnection } : {}),
   };
   const postgresOptions: StartPostgresOptions = {
     dataDir: options.dataDir ? `${options.dataDir}/postgres` : undefined,

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { Connection } from '@temporalio/client';
+import { Connection, type TLSConfig } from '@temporalio/client';
+import { tlsHandshakeProblem } from '../temporal/tlsProbe.js';
 import { DevStackError, freePort, freePorts, log, run, waitUntil } from './process.js';
 
 /** The Temporal CLI release the project builds; the newest that `go install` accepts (see docs/architecture.md). */
@@ -31,6 +32,14 @@ export interface StartTemporalOptions {
   port?: number | undefined;
   namespace?: string;
   env?: NodeJS.ProcessEnv;
+  /** TLS and API key for the server at TEMPORAL_ADDRESS (src/temporal/connection.ts). */
+  connection?: ReachOptions | undefined;
+}
+
+/** How to reach a server that is not plaintext (Temporal Cloud, mTLS). */
+export interface ReachOptions {
+  tls?: TLSConfig | undefined;
+  apiKey?: string | undefined;
 }
 
 /** Where the project caches what it builds once per machine (outside any repository). */
@@ -118,8 +127,13 @@ async function buildTemporalCli(
   return { ok: true };
 }
 
-async function answers(address: string, namespace: string): Promise<boolean> {
-  const connection = await Connection.connect({ address, connectTimeout: 1000 });
+async function answers(address: string, namespace: string, reach: ReachOptions = {}): Promise<boolean> {
+  const connection = await Connection.connect({
+    address,
+    connectTimeout: 1000,
+    ...(reach.tls ? { tls: reach.tls } : {}),
+    ...(reach.apiKey !== undefined ? { apiKey: reach.apiKey } : {}),
+  });
   try {
     await connection.workflowService.describeNamespace({ namespace });
     return true;
@@ -129,13 +143,22 @@ async function answers(address: string, namespace: string): Promise<boolean> {
 }
 
 /** Checks that a Temporal frontend answers at `address`, with an error that names it when it does not. */
-export async function assertTemporalReachable(address: string, namespace = 'default', timeoutMs = 5000): Promise<void> {
-  const result = await waitUntil(() => answers(address, namespace), { timeoutMs, intervalMs: 250 });
+export async function assertTemporalReachable(
+  address: string,
+  namespace = 'default',
+  timeoutMs = 5000,
+  reach: ReachOptions = {},
+): Promise<void> {
+  const result = await waitUntil(() => answers(address, namespace, reach), { timeoutMs, intervalMs: 250 });
   if (!result.ok) {
+    const handshake = await tlsHandshakeProblem(address, reach.tls);
     throw new DevStackError(
       'temporal_unreachable',
-      `Temporal is not reachable at ${address} (namespace ${namespace}): ${describe(result.lastError)}. ` +
-        'Start it, or set TEMPORAL_ADDRESS to a server that runs, or unset it to let the project start a dev server.',
+      `Temporal is not reachable at ${address} (namespace ${namespace}${reach.tls ? ', TLS' : ''}): ${describe(result.lastError)}. ` +
+        (handshake !== undefined ? `The TLS handshake failed (${handshake}). ` : '') +
+        (reach.tls
+          ? 'Check that the server speaks TLS and that TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME and the client certificate match it (docs/operations.md, "Temporal Cloud and TLS").'
+          : 'Start it, or set TEMPORAL_ADDRESS to a server that runs, or unset it to let the project start a dev server.'),
     );
   }
 }
@@ -154,7 +177,7 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
   const namespace = options.namespace ?? env['TEMPORAL_NAMESPACE'] ?? 'default';
   const external = env['TEMPORAL_ADDRESS'];
   if (external) {
-    await assertTemporalReachable(external, namespace, 10_000);
+    await assertTemporalReachable(external, namespace, 10_000, options.connection);
     return {
       address: external,
       namespace,

@@ -94,6 +94,8 @@ beforeAll(async () => {
 describe('authentication on every route', () => {
   const publicRoutes = new Set([
     'GET /health',
+    'GET /livez',
+    'GET /readyz',
     'GET /openapi.json',
     'GET /reference',
     'POST /webhook/:environment/:integration',

@@ -17,6 +17,8 @@ import { getConnectionRoute } from './getConnection.js';
 import { getConnectionsRoute } from './getConnections.js';
 import { getEnvironmentVariablesRoute } from './getEnvironmentVariables.js';
 import { getHealthRoute } from './getHealth.js';
+import { getLivezRoute } from './getLivez.js';
+import { getReadyzRoute } from './getReadyz.js';
 import { getIntegrationRoute } from './getIntegration.js';
 import { getIntegrationConnectFieldsRoute } from './getIntegrationConnectFields.js';
 import { getIntegrationsRoute } from './getIntegrations.js';
@@ -51,6 +53,8 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
   const all = () => routes;
   routes.push(
     getHealthRoute(deps),
+    getLivezRoute(),
+    getReadyzRoute(deps),
     getOpenApiRoute(deps, all),
     getReferenceRoute(deps, all),
     getRecordsRoute(deps),
