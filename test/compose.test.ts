@@ -7,17 +7,15 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { loadEncryptor } from '../src/connections/encryption.js';
 import { findTemporalCli, TEMPORAL_CLI_VERSION } from '../src/devstack/temporal.js';
 import { loadSettings, settingsSchema } from '../src/settings.js';
-
-const REPO = fileURLToPath(new URL('../', import.meta.url));
+import { EXACT_TAG, interpolate, REPO, tagOf, variablesTheServiceReads } from './helpers/deployFiles.js';
 
 const stringList = z.array(z.string());
 const service = z.object({
@@ -38,48 +36,10 @@ const composeSchema = z.object({
 const compose = composeSchema.parse(parse(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8')));
 const { postgres, temporal, service: app } = compose.services;
 
-/** Compose's interpolation (`${VAR}`, `${VAR:-default}`, `${VAR:?message}`) against `vars`. */
-function interpolate(value: string, vars: Record<string, string>): string {
-  return value.replace(
-    /\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}/g,
-    (_match, name: string, operator?: string, rest?: string) => {
-      const set = vars[name];
-      const empty = set === undefined || (operator?.startsWith(':') === true && set === '');
-      if (operator?.endsWith('?') && empty) throw new Error(`compose needs ${name}: ${rest ?? ''}`);
-      if (operator?.endsWith('-') && empty) return rest ?? '';
-      return set ?? '';
-    },
-  );
-}
-
-/** `name:tag` of an image; the tag must name one exact version (or the image be pinned by digest). */
-function tagOf(image: string): string {
-  return /^[a-z0-9./-]+:([^@]+)(?:@sha256:[0-9a-f]{64})?$/.exec(image)?.[1] ?? '';
-}
-
-/** Every environment variable the service reads: its settings, and `env['NAME']` reads in its code. */
-function variablesTheServiceReads(): Set<string> {
-  const names = new Set(Object.keys(settingsSchema.shape));
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((name) => {
-      const path = join(dir, name);
-      if (statSync(path).isDirectory()) return walk(path);
-      return path.endsWith('.ts') && !path.endsWith('.test.ts') ? [path] : [];
-    });
-  for (const file of [...walk(join(REPO, 'src')), ...walk(join(REPO, 'activities'))]) {
-    for (const match of readFileSync(file, 'utf8').matchAll(
-      /env\[['"]([A-Z][A-Z0-9_]+)['"]\]|env\.([A-Z][A-Z0-9_]+)\b/g,
-    )) {
-      names.add(match[1] ?? match[2] ?? '');
-    }
-  }
-  return names;
-}
-
 describe('docker-compose.yml', () => {
   it('pins every image to an exact version', () => {
     for (const [name, { image }] of Object.entries(compose.services)) {
-      expect([name, tagOf(image)]).toEqual([name, expect.stringMatching(/^\d+\.\d+(\.\d+)?(-[a-z0-9.]+)?$/)]);
+      expect([name, tagOf(image)]).toEqual([name, expect.stringMatching(EXACT_TAG)]);
     }
     // The Temporal image is the CLI release `npm start` runs (src/devstack/temporal.ts).
     expect(tagOf(temporal.image)).toBe(TEMPORAL_CLI_VERSION);

@@ -59,7 +59,8 @@ export function composeService(options: ComposeServiceOptions) {
     ...(options.log ? { log: options.log } : {}),
   });
   const records = createPostgresRecordStore({ db });
-  const logs = createPostgresLogStore({ db });
+  // A script's svc.log lines are stored without its connection's credential values.
+  const logs = createPostgresLogStore({ db, secretsOf: (scope) => connections.service.credentialSecrets(scope) });
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
   const frequencies = new SyncFrequencyStore(db);

@@ -1,3 +1,5 @@
+import { redactSecrets } from '../connections/redaction.js';
+import type { ConnectionScope } from '../connections/types.js';
 import type { Pool } from '../db/pool.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -54,10 +56,23 @@ export interface ScriptLogStore {
 // A script can log anything; a line longer than this is cut so one call cannot bloat the table.
 const MAX_MESSAGE_LENGTH = 64 * 1024;
 
-export function createPostgresLogStore({ db }: { db: Pool }): ScriptLogStore {
+export interface PostgresLogStoreOptions {
+  db: Pool;
+  /**
+   * The credential values of a connection in every spelling (ConnectionService.credentialSecrets): a
+   * script that logs what it read (`svc.log(token)`) has it stored, and shown by `GET /logs` and the
+   * dashboard, as `[redacted]`. Without it lines are stored as logged (tests of the store alone).
+   */
+  secretsOf?: ((scope: ConnectionScope) => Promise<string[]>) | undefined;
+}
+
+export function createPostgresLogStore({ db, secretsOf }: PostgresLogStoreOptions): ScriptLogStore {
   return {
     async append(context, entries) {
       if (entries.length === 0) return;
+      // Redacted before the cut below, so a cut can only shorten a line, never leave part of a secret
+      // that redaction would have found whole.
+      const secrets = secretsOf ? await secretsOf(context) : [];
       await db.query(
         `INSERT INTO script_logs
            (environment_id, integration_id, connection_id, script_kind, script_name, run_id, level, message, logged_at, seq)
@@ -72,7 +87,7 @@ export function createPostgresLogStore({ db }: { db: Pool }): ScriptLogStore {
           context.scriptName,
           context.runId,
           entries.map((entry) => entry.level),
-          entries.map((entry) => entry.message.slice(0, MAX_MESSAGE_LENGTH)),
+          entries.map((entry) => redactSecrets(entry.message, secrets).slice(0, MAX_MESSAGE_LENGTH)),
           entries.map((entry) => entry.loggedAt),
           entries.map((entry) => entry.seq),
         ],

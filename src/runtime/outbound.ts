@@ -300,6 +300,25 @@ export class OutboundPolicy {
     };
   }
 
+  /**
+   * Why a request to `url` would be refused now, for checking a URL when it is saved (an outbound
+   * webhook's target): the host's addresses as the resolver gives them now, judged as at connect time.
+   * Undefined when some address may be reached, or when the name does not resolve (yet): every
+   * request is checked again when it connects, so a name that later resolves to an internal address
+   * is still refused then.
+   */
+  async refusedUrl(url: URL): Promise<OutboundRefusedError | undefined> {
+    const host = normalHost(url.hostname);
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if (net.isIP(host) !== 0) {
+      const why = this.refusal(host, host, port);
+      return why === undefined ? undefined : new OutboundRefusedError(host, host, port, why);
+    }
+    return new Promise((resolve) => {
+      this.lookupFor(port)(host, { all: true }, (error) => resolve(outboundRefusal(error)));
+    });
+  }
+
   /** The http and https agents that apply this policy to every connection they open. */
   httpAgents(): { http: http.Agent; https: https.Agent } {
     this.agents ??= { http: guardedAgent(http.Agent, this), https: guardedAgent(https.Agent, this) };

@@ -4,6 +4,15 @@
  * script threw ActionError, answered to the caller as a 422) is one INFO line, not a WARN with a stack
  * trace. Other failures keep the SDK's WARN with the error. The failure type comes from the log
  * attribute that workflows/failureLog.ts adds, registered in the bundle by src/temporal/workflowBundle.ts.
+ *
+ * A second change keeps what a script read out of the worker's log: every line about a run of a script
+ * (runSync, runAction; the run's failure and the failures of its activities) carries its error without
+ * the message and stack, which a script controls (`throw new Error(token)`, `null[token]()`), and a
+ * failure type only when it has the shape of the service's codes. The run's error itself, with the
+ * connection's credentials redacted, is where the environment's owner reads it: GET /sync/runs,
+ * /sync/status, the action's answer and the dashboard. Redacting known values instead would not be
+ * enough: a worker that takes a run over replays its getConnection step from history and never learns
+ * the credential it would have to hide.
  */
 import { DefaultLogger, Runtime, type LogLevel, type LogMetadata, type Logger } from '@temporalio/worker';
 import { FAILURE_TYPE_ATTRIBUTE } from '../../workflows/failureLog.js';
@@ -14,17 +23,72 @@ export const EXPECTED_FAILURE_TYPES: ReadonlySet<string> = new Set(['action_scri
 /** The SDK's message for a failed workflow execution (@temporalio/workflow logs.ts). */
 const WORKFLOW_FAILED = 'Workflow failed';
 
+/** The workflow types that run a deployed script: their errors may carry anything the script read. */
+export const SCRIPT_WORKFLOW_TYPES: ReadonlySet<string> = new Set(['runSync', 'runAction']);
+
+/** What stands in the log for a script run's error message. */
+export const WITHHELD =
+  'message withheld from the worker log (a script can put what it read there); the run’s error is in GET /sync/runs, the action’s answer and the dashboard';
+
+// Error class names shown as they are; any other name (a script can set `error.name`) is not.
+const KNOWN_ERROR_NAMES = new Set([
+  'Error',
+  'TypeError',
+  'RangeError',
+  'ReferenceError',
+  'SyntaxError',
+  'EvalError',
+  'URIError',
+  'AggregateError',
+  'ApplicationFailure',
+  'ActivityFailure',
+  'ChildWorkflowFailure',
+  'CancelledFailure',
+  'TimeoutFailure',
+  'TerminatedFailure',
+  'ServerFailure',
+  'ServiceError',
+  'OperationError',
+  'RequestError',
+  'PaginationError',
+]);
+
+/**
+ * A failure type as the service names them (`script_error`, `outbound_request_refused`): lowercase
+ * words joined by underscores. A type of another shape may be a script's text (a script can throw an
+ * object that looks like an operation error with a `code` of its choosing) and is not shown.
+ */
+function safeType(type: unknown): string | undefined {
+  return typeof type === 'string' && /^[a-z]+(?:_[a-z]+){1,5}$/.test(type) && type.length <= 48 ? type : undefined;
+}
+
+/** An error of a script run, as the log shows it: its class and code, never its message or stack. */
+function withheldError(error: unknown): string {
+  const name = error instanceof Error && KNOWN_ERROR_NAMES.has(error.name) ? error.name : 'error';
+  const code = safeType(
+    (error as { code?: unknown; type?: unknown } | null)?.code ?? (error as { type?: unknown } | null)?.type,
+  );
+  return `${name}${code ? ` ${code}` : ''}: ${WITHHELD}`;
+}
+
 class ServiceLogger implements Logger {
   constructor(private readonly inner: Logger) {}
 
   log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    const scriptRun = SCRIPT_WORKFLOW_TYPES.has(String(meta?.['workflowType']));
     const type: unknown = meta?.[FAILURE_TYPE_ATTRIBUTE];
     if (message === WORKFLOW_FAILED && typeof type === 'string' && EXPECTED_FAILURE_TYPES.has(type)) {
-      // One line: what failed and why, without the error object (its stack is the runtime's, not news).
-      const error: unknown = meta?.['error'];
-      const reason = error instanceof Error ? error.message : String(error);
+      // One line: what failed, without the error object (its stack is the runtime's, not news). The
+      // reason is the script's own message: the caller got it; the log does not.
       const what = `${String(meta?.['workflowType'] ?? 'workflow')} ${String(meta?.['workflowId'] ?? '')}`.trim();
-      this.inner.log('INFO', `${WORKFLOW_FAILED} as expected: ${type}: ${what}: ${reason}`);
+      this.inner.log('INFO', `${WORKFLOW_FAILED} as expected: ${type}: ${what} (${WITHHELD})`);
+      return;
+    }
+    if (scriptRun && meta) {
+      const kept: LogMetadata = { ...meta };
+      if ('error' in kept) kept['error'] = withheldError(kept['error']);
+      if (FAILURE_TYPE_ATTRIBUTE in kept) kept[FAILURE_TYPE_ATTRIBUTE] = safeType(type) ?? '(withheld)';
+      this.inner.log(level, message, kept);
       return;
     }
     this.inner.log(level, message, meta);

@@ -2,7 +2,8 @@
  * A script that puts its connection's credential into its own failure (`throw new Error(token)`): the
  * API shows the failure everywhere with the credential redacted, in every form it may take (as is,
  * percent-encoded, base64): the action's error, /sync/status, /sync/runs, the run history table and
- * the outbound webhook that tells the application about the failed run.
+ * the outbound webhook that tells the application about the failed run. A script that logs its
+ * credential (`svc.log(token)`) has the line stored and shown by `GET /logs` redacted the same way.
  */
 import { describe, expect, it } from 'vitest';
 import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
@@ -17,6 +18,15 @@ const BASE64 = Buffer.from(KEY).toString('base64');
 const LEAKY = bundle(`async function (svc) {
   const key = (await svc.getConnection()).credentials.apiKey;
   throw new Error('as is: ' + key + ' encoded: ' + encodeURIComponent(key) + ' base64: ${BASE64}');
+}`);
+
+// A script that logs its key in each form, and one line with no secret, which must arrive as logged.
+const CHATTY = bundle(`async function (svc) {
+  const key = (await svc.getConnection()).credentials.apiKey;
+  await svc.log('as is: ' + key + ' encoded: ' + encodeURIComponent(key) + ' base64: ${BASE64}');
+  await svc.log('key ' + key, { level: 'error' });
+  await svc.log('nothing secret here');
+  return { logged: true };
 }`);
 
 const YAML = `
@@ -35,28 +45,38 @@ integrations:
         description: Fails with its key in the message
         output: Thing
         endpoint: POST /leak
+      chatty:
+        description: Logs its key
+        output: Thing
+        endpoint: POST /chatty
 models:
   Thing:
     id: string
 `;
 
+/** The API over the real stack, the scripts above deployed, and connection c1 holding KEY. */
+async function deployed() {
+  const h = await startApiHarness();
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
+  await h.deploy(h.envA.id, {
+    yaml: YAML,
+    scripts: [
+      { integration: INTEGRATION, kind: 'sync', name: 'leaky', code: LEAKY },
+      { integration: INTEGRATION, kind: 'action', name: 'leak', code: LEAKY },
+      { integration: INTEGRATION, kind: 'action', name: 'chatty', code: CHATTY },
+    ],
+  });
+  await h.api.connections.import({
+    provider_config_key: INTEGRATION,
+    connection_id: 'c1',
+    credentials: { type: 'API_KEY', apiKey: KEY },
+  });
+  return { h, headers: { 'connection-id': 'c1', 'provider-config-key': INTEGRATION } };
+}
+
 describe('credentials in a script’s own failure', () => {
   it('are redacted from the action error, the sync status, the run history and the webhook', async () => {
-    const h = await startApiHarness();
-    await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-    await h.deploy(h.envA.id, {
-      yaml: YAML,
-      scripts: [
-        { integration: INTEGRATION, kind: 'sync', name: 'leaky', code: LEAKY },
-        { integration: INTEGRATION, kind: 'action', name: 'leak', code: LEAKY },
-      ],
-    });
-    await h.api.connections.import({
-      provider_config_key: INTEGRATION,
-      connection_id: 'c1',
-      credentials: { type: 'API_KEY', apiKey: KEY },
-    });
-    const headers = { 'connection-id': 'c1', 'provider-config-key': INTEGRATION };
+    const { h, headers } = await deployed();
     const action = await h.api.raw('POST', '/action/trigger', { headers, body: { action_name: 'leak' } });
     const actionText = JSON.stringify(action.json);
     expect(action.status).toBeGreaterThanOrEqual(400);
@@ -99,6 +119,35 @@ describe('credentials in a script’s own failure', () => {
       expect(text, where).toContain('[redacted]');
       for (const form of [KEY, encodeURIComponent(KEY), BASE64.replace(/=+$/, '')]) {
         expect(text, `${where}: ${form}`).not.toContain(form);
+      }
+    }
+  });
+
+  it('are redacted from the svc.log lines a script wrote, as GET /logs shows and searches them', async () => {
+    const { h, headers } = await deployed();
+    const action = await h.api.raw('POST', '/action/trigger', { headers, body: { action_name: 'chatty' } });
+    expect(action.status).toBe(200);
+
+    const lines = await eventually(
+      async () => {
+        const { logs } = await h.api.logs.search({ sync: 'chatty' });
+        return logs.length === 3 ? logs : undefined;
+      },
+      60_000,
+      'the three log lines',
+    );
+    expect(lines.map((line) => line.message).sort()).toEqual([
+      // base64's padding is not part of the secret's form (src/connections/redaction.ts).
+      'as is: [redacted] encoded: [redacted] base64: [redacted]==',
+      'key [redacted]',
+      'nothing secret here',
+    ]);
+    // Searching for the key finds nothing: it is not stored at all (checked in the table as well).
+    expect((await h.api.logs.search({ text: KEY })).logs).toEqual([]);
+    const stored = JSON.stringify((await h.pool.query('SELECT message FROM script_logs')).rows);
+    for (const text of [JSON.stringify(lines), stored]) {
+      for (const form of [KEY, encodeURIComponent(KEY), BASE64.replace(/=+$/, '')]) {
+        expect(text).not.toContain(form);
       }
     }
   });

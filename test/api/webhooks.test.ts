@@ -1,9 +1,12 @@
 /**
  * Outbound webhooks on the real stack: the deliverWebhook workflow and its activities sign each
  * delivery, retry with back-off until the application answers 2xx, give up after the last attempt,
- * and keep a log that GET /webhook-deliveries reads.
+ * and keep a log that GET /webhook-deliveries reads. The application's URL obeys the outbound request
+ * policy: an internal address is refused when it is saved (400) and again when a delivery connects.
  */
 import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -228,5 +231,71 @@ describe('outbound webhooks', () => {
     await h.api.webhooks.setSettings({ url: null });
     expect(await deliver({ event: event() })).toEqual({ delivered: 0, failed: 0 });
     expect(app.requests.length).toBe(before);
+  });
+
+  describe('to an internal address', () => {
+    // A local server that no allowance opens (the fakes of this file are opened one port each), so a
+    // request that reached it would show here.
+    let internal: Server;
+    let internalUrl = '';
+    let reached = 0;
+    beforeAll(async () => {
+      internal = createServer((_request, response) => {
+        reached++;
+        response.writeHead(200).end('{}');
+      });
+      await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+      internalUrl = `http://127.0.0.1:${(internal.address() as AddressInfo).port}/hooks`;
+    });
+    afterAll(async () => {
+      internal.closeAllConnections();
+      await new Promise((resolve) => internal.close(resolve));
+    });
+
+    it('is refused when saved, with a 400 naming the address, and the stored URL stays', async () => {
+      await h.api.webhooks.setSettings({ url: `${app.url}/hooks` });
+      for (const url of [
+        internalUrl,
+        'http://localhost:9/hooks',
+        'http://[::1]:9/hooks',
+        'http://[::ffff:127.0.0.1]/hooks',
+        'http://2130706433/hooks',
+        'http://10.0.0.7/hooks',
+        'http://192.168.1.1/hooks',
+        'http://169.254.169.254/latest/meta-data',
+        'https://0.0.0.0/hooks',
+      ]) {
+        const answer = await h.api.raw('PUT', '/webhook-settings', { body: { url } });
+        expect([url, answer.status]).toEqual([url, 400]);
+        const error = (answer.json as { error: { code: string; message: string } }).error;
+        expect([url, error.code]).toEqual([url, 'webhook_url_refused']);
+        expect(error.message).toMatch(
+          /^url: the request to .+ was refused: .+ is .+; the operator can allow it with SERVICE_OUTBOUND_ALLOW$/,
+        );
+      }
+      expect((await h.api.webhooks.getSettings()).url).toBe(`${app.url}/hooks`);
+      // The test's own fake (its port opened as SERVICE_OUTBOUND_ALLOW would) is accepted.
+      expect((await h.api.webhooks.setSettings({ url: `${app.url}/other` })).url).toBe(`${app.url}/other`);
+      expect(reached).toBe(0);
+    });
+
+    it('is refused again when a delivery connects (a URL stored before the rule), and nothing arrives', async () => {
+      // As an older version could have stored it: past the check at save time.
+      await h.pool.query('UPDATE outbound_webhook_settings SET url = $2 WHERE environment_id = $1', [
+        h.envA.id,
+        internalUrl,
+      ]);
+      expect(await deliver({ event: event(), retry: { initialIntervalMs: 50, maximumAttempts: 2 } })).toEqual({
+        delivered: 0,
+        failed: 1,
+      });
+      const { deliveries } = await h.api.webhooks.deliveries({ status: 'failed' });
+      const refused = deliveries.find((delivery) => delivery.url === internalUrl);
+      expect(refused).toMatchObject({ attempts: 2, last_status_code: null });
+      expect(refused?.last_error).toMatch(
+        /the request failed: the request to 127\.0\.0\.1 port \d+ was refused: 127\.0\.0\.1 is a loopback address/,
+      );
+      expect(reached).toBe(0);
+    });
   });
 });

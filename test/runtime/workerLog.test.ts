@@ -1,16 +1,31 @@
 /**
  * What a worker process logs about failed runs (issue 19): an action that refuses with ActionError (a
  * normal 422 for the caller) is one line at INFO, without a stack; a run that fails unexpectedly is still
- * a WARN with its error. The worker runs in its own process with the logger the service installs
+ * a WARN with its failure type. Neither shows the script's message (issue 16): a script that puts the
+ * credential it read into its failure, in any of seven ways, leaves no trace of it in the worker's output. The worker runs in its own process with the logger the service installs
  * (src/temporal/logger.ts, as src/main.ts does) and the bundle the service runs (src/temporal/workflowBundle.ts),
  * at INFO so that the INFO line can be seen.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rootActionId } from '../../src/temporal/runAuthority.js';
+import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
+import { WITHHELD } from '../../src/temporal/logger.js';
 import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
-import { actionDefinition, bundle, json, startFakeApi, useRuntime, type RuntimeHarness } from './helpers.js';
+import { randomUUID } from 'node:crypto';
+import type { RunSyncInput } from '../../src/runtime/definitions.js';
+import {
+  actionDefinition,
+  bundle,
+  json,
+  startFakeApi,
+  syncDefinition,
+  useRuntime,
+  type RuntimeHarness,
+} from './helpers.js';
 import { startWorkerProcess, type WorkerChild } from './processWorker.js';
+
+// The connections' credential in this worker: a script reads it with svc.getConnection().
+const KEY = 'tok_9fQ2-zX7/leak+me';
 
 let h: RuntimeHarness;
 let control: SyncControl;
@@ -24,7 +39,7 @@ beforeAll(async () => {
     databaseUrl: h.dbUrl,
     taskQueue: h.taskQueue,
     apiBaseUrl: api.url,
-    env: { WORKER_LOG_LEVEL: 'INFO' },
+    env: { WORKER_LOG_LEVEL: 'INFO', WORKER_API_KEY: KEY },
   });
 });
 
@@ -56,12 +71,14 @@ describe('the worker log of failed runs', () => {
     expect(entries).toHaveLength(1);
     const entry = entries[0]?.trim() ?? '';
     expect(entry.split('\n')).toHaveLength(1);
+    // The script's message ('issue is locked') went to the caller; the log does not repeat it.
     expect(entry).toMatch(
-      /\[INFO\] Workflow failed as expected: action_script_failure: runAction action:\S+:expected-failure-log: issue is locked$/,
+      /\[INFO\] Workflow failed as expected: action_script_failure: runAction action:\S+:expected-failure-log \(message withheld from the worker log .*\)$/,
     );
+    expect(entry).not.toContain('issue is locked');
   });
 
-  it('still logs an unexpected failure (a script that throws a TypeError) as a WARN with its error', async () => {
+  it('still logs an unexpected failure (a script that throws a TypeError) as a WARN with its type', async () => {
     const broken = await h.scripts.put(bundle(`async function (svc) { null.boom(); }`));
     const definition = actionDefinition('broken', broken);
     const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, 'unexpected-failure-log');
@@ -72,7 +89,69 @@ describe('the worker log of failed runs', () => {
       async () => entriesAbout(workflowId).find((candidate) => /\[WARN\] Workflow failed/.test(candidate)),
       15_000,
     );
-    expect(entry).toContain("TypeError: Cannot read properties of null (reading 'boom')");
-    expect(entry).toContain('failureType'); // the attribute is there, the type is not an expected one
+    // Its type, not its message: the message of a script's error is the script's text.
+    expect(entry).toContain("failureType: 'script_error'"); // the attribute is there, the type is not an expected one
+    // The failure crossed a thread by structured clone: its class is a plain Error by then.
+    expect(entry).toContain(`error: 'Error: ${WITHHELD}'`);
+    expect(entry).not.toContain('Cannot read properties of null');
+  });
+
+  it('never shows a credential the script read, whatever way its failure carries it', async () => {
+    const read = `const key = (await svc.getConnection()).credentials.apiKey;`;
+    const leaks: Record<string, string> = {
+      thrown: `throw new Error('the token is ' + key);`,
+      actionError: `throw new ActionError({ message: key, token: key });`,
+      typeError: `const nothing = null; nothing[key]();`,
+      value: `throw key;`,
+      errorName: `const error = new Error('x'); error.name = key; throw error;`,
+      forgedCode: `throw { name: 'OperationError', code: key, message: key };`,
+      encoded: `throw new Error(encodeURIComponent(key) + ' ' + JSON.stringify({ key }));`,
+    };
+    const workflowIds: string[] = [];
+    for (const [name, leak] of Object.entries(leaks)) {
+      const hash = await h.scripts.put(bundle(`async function (svc) { ${read} ${leak} }`));
+      const definition = actionDefinition(name, hash);
+      const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, `leak-${name}`);
+      workflowIds.push(workflowId);
+      // Failed runs, as an ActionError outcome or a rejection: either way the run has ended and was logged.
+      await control.runAction({ definition, connectionId: 'c1', input: {} }, { workflowId }).catch(() => undefined);
+    }
+    // And a sync run (the other workflow type that runs a script).
+    const hash = await h.scripts.put(bundle(`async function (svc) { ${read} throw new Error('sync got ' + key); }`));
+    const input: RunSyncInput = {
+      definition: syncDefinition({ syncName: 'leaky', scriptHash: hash }),
+      connectionId: 'c1',
+      mode: 'incremental',
+    };
+    const syncId = syncRunId({ ...input.definition, connectionId: 'c1' }, randomUUID());
+    workflowIds.push(syncId);
+    await expect(
+      h.client.workflow.execute<(i: RunSyncInput) => Promise<unknown>>('runSync', {
+        taskQueue: h.taskQueue,
+        workflowId: syncId,
+        args: [input],
+        workflowExecutionTimeout: '2 minutes',
+      }),
+    ).rejects.toThrow();
+
+    // Every run's failure is logged (so the lines below are the ones that would have leaked) …
+    const entries = await eventually(async () => {
+      const found = workflowIds.map((id) => entriesAbout(id).find((entry) => /Workflow failed/.test(entry)));
+      return found.every((entry) => entry !== undefined) ? found : undefined;
+    }, 30_000);
+    for (const entry of entries) expect(entry).toMatch(/withheld from the worker log/);
+    expect(entries[0]).toMatch(/\[WARN\] Workflow failed/);
+    expect(entries[0]).toContain('script_error');
+    expect(entries[1]).toMatch(/\[INFO\] Workflow failed as expected: action_script_failure: runAction /);
+    // … and nothing the worker wrote holds the credential in any spelling.
+    const output = worker.output();
+    for (const form of [
+      KEY,
+      encodeURIComponent(KEY),
+      JSON.stringify(KEY).slice(1, -1),
+      Buffer.from(KEY).toString('base64'),
+    ]) {
+      expect(output).not.toContain(form);
+    }
   });
 });

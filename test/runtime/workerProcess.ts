@@ -24,7 +24,11 @@ function required(name: string): string {
 const LEVELS: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 installServiceRuntime(LEVELS.find((level) => level === process.env['WORKER_LOG_LEVEL']) ?? 'WARN');
 const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
-const connections = new TestConnections({ baseUrl: required('API_BASE_URL') });
+// WORKER_API_KEY: the connections' credential, for the tests that look for it where it must not be.
+const connections = new TestConnections(
+  { baseUrl: required('API_BASE_URL') },
+  process.env['WORKER_API_KEY'] || undefined,
+);
 // The fake API of the test that started this worker, and no other local address.
 outboundPolicy().allow(new URL(required('API_BASE_URL')).host);
 const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });

@@ -23,7 +23,11 @@ export const putWebhookSettingsRoute = (deps: ApiDeps) =>
     method: 'put',
     path: '/webhook-settings',
     summary: 'Set where outbound webhooks go and their signing secret',
-    description: 'Each webhook is signed: `X-Service-Hmac-Sha256` is the hex HMAC-SHA256 of the body with the secret.',
+    description:
+      'Each webhook is signed: `X-Service-Hmac-Sha256` is the hex HMAC-SHA256 of the body with the secret. ' +
+      'A URL whose host is or resolves to an internal address (loopback, private, link-local…) is refused with ' +
+      '400 `webhook_url_refused`, unless the operator allowed it with SERVICE_OUTBOUND_ALLOW; every delivery is ' +
+      'checked again when it connects.',
     tags: ['webhooks'],
     auth: 'secret-key',
     body: putWebhookSettingsBody,

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Encryptor } from '../../connections/encryption.js';
 import type { Pool } from '../../db/pool.js';
 import { ServiceError } from '../../errors.js';
+import { OUTBOUND_REFUSED, outboundPolicy } from '../../runtime/outbound.js';
 
 // The Encryptor's purposes are a closed list owned by src/connections; webhook secrets are secrets of an
 // integration's external API like its client secret. A purpose of their own is proposed in the report
@@ -195,6 +196,17 @@ export function createWebhookSettingsStore({ db, encryptor }: { db: Pool; encryp
       environmentId: string,
       input: { url: string | null; secret?: string | undefined },
     ): Promise<{ url: string | null; generated_secret?: string }> {
+      // The same rule as every delivery (which checks again when it connects): an internal address is
+      // refused now, with a clear error, rather than stored to fail at each delivery.
+      if (input.url !== null) {
+        const refused = await outboundPolicy().refusedUrl(new URL(input.url));
+        if (refused) {
+          throw new ServiceError('webhook_url_refused', `url: ${refused.message}`, {
+            status: 400,
+            details: [{ path: 'body.url', code: OUTBOUND_REFUSED, message: refused.message }],
+          });
+        }
+      }
       const existing = await this.outbound(environmentId);
       const generated =
         input.secret === undefined && !existing ? `whsec_${randomBytes(24).toString('base64url')}` : undefined;

@@ -1,0 +1,32 @@
+# The service's image: one image for both roles, chosen by SERVICE_ROLE (api or worker) at run time.
+# deploy/docker-compose.production.yml and deploy/kubernetes/ run it; test/deploy.test.ts checks that
+# they agree with this file (base image, command, user, port). No Docker engine runs in CI, so the image
+# itself is not built there.
+#
+#   docker build -t integration-service:0.1.0 .
+#
+# The tag is package.json's version; push it to your registry and name it in the manifests.
+
+# An exact release: package.json's engines ask for Node.js >= 20.16 (the same Node as docker-compose.yml).
+FROM node:20.19.5-bookworm-slim
+
+WORKDIR /app
+# Only what the service runs on: no devDependencies (tsx, which runs the TypeScript, is a dependency).
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY bin ./bin
+COPY src ./src
+COPY activities ./activities
+COPY workflows ./workflows
+COPY config ./config
+COPY tsconfig.json ./
+
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3003
+EXPOSE 3003
+# The image's own unprivileged user; the service writes nothing under /app (thread marks go to $TMPDIR).
+USER node
+# node itself, not `npm start`: SIGTERM from `docker stop` or Kubernetes reaches the service, which
+# drains (a worker finishes the steps in flight, then exits; docs/operations.md, "Stopping a worker").
+CMD ["node", "--import", "tsx", "src/main.ts"]
