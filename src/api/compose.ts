@@ -107,6 +107,7 @@ export function composeService(options: ComposeServiceOptions) {
     logs,
     runHistory,
     syncs,
+    temporal,
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,
