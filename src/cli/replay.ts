@@ -104,7 +104,9 @@ export function recordedSteps(history: temporal.api.history.v1.IHistory): Record
   }
   for (const event of events) {
     const marker = event.markerRecordedEventAttributes;
-    const data = marker ? (jsonOf(detailPayload(marker.details, 'data')) as Record<string, unknown> | undefined) : undefined;
+    const data = marker
+      ? (jsonOf(detailPayload(marker.details, 'data')) as Record<string, unknown> | undefined)
+      : undefined;
     if (marker && data && typeof data['activity_type'] === 'string') {
       const step: RecordedStep = {
         step: steps.length + 1,
@@ -165,6 +167,7 @@ function shorten(value: unknown): string {
 function resultText(step: RecordedStep): string {
   if (step.failure !== undefined) return `failed: ${step.failure}`;
   if (step.type === 'loadScript') return 'the local script';
+  if (step.result === undefined || step.result === null) return 'done';
   const response = step.result as { status?: unknown; data?: unknown } | undefined;
   if (step.type === 'httpRequest' && response && typeof response.status === 'number') {
     return `${response.status} ${shorten(response.data)}`;
@@ -186,7 +189,9 @@ export function swapScript(history: temporal.api.history.v1.IHistory, code: stri
   let swapped = false;
   for (const event of events) {
     const marker = event.markerRecordedEventAttributes;
-    const data = marker ? (jsonOf(detailPayload(marker.details, 'data')) as Record<string, unknown> | undefined) : undefined;
+    const data = marker
+      ? (jsonOf(detailPayload(marker.details, 'data')) as Record<string, unknown> | undefined)
+      : undefined;
     if (marker?.details && data?.['activity_type'] === 'loadScript' && marker.details['result']) {
       marker.details['result'] = { payloads: [payload] };
       swapped = true;
@@ -254,6 +259,8 @@ export function firstDivergence(steps: RecordedStep[], replayed: Map<string, str
   return null;
 }
 
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : JSON.stringify(error));
+
 let runtimeInstalled = false;
 
 export async function replay(options: ReplayOptions, io: CliIo): Promise<number> {
@@ -263,7 +270,7 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
     return 1;
   }
   // With --json only the result goes to stdout; progress goes to stderr.
-  const progress: CliIo = options.json ? { ...io, out: io.err } : io;
+  const progress: CliIo = options.json ? { ...io, out: (text) => io.err(text) } : io;
   const api = createClient({ baseUrl: target.url, secretKey: target.secretKey });
   let run: RunHistory;
   try {
@@ -281,8 +288,7 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
   }
   const history = historyFromObject(run.history);
   const input = jsonOf(history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]) as
-    | { definition?: { integrationId?: string; syncName?: string; actionName?: string } }
-    | undefined;
+    { definition?: { integrationId?: string; syncName?: string; actionName?: string } } | undefined;
   const kind = run.workflow_type === 'runSync' ? 'sync' : 'action';
   const integration = input?.definition?.integrationId ?? '';
   const name = (kind === 'sync' ? input?.definition?.syncName : input?.definition?.actionName) ?? '';
@@ -352,9 +358,8 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
           ),
           outcome,
           divergence: verdict,
-          error: otherError === undefined ? null : String((otherError as Error).message ?? otherError),
-          temporal:
-            nondeterminism && replayError instanceof Error ? replayError.message : null,
+          error: otherError === undefined ? null : errorText(otherError),
+          temporal: nondeterminism && replayError instanceof Error ? replayError.message : null,
         },
         null,
         2,
@@ -366,7 +371,10 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
       io.out(`${marker}${String(step.step).padStart(4)}  ${step.summary || step.type}  → ${resultText(step)}\n`);
       if (verdict?.step === step.step) break;
     }
-    if (!verdict) io.out(`\nthe recorded run ${outcome.ok ? `completed${outcome.text ? `: ${outcome.text}` : ''}` : `failed: ${outcome.text}`}\n`);
+    if (!verdict)
+      io.out(
+        `\nthe recorded run ${outcome.ok ? `completed${outcome.text ? `: ${outcome.text}` : ''}` : `failed: ${outcome.text}`}\n`,
+      );
   }
   if (verdict) {
     io.err(`\nthe local script diverges from the recorded run at step ${verdict.step} (${verdict.message})\n`);
@@ -374,7 +382,7 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
     return 1;
   }
   if (otherError !== undefined) {
-    io.err(`\nthe replay failed: ${otherError instanceof Error ? otherError.message : String(otherError)}\n`);
+    io.err(`\nthe replay failed: ${errorText(otherError)}\n`);
     return 1;
   }
   if (!options.json) io.out(`the local script repeats all ${steps.length} steps of the recorded run\n`);

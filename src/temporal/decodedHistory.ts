@@ -13,7 +13,8 @@ import {
   visit,
   walkGetWorkflowExecutionHistoryResponse,
 } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import { temporal } from '@temporalio/proto';
+// CommonJS without named exports that Node's ESM loader sees: the default import is the module.
+import proto from '@temporalio/proto';
 import { ServiceError } from '../errors.js';
 
 /** The workflow types whose histories a script author may replay. */
@@ -117,12 +118,12 @@ export function jsonOf(payload: Payload | null | undefined): unknown {
  * copy of protobufjs 8; see src/runtime/payloadStorage.ts), so the generated message's own
  * toObject is used.
  */
-export function historyToObject(history: temporal.api.history.v1.IHistory): Record<string, unknown> {
-  const message = temporal.api.history.v1.History.fromObject(history);
-  return temporal.api.history.v1.History.toObject(message, { bytes: String, longs: String, enums: String });
+export function historyToObject(history: proto.temporal.api.history.v1.IHistory): Record<string, unknown> {
+  const message = proto.temporal.api.history.v1.History.fromObject(history);
+  return proto.temporal.api.history.v1.History.toObject(message, { bytes: String, longs: String, enums: String });
 }
 
 /** The history of historyToObject's JSON form. */
-export function historyFromObject(value: unknown): temporal.api.history.v1.History {
-  return temporal.api.history.v1.History.fromObject(value as Record<string, unknown>);
+export function historyFromObject(value: unknown): proto.temporal.api.history.v1.History {
+  return proto.temporal.api.history.v1.History.fromObject(value as Record<string, unknown>);
 }

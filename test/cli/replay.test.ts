@@ -3,9 +3,12 @@
  * (API, Postgres, Temporal, the fake external API on loopback), then replayed locally from its
  * decoded history (GET /runs/:run_id/history) with the local script in its place.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import type { SyncRun } from '../../src/client/index.js';
@@ -143,9 +146,14 @@ describe('GET /runs/:run_id/history', () => {
     expect(JSON.stringify(openapi)).toContain('/runs/{run_id}/history');
   });
 
-  it('never answers the connection\'s credentials, even where the script put them in a step', async () => {
+  it("never answers the connection's credentials, even where the script put them in a step", async () => {
     // getConnection's recorded result holds the key; the API redacts it.
-    writeProject(SYNC.replace('const { owner }', 'const connection = await svc.getConnection();\n  await svc.log(`have ${connection.connection_id}`);\n  const { owner }'));
+    writeProject(
+      SYNC.replace(
+        'const { owner }',
+        'const connection = await svc.getConnection();\n  await svc.log(`have ${connection.connection_id}`);\n  const { owner }',
+      ),
+    );
     try {
       expect((await cli(['deploy', '--yes'])).code).toBe(0);
       await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'r1', syncs: ['issues'] });
@@ -201,7 +209,9 @@ describe('service replay', () => {
       );
       expect(result.out).toMatch(/✗ {3}4 {2}GET \/issues\?page=1/);
       // A script that takes a step of another kind: Temporal's own check says so too.
-      writeProject(SYNC.replace('const { owner } = await svc.getMetadata<{ owner?: string }>();', 'const owner = "acme";'));
+      writeProject(
+        SYNC.replace('const { owner } = await svc.getMetadata<{ owner?: string }>();', 'const owner = "acme";'),
+      );
       const other = await cli(['replay', succeeded.run_id, '--json']);
       expect(other.code).toBe(1);
       const report = JSON.parse(other.out) as { divergence: { step: number }; temporal: string | null };
@@ -219,7 +229,7 @@ describe('service replay', () => {
     expect(result.out).toMatch(/GET \/issues\?page=2 {2}→ 200 \[\]/);
     expect(result.out).toMatch(/the recorded run failed: .*page 2 is empty/);
     // A fix of the script ends the run otherwise: the replay says so.
-    writeProject(SYNC.replace("throw new Error(`page ${page} is empty`)", 'break'));
+    writeProject(SYNC.replace('throw new Error(`page ${page} is empty`)', 'break'));
     try {
       const fixed = await cli(['replay', failed.run_id]);
       expect(fixed.code).toBe(1);
@@ -229,7 +239,56 @@ describe('service replay', () => {
     }
   });
 
-  it('refuses another environment\'s run, an unknown run and bad arguments clearly', async () => {
+  it('stops at a debugger statement of the script under a debugger, with the values the run saw', async () => {
+    writeProject(
+      SYNC.replace('    if (response.data.length === 0)', '    debugger;\n    if (response.data.length === 0)'),
+    );
+    const out = join(root, 'probe.jsonl');
+    const { workflowBundlePath } = stack();
+    try {
+      const child = await promisify(execFile)(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--import',
+          fileURLToPath(new URL('../fixtures/debugger/probe.ts', import.meta.url)),
+          fileURLToPath(new URL('../../bin/service.js', import.meta.url)),
+          'replay',
+          succeeded.run_id,
+          '--root',
+          root,
+        ],
+        {
+          // Where `--import tsx` is found.
+          cwd: fileURLToPath(new URL('../..', import.meta.url)),
+          timeout: 120_000,
+          env: {
+            ...process.env,
+            SERVICE_URL: h.baseUrl,
+            SERVICE_SECRET_KEY: h.envA.secretKey,
+            SERVICE_WORKFLOW_BUNDLE: workflowBundlePath,
+            DEBUGGER_PROBE_OUT: out,
+            DEBUGGER_PROBE_EXPRESSION: 'JSON.stringify(response.data)',
+          },
+        },
+      );
+      expect(child.stdout).toMatch(/the local script repeats all \d+ steps/);
+      expect(existsSync(out)).toBe(true);
+      const pauses = readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { reason: string; name: string; value: string });
+      expect(pauses.map(({ name, value }) => ({ name, value }))).toEqual([
+        { name: 'syncIssues', value: '[{"id":11,"title":"Issue 1.1"},{"id":12,"title":"Issue 1.2"}]' },
+        { name: 'syncIssues', value: '[{"id":21,"title":"Issue 2.1"},{"id":22,"title":"Issue 2.2"}]' },
+      ]);
+    } finally {
+      writeProject();
+    }
+  });
+
+  it("refuses another environment's run, an unknown run and bad arguments clearly", async () => {
     const otherEnv = await cli(['replay', succeeded.run_id], { SERVICE_SECRET_KEY: h.envB.secretKey });
     expect(otherEnv.code).toBe(1);
     expect(otherEnv.err).toMatch(/run '.*': 404 unknown_run/);
