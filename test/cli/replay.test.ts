@@ -27,7 +27,15 @@ const YAML = `integrations:
         output: Issue
         endpoint: GET /issues
         sync_type: full
+    actions:
+      close-issue:
+        description: Closes an issue
+        input: IssueRef
+        output: Issue
+        endpoint: POST /issues/close
 models:
+  IssueRef:
+    id: string
   Issue:
     id: string
     title: string
@@ -46,6 +54,17 @@ export default async function syncIssues(svc: ServiceSync): Promise<void> {
 }
 `;
 
+const ACTION = `import type { Issue, IssueRef, ServiceAction } from '../../models';
+
+export default async function closeIssue(svc: ServiceAction, input: IssueRef): Promise<Issue> {
+  await svc.log(\`closing \${input.id}\`);
+  const response = await svc.post<{ id: number; title: string }>({ endpoint: \`/issues/\${input.id}/close\` });
+  return { id: String(response.data.id), title: response.data.title };
+}
+`;
+
+// Large enough (> 128 KiB) that the run's history holds only a claim check of the first page.
+const LONG_BODY = 'x'.repeat(150_000);
 let emptyPage2 = false;
 
 async function cli(args: string[], env: Record<string, string> = {}) {
@@ -73,6 +92,8 @@ function writeProject(sync = SYNC): void {
   mkdirSync(join(folder, INTEGRATION, 'syncs'), { recursive: true });
   writeFileSync(join(folder, 'service.yaml'), YAML);
   writeFileSync(join(folder, INTEGRATION, 'syncs', 'issues.ts'), sync);
+  mkdirSync(join(folder, INTEGRATION, 'actions'), { recursive: true });
+  writeFileSync(join(folder, INTEGRATION, 'actions', 'close-issue.ts'), ACTION);
 }
 
 /** Waits (generously) until the sync has `count` finished runs; returns them newest first. */
@@ -100,10 +121,12 @@ beforeAll(async () => {
       const page = Number(url.searchParams.get('page'));
       if (page === 2 && emptyPage2) return json(response, 200, []);
       return json(response, 200, [
-        { id: page * 10 + 1, title: `Issue ${page}.1` },
+        { id: page * 10 + 1, title: `Issue ${page}.1`, ...(page === 1 ? { body: LONG_BODY } : {}) },
         { id: page * 10 + 2, title: `Issue ${page}.2` },
       ]);
     }
+    const close = /^\/api\/issues\/(\d+)\/close$/.exec(url.pathname);
+    if (request.method === 'POST' && close) return json(response, 200, { id: Number(close[1]), title: 'Closed one' });
     return json(response, 404, { error: 'not found' });
   });
   writeProject();
@@ -132,7 +155,10 @@ describe('GET /runs/:run_id/history', () => {
     expect(run.status).toBe('COMPLETED');
     const payloads = collectPayloadTexts(run.history);
     // Decoded: the recorded answer of the fake API is readable ...
-    expect(payloads.some((text) => text.includes('"title":"Issue 1.1"'))).toBe(true);
+    expect(payloads.some((text) => text.includes(`"title":"Issue 1.1","body":"${LONG_BODY}"`))).toBe(true);
+    // That answer was claim-checked: the history in Temporal holds its hash only.
+    const { rows } = await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM payload_blobs');
+    expect(Number(rows[0]?.n)).toBeGreaterThan(0);
     // ... and nothing is left encrypted or claim-checked.
     expect(payloads.some((text) => text.includes('binary/encrypted') || text.includes('postgres-claim'))).toBe(false);
     expect(payloads.length).toBeGreaterThan(10);
@@ -192,7 +218,7 @@ describe('service replay', () => {
     expect(result.code).toBe(0);
     expect(result.out).toMatch(/loadScript [0-9a-f]{12} {2}→ the local script/);
     expect(result.out).toMatch(/getMetadata {2}→ \{"owner":"acme"\}/);
-    expect(result.out).toMatch(/GET \/issues\?page=1 {2}→ 200 \[\{"id":11,"title":"Issue 1.1"\}/);
+    expect(result.out).toMatch(/GET \/issues\?page=1 {2}→ 200 \[\{"id":11,"title":"Issue 1.1","body":"x+…\n/);
     expect(result.out).toMatch(/batchSave Issue ×2 {2}→ \{"added":2/);
     expect(result.out).toMatch(/GET \/issues\?page=2 {2}→ 200/);
     expect(result.out).toMatch(/the recorded run completed/);
@@ -269,7 +295,7 @@ describe('service replay', () => {
             SERVICE_SECRET_KEY: h.envA.secretKey,
             SERVICE_WORKFLOW_BUNDLE: workflowBundlePath,
             DEBUGGER_PROBE_OUT: out,
-            DEBUGGER_PROBE_EXPRESSION: 'JSON.stringify(response.data)',
+            DEBUGGER_PROBE_EXPRESSION: 'JSON.stringify(response.data.map((issue) => issue.title))',
           },
         },
       );
@@ -280,9 +306,39 @@ describe('service replay', () => {
         .split('\n')
         .map((line) => JSON.parse(line) as { reason: string; name: string; value: string });
       expect(pauses.map(({ name, value }) => ({ name, value }))).toEqual([
-        { name: 'syncIssues', value: '[{"id":11,"title":"Issue 1.1"},{"id":12,"title":"Issue 1.2"}]' },
-        { name: 'syncIssues', value: '[{"id":21,"title":"Issue 2.1"},{"id":22,"title":"Issue 2.2"}]' },
+        { name: 'syncIssues', value: '["Issue 1.1","Issue 1.2"]' },
+        { name: 'syncIssues', value: '["Issue 2.1","Issue 2.2"]' },
       ]);
+    } finally {
+      writeProject();
+    }
+  });
+
+  it('replays an action run, found by its log lines', async () => {
+    const answer = await h.api.actions.trigger(
+      { connectionId: 'r1', providerConfigKey: INTEGRATION },
+      { action_name: 'close-issue', input: { id: '7' } },
+    );
+    expect(answer).toEqual({ ok: true, output: { id: '7', title: 'Closed one' } });
+    const { logs } = await h.api.logs.search({ sync: 'close-issue', connection_id: 'r1' });
+    const runId = logs[0]?.run_id ?? '';
+    expect(runId).toMatch(new RegExp(`^action:${h.envA.id}:`));
+    const result = await cli(['replay', runId]);
+    expect(result.err).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/replaying runAction .* with the local fake-api\/actions\/close-issue/);
+    expect(result.out).toMatch(/POST \/issues\/7\/close {2}→ 200 \{"id":7,"title":"Closed one"\}/);
+    expect(result.out).toMatch(/the recorded run completed: \{"id":"7","title":"Closed one"\}/);
+    await expect(h.apiB.runs.history(runId)).rejects.toMatchObject({ status: 404 });
+    // The action's script edited to close another issue diverges at that request.
+    writeFileSync(
+      join(root, 'service-integrations', INTEGRATION, 'actions', 'close-issue.ts'),
+      ACTION.replace('/issues/${input.id}/close', '/issues/1/close'),
+    );
+    try {
+      const edited = await cli(['replay', runId]);
+      expect(edited.code).toBe(1);
+      expect(edited.err).toMatch(/the local script takes 'POST \/issues\/1\/close'/);
     } finally {
       writeProject();
     }
