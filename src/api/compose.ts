@@ -111,6 +111,7 @@ export function composeService(options: ComposeServiceOptions) {
     logs,
     runHistory,
     syncs,
+    temporal,
     deployments,
     encryptor,
     oauthFlow: connections.oauthFlow,

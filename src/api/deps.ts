@@ -2,6 +2,7 @@
  * What the REST API is built from. Everything is passed in (STYLE.md "Dependencies are passed in"):
  * the composition root builds the stores once and tests build the same over their own database.
  */
+import type { Client } from '@temporalio/client';
 import type { PostgresConnectionService } from '../connections/connectionService.js';
 import type { Encryptor } from '../connections/encryption.js';
 import type { EnvironmentStore } from '../connections/environmentStore.js';
@@ -39,6 +40,8 @@ export interface ApiDeps {
   /** The history of sync runs (GET /sync/runs). */
   runHistory: RunHistory;
   syncs: SyncControl;
+  /** The Temporal client with the runtime's data converter: it decodes run histories (GET /runs/:run_id/history). */
+  temporal: Client;
   deployments: Deployments;
   /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */
   encryptor: Encryptor;

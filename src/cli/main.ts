@@ -35,6 +35,7 @@ Commands:
   dryrun      run a local script with a real connection; print requests, logs, records; save nothing
   test        run scripts against recorded responses and compare their records with snapshots
   environments  list, create, rename, delete environments and rotate their keys (service admin key)
+  replay      replay a run of the service step by step with the local script; tell where it diverges
 
 Options:
   -h, --help     help of a command: service compile --help
@@ -207,6 +208,40 @@ Examples (--database):
   export SERVICE_SECRET_KEY=$(DATABASE_URL=postgres://svc@db/service npx service environments rotate-key production --database)
   DATABASE_URL=postgres://svc@db/service npx service environments list --database
 `;
+HELP['replay'] = `service replay: replay a finished or failed run of the service with the local script.
+
+Usage: service replay <run-id> [--json] [--env <name>] [--root <dir>]
+
+Fetches the run's history through the API (GET /runs/:run_id/history: every payload decoded by the
+service, the connection's credentials redacted), compiles the project, puts the local script in the
+place of the one the run loaded, and replays the run in this process with the service's run workflow:
+every step answers with what the run recorded, nothing is sent anywhere, no Temporal server is needed.
+Prints each step (its name, as in Temporal's Web UI, and its recorded result, shortened) and how the
+run ended. When the local script does not take the run's steps in the same order with the same names
+(a request to another endpoint, a batchSave of another model, a step more or less, an end that differs)
+it says at which step and exits 1: that is what an edit would do to a run in flight.
+
+A sync run's id is run_id of GET /sync/runs (or the dashboard); an action run's is run_id of its log
+lines (GET /logs?sync=<action>). Runs of actions that the run triggered are runs of their own.
+
+Debugging: the replay runs in this process, so a debugger can stop in it. Put a 'debugger;' statement
+in the script and run the CLI under the inspector:
+  node --inspect-brk node_modules/.bin/service replay <run-id>
+then open chrome://inspect (or attach your editor). The script sees exactly what the run saw.
+
+Where to: SERVICE_URL and SERVICE_SECRET_KEY (or --env), as for service deploy.
+
+Options:
+  --json        print the steps, the outcome and any divergence as JSON (progress goes to stderr)
+  --env <name>  the environment whose key to use (SERVICE_SECRET_KEY_<NAME>)
+${ROOT_OPTION}
+
+Examples:
+  npx service replay 'sync:3f0c…:github:user-42:issues:run:7d2e…'
+  npx service replay "$(curl -s -H "Authorization: Bearer $SERVICE_SECRET_KEY" \\
+      'http://127.0.0.1:3003/sync/runs?provider_config_key=github&limit=1' | jq -r '.runs[0].run_id')"
+  npx service replay 'action:3f0c…:github:user-42:create-issue:1b9a…' --json | jq '.divergence'
+`;
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
@@ -264,7 +299,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return values.help === true ? 0 : 2;
     }
     io.err(
-      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test, environments.\nRun 'service --help' for usage.\n`,
+      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test, replay, environments.\nRun 'service --help' for usage.\n`,
     );
     return 2;
   }
@@ -289,7 +324,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.err(`service dryrun: give the sync or action name and the connection id. Run 'service dryrun --help'.\n`);
     return 2;
   }
-  if (command !== 'dryrun' && extra.length > 0) {
+  if (command === 'replay' && extra.length !== 1) {
+    io.err(`service replay: give the run id (run_id of GET /sync/runs). Run 'service replay --help'.\n`);
+    return 2;
+  }
+  if (command !== 'dryrun' && command !== 'replay' && extra.length > 0) {
     io.err(`service ${command}: unexpected argument '${extra[0]}'. Run 'service ${command} --help'.\n`);
     return 2;
   }
@@ -343,6 +382,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           },
           io,
         );
+      }
+      case 'replay': {
+        const { replay } = await import('./replay.js');
+        return await replay({ root, env: values.env, runId: extra[0] ?? '', json: values.json === true }, io);
       }
       case 'test': {
         const { runScriptTests } = await import('./scriptTests.js');

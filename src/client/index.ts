@@ -13,6 +13,8 @@ import type { actionTriggerBody } from '../api/routes/postActionTrigger.js';
 import type { syncTriggerBody } from '../api/routes/postSyncTrigger.js';
 import type { metadataBody, recordsPageSchema, syncActionResult, syncSelectionBody } from '../api/routes/shared.js';
 import type { syncStatusQuery, syncStatusSchema } from '../api/routes/getSyncStatus.js';
+import type { syncRunsQuery, syncRunsSchema } from '../api/routes/getSyncRuns.js';
+import type { runHistorySchema } from '../api/routes/getRunHistory.js';
 import type { connectionRecordSchema, connectionSummarySchema } from '../api/routes/connectionView.js';
 import type { connectionsQuery } from '../api/routes/getConnections.js';
 import type { importConnectionBody } from '../api/routes/postConnections.js';
@@ -49,6 +51,9 @@ export type RecordsQuery = Omit<
   limit?: number;
 };
 export type SyncStatus = z.output<typeof syncStatusSchema>['syncs'][number];
+export type SyncRun = z.output<typeof syncRunsSchema>['runs'][number];
+/** A run's Temporal history, payloads decoded (GET /runs/:run_id/history). */
+export type RunHistory = z.output<typeof runHistorySchema>;
 export type ConnectionSummary = z.output<typeof connectionSummarySchema>;
 export type ConnectionRecord = z.output<typeof connectionRecordSchema>;
 export type AuthorizedRequest = z.output<typeof authorizedRequestSchema>;
@@ -219,6 +224,14 @@ export function createClient(options: ClientOptions) {
         call<{ syncs: SyncStatus[] }>('GET', '/sync/status', {
           query: { ...query, syncs: query.syncs === '*' ? '*' : query.syncs },
         }),
+      /** Recent runs, newest first (GET /sync/runs). */
+      runs: (query: z.input<typeof syncRunsQuery>) =>
+        call<{ runs: SyncRun[] }>('GET', '/sync/runs', { query: query as Query }),
+    },
+
+    runs: {
+      /** A sync or action run's history with every payload decoded: what `service replay` replays. */
+      history: (runId: string) => call<RunHistory>('GET', `/runs/${encode(runId)}/history`),
     },
 
     connections: {

@@ -17,6 +17,7 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/sync/status' },
   { method: 'PUT', path: '/sync/update-connection-frequency' },
   { method: 'GET', path: '/sync/runs' },
+  { method: 'GET', path: '/runs/:run_id/history' },
   { method: 'GET', path: '/connections' },
   { method: 'POST', path: '/connections' },
   { method: 'GET', path: '/connections/:connection_id' },

@@ -26,6 +26,7 @@ import { getLogsRoute } from './getLogs.js';
 import { getOpenApiRoute } from './getOpenApi.js';
 import { getRecordsRoute } from './getRecords.js';
 import { getReferenceRoute } from './getReference.js';
+import { getRunHistoryRoute } from './getRunHistory.js';
 import { getSyncRunsRoute } from './getSyncRuns.js';
 import { getSyncStatusRoute } from './getSyncStatus.js';
 import { getWebhookDeliveriesRoute } from './getWebhookDeliveries.js';
@@ -65,6 +66,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getSyncStatusRoute(deps),
     putSyncConnectionFrequencyRoute(deps),
     getSyncRunsRoute(deps),
+    getRunHistoryRoute(deps),
     getConnectionsRoute(deps),
     postConnectionsRoute(deps),
     // Before /connections/:connection_id: PATCH /connections/metadata would match it too.

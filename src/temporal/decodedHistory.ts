@@ -1,0 +1,129 @@
+/**
+ * The history of one run (a `runSync` or `runAction` execution) with every payload decoded through
+ * the service's codecs (src/runtime/payloadStorage.ts: the claim check, then the encryption, the
+ * reverse of their encoding order): inputs, results, local activity markers, failures'
+ * encoded attributes, step summaries. What `service replay` replays (src/cli/replay.ts) without
+ * the service's encryption key or database. Only the environment a run belongs to may read it: its
+ * workflow id names it (src/temporal/runAuthority.ts syncRunId, rootActionId).
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Payload } from '@temporalio/common';
+import {
+  decode,
+  visit,
+  walkGetWorkflowExecutionHistoryResponse,
+} from '@temporalio/common/lib/internal-non-workflow/index.js';
+// CommonJS without named exports that Node's ESM loader sees: the default import is the module.
+import proto from '@temporalio/proto';
+import { ServiceError } from '../errors.js';
+
+/** The workflow types whose histories a script author may replay. */
+export const REPLAYABLE_TYPES = ['runSync', 'runAction'] as const;
+
+/** A sync run's id (`sync:<env>:…:run:<unique>`) or an action run's (`action:<env>:…`) of the environment. */
+export function isRunOfEnvironment(runId: string, environmentId: string): boolean {
+  if (environmentId.includes(':')) return false;
+  return (
+    (runId.startsWith(`sync:${environmentId}:`) && /:run:[^:]+$/.test(runId)) ||
+    runId.startsWith(`action:${environmentId}:`)
+  );
+}
+
+export interface DecodedRunHistory {
+  runId: string;
+  workflowType: string;
+  /** Temporal's execution status: COMPLETED, FAILED, RUNNING, TERMINATED, … */
+  status: string;
+  /** The history as protobuf's JSON object form (bytes in base64, 64-bit numbers and enums as strings), payloads decoded. */
+  history: Record<string, unknown>;
+}
+
+function notFound(runId: string): ServiceError {
+  return new ServiceError('unknown_run', `no run '${runId}' in this environment`, { status: 404 });
+}
+
+/**
+ * Fetches and decodes the history of a run of `environmentId`. A run of another environment, an id of
+ * another shape, and an execution that is not a run are all `unknown_run` (404): which ids exist
+ * elsewhere is not told.
+ */
+export async function fetchDecodedRunHistory(
+  client: Client,
+  environmentId: string,
+  runId: string,
+  /**
+   * What to apply to every decoded JSON value, given the run's connection (read from the run's own
+   * input): the API redacts that connection's credentials with it.
+   */
+  redactorFor?: (connection: { integrationId: string; connectionId: string }) => Promise<(value: unknown) => unknown>,
+): Promise<DecodedRunHistory> {
+  if (!isRunOfEnvironment(runId, environmentId)) throw notFound(runId);
+  const handle = client.workflow.getHandle(runId);
+  let description;
+  try {
+    description = await handle.describe();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) throw notFound(runId);
+    throw error;
+  }
+  if (!(REPLAYABLE_TYPES as readonly string[]).includes(description.type)) throw notFound(runId);
+  const history = await handle.fetchHistory();
+  const codecs = client.options.loadedDataConverter.payloadCodecs;
+  await visit({ history }, walkGetWorkflowExecutionHistoryResponse, {
+    transformPayload: async (payload) => (await decode(codecs, [payload]))[0] ?? payload,
+    transformPayloads: (payloads) => decode(codecs, payloads),
+    skipHeaders: true,
+    skipSearchAttributes: true,
+  });
+  const input = jsonOf(history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+  const definition = (input as { definition?: { environmentId?: unknown; integrationId?: unknown } } | undefined)
+    ?.definition;
+  const connectionId = (input as { connectionId?: unknown } | undefined)?.connectionId;
+  // The run's own input names its environment too: a run that says otherwise is not shown.
+  if (definition?.environmentId !== environmentId) throw notFound(runId);
+  if (redactorFor && typeof definition.integrationId === 'string' && typeof connectionId === 'string') {
+    const redact = await redactorFor({ integrationId: definition.integrationId, connectionId });
+    const rewrite = (payload: Payload): Payload => {
+      const value = jsonOf(payload);
+      return value === undefined ? payload : { ...payload, data: encoder.encode(JSON.stringify(redact(value))) };
+    };
+    await visit({ history }, walkGetWorkflowExecutionHistoryResponse, {
+      transformPayload: (payload) => Promise.resolve(rewrite(payload)),
+      transformPayloads: (payloads) => Promise.resolve(payloads.map(rewrite)),
+      skipHeaders: true,
+      skipSearchAttributes: true,
+    });
+  }
+  return {
+    runId,
+    workflowType: description.type,
+    status: description.status.name,
+    history: historyToObject(history),
+  };
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The value of a `json/plain` payload; undefined for any other. */
+export function jsonOf(payload: Payload | null | undefined): unknown {
+  const encoding = payload?.metadata?.['encoding'];
+  if (!payload?.data || !encoding || decoder.decode(encoding) !== 'json/plain') return undefined;
+  return JSON.parse(decoder.decode(payload.data)) as unknown;
+}
+
+/**
+ * The JSON form of a history, read back by historyFromObject. Not the SDK's historyToJSON: in this
+ * install it fails with "type must be a Type" (@temporalio/common and @temporalio/proto each carry a
+ * copy of protobufjs 8; see src/runtime/payloadStorage.ts), so the generated message's own
+ * toObject is used.
+ */
+export function historyToObject(history: proto.temporal.api.history.v1.IHistory): Record<string, unknown> {
+  const message = proto.temporal.api.history.v1.History.fromObject(history);
+  return proto.temporal.api.history.v1.History.toObject(message, { bytes: String, longs: String, enums: String });
+}
+
+/** The history of historyToObject's JSON form. */
+export function historyFromObject(value: unknown): proto.temporal.api.history.v1.History {
+  return proto.temporal.api.history.v1.History.fromObject(value as Record<string, unknown>);
+}
