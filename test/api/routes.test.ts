@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
 import { createClient, ServiceApiError, type ServiceClient } from '../../src/client/index.js';
+import { allowOutbound } from '../helpers/outbound.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
 import { connectionOf, eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
 
@@ -845,6 +846,8 @@ describe('deploy routes', () => {
 
 describe('outbound webhook settings', () => {
   it('PUT generates a secret once; GET never shows it; the log route answers per environment', async () => {
+    // A loopback receiver, opened to the outbound policy as every test's fakes are (internal URLs are refused).
+    allowOutbound('http://127.0.0.1:9');
     const saved = await h.api.webhooks.setSettings({ url: 'http://127.0.0.1:9/hooks' });
     expect(saved.generated_secret).toMatch(/^whsec_/);
     expect(await h.api.webhooks.getSettings()).toEqual({ url: 'http://127.0.0.1:9/hooks', has_secret: true });
