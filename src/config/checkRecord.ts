@@ -71,14 +71,26 @@ export function modelsReferenced(models: readonly ModelConfig[], names: readonly
 const MAX_DEPTH = 64;
 // Problems kept per record: one broken list could otherwise report thousands of identical lines.
 const MAX_PROBLEMS = 20;
+// Type checks one record may cost: STEPS_BASE plus STEPS_PER_VALUE for each JSON value in it. A union
+// tries its members in turn, so a record nested through unions of several object members (a recursive
+// model, `child: Tree | Other | null`) could otherwise cost exponentially many checks in its depth; a
+// record over the budget is reported as too complex to check instead.
+const STEPS_BASE = 10_000;
+const STEPS_PER_VALUE = 8;
+// Longest key or id shown in a problem line: the rest is the record's own data.
+const LONGEST_SHOWN_NAME = 60;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function clipped(text: string): string {
+  return text.length > LONGEST_SHOWN_NAME ? `${text.slice(0, LONGEST_SHOWN_NAME - 1)}…` : text;
+}
+
 function join(path: string, key: string | number): string {
   if (typeof key === 'number') return `${path === '$' ? '' : path}[${key}]`;
-  const part = /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+  const part = /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? clipped(key) : clipped(JSON.stringify(key));
   if (path === '$') return /^[A-Za-z_$]/.test(part) ? part : `[${part}]`;
   return /^[A-Za-z_$]/.test(part) ? `${path}.${part}` : `${path}[${part}]`;
 }
@@ -131,9 +143,25 @@ function accepts(type: TypeExpr, value: unknown, models: ModelIndex): boolean {
   }
 }
 
+/** How many JSON values `value` holds (itself included), counted down to the depth the checker walks. */
+function valuesIn(value: unknown, depth = 0): number {
+  if (depth > MAX_DEPTH || typeof value !== 'object' || value === null) return 1;
+  let count = 1;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) count += valuesIn(item, depth + 1);
+  return count;
+}
+
+class TooComplex extends Error {}
+
 class Checker {
   readonly problems: RecordProblem[] = [];
-  constructor(private readonly models: ModelIndex) {}
+  private steps: number;
+  constructor(
+    private readonly models: ModelIndex,
+    record: unknown,
+  ) {
+    this.steps = STEPS_BASE + STEPS_PER_VALUE * valuesIn(record);
+  }
 
   private add(path: string, message: string): void {
     if (this.problems.length < MAX_PROBLEMS) this.problems.push({ path, message });
@@ -141,6 +169,7 @@ class Checker {
 
   /** True when `value` fits `type`; otherwise the problems are added (only when `report`). */
   check(type: TypeExpr, value: unknown, path: string, depth: number, report = true): boolean {
+    if (--this.steps < 0) throw new TooComplex();
     if (depth > MAX_DEPTH) {
       if (report) this.add(path, `nested more than ${MAX_DEPTH} levels deep`);
       return false;
@@ -175,6 +204,9 @@ class Checker {
         return this.fields(type.fields, type.stringIndex, value, path, depth, report);
       case 'union': {
         if (type.members.some((member) => this.check(member, value, path, depth, false))) return true;
+        // Unreported, the verdict is all that counts: walking the member again would only double the
+        // cost at every level of a nested union.
+        if (!report) return false;
         // A value meant for one member (the only object member, say) is reported inside it, with the
         // path of the field that broke it; otherwise the whole union is what was expected.
         const meant = type.members.filter((member) => member.kind !== 'literal' && accepts(member, value, this.models));
@@ -222,8 +254,18 @@ class Checker {
  * problem at `$`.
  */
 export function checkRecord(record: unknown, model: string, models: ModelIndex): RecordProblem[] {
-  const checker = new Checker(models);
-  checker.check({ kind: 'model', name: model }, record, '$', 0);
+  const checker = new Checker(models, record);
+  try {
+    checker.check({ kind: 'model', name: model }, record, '$', 0);
+  } catch (error) {
+    if (!(error instanceof TooComplex)) throw error;
+    return [
+      {
+        path: '$',
+        message: `too complex to check against model ${model} (its unions need more than ${STEPS_BASE} + ${STEPS_PER_VALUE} per value checks): simplify the model's unions or the record`,
+      },
+    ];
+  }
   return checker.problems;
 }
 
@@ -244,7 +286,7 @@ export function formatInvalidRecords(model: string, invalid: readonly InvalidRec
   return invalid.flatMap((record) =>
     record.problems.map(
       (problem) =>
-        `${model} record ${record.index}${record.id === undefined ? '' : ` (id ${JSON.stringify(record.id)})`}: ${problem.path}: ${problem.message}`,
+        `${model} record ${record.index}${record.id === undefined ? '' : ` (id ${clipped(JSON.stringify(record.id))})`}: ${problem.path}: ${problem.message}`,
     ),
   );
 }

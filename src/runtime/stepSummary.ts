@@ -14,14 +14,19 @@ const READABLE_SUMMARY_VALUE = 'step-summary';
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** A step summary that the encryption codec leaves readable. Typed as the string Temporal's options take. */
+/**
+ * A step summary that the encryption codec leaves readable. Typed as the string Temporal's options take.
+ * Whatever the caller built it from, every word that looks like a credential is redacted (see
+ * shownWord) and the whole is cut at SUMMARY_LENGTH: a summary is in clear in the history, so it must
+ * not become a way to put a script's data there (an action name, say, is whatever the script passed).
+ */
 export function readableSummary(text: string): string {
   const payload: Payload = {
     metadata: {
       encoding: encoder.encode('json/plain'),
       [READABLE_SUMMARY_KEY]: encoder.encode(READABLE_SUMMARY_VALUE),
     },
-    data: encoder.encode(JSON.stringify(text)),
+    data: encoder.encode(JSON.stringify(scrubbed(text))),
   };
   // RawValue bypasses the payload converter (the SDK's own escape hatch); the codecs still see it.
   return RawValue.fromPayload(payload) as unknown as string;
@@ -33,21 +38,48 @@ export function isReadableSummary(payload: Payload): boolean {
 }
 
 const REDACTED = '…';
-// Query parameters whose values are credentials by their name.
-const SENSITIVE_NAME = /key|token|secret|pass|auth|sig|session|code|credential|cookie|jwt|bearer|otp|pin/i;
+// Query parameters whose values are credentials by their name (OpenWeatherMap's `appid` is its API key).
+const SENSITIVE_NAME =
+  /key|token|secret|pass|pwd|auth|sig|session|code|credential|cookie|jwt|bearer|otp|pin|appid|hmac|nonce|private/i;
 // Longer values are opaque enough to be a credential (a token pasted in a path, a signed cursor).
 const LONGEST_SHOWN_VALUE = 40;
+// From this length a word that mixes letters and digits reads as a generated token (a Slack webhook's
+// 24-character secret, a 32-digit hex API key, `sk_live_…`), not as a name.
+const SHORTEST_TOKEN = 16;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 const SUMMARY_LENGTH = 200;
 
-function shownSegment(segment: string): string {
-  if (segment.length <= LONGEST_SHOWN_VALUE || UUID.test(segment)) return segment;
-  return REDACTED;
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
+}
+
+/** The word as it is, or REDACTED when it may be a credential: long, or a letters-and-digits token. */
+function shownWord(word: string): string {
+  const plain = decoded(word);
+  if (UUID.test(plain) || ISO_DATE.test(plain)) return word;
+  if (plain.length > LONGEST_SHOWN_VALUE) return REDACTED;
+  const digits = plain.replace(/[^0-9]/g, '').length;
+  const letters = plain.replace(/[^A-Za-z]/g, '').length;
+  if (plain.length >= SHORTEST_TOKEN && digits >= 2 && letters >= 2) return REDACTED;
+  return word;
 }
 
 function shownValue(name: string, value: string): string {
-  if (SENSITIVE_NAME.test(name) || value.length > LONGEST_SHOWN_VALUE) return REDACTED;
-  return value;
+  return SENSITIVE_NAME.test(decoded(name)) ? REDACTED : shownWord(value);
+}
+
+/** Every word of `text` that may be a credential redacted, and the whole cut at SUMMARY_LENGTH. */
+export function scrubbed(text: string): string {
+  const shown = text
+    .split(/([\s/?&=#,;:@]+)/)
+    .map((part, index) => (index % 2 === 1 || part === '' || part === REDACTED ? part : shownWord(part)))
+    .join('');
+  return shown.length > SUMMARY_LENGTH ? `${shown.slice(0, SUMMARY_LENGTH - 1)}…` : shown;
 }
 
 /**
@@ -56,11 +88,14 @@ function shownValue(name: string, value: string): string {
  * absolute URL). Headers and bodies never appear.
  */
 export function requestSummary(method: string, endpoint: string, params: Record<string, unknown> | undefined): string {
-  const queryStart = endpoint.indexOf('?');
-  let path = queryStart === -1 ? endpoint : endpoint.slice(0, queryStart);
+  // A fragment is never sent; it can still carry a token (`#access_token=…`).
+  const fragment = endpoint.indexOf('#');
+  const sent = fragment === -1 ? endpoint : endpoint.slice(0, fragment);
+  const queryStart = sent.indexOf('?');
+  let path = queryStart === -1 ? sent : sent.slice(0, queryStart);
   const query: [string, string][] = [];
   if (queryStart !== -1) {
-    for (const part of endpoint.slice(queryStart + 1).split('&')) {
+    for (const part of sent.slice(queryStart + 1).split('&')) {
       if (part === '') continue;
       const equals = part.indexOf('=');
       query.push(equals === -1 ? [part, ''] : [part.slice(0, equals), part.slice(equals + 1)]);
@@ -71,9 +106,12 @@ export function requestSummary(method: string, endpoint: string, params: Record<
   path = path.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, `$1${REDACTED}@`);
   path = path
     .split('/')
-    .map((segment, index) => (index === 0 && /:$/.test(segment) ? segment : shownSegment(segment)))
+    .map((segment, index) => (index === 0 && /:$/.test(segment) ? segment : shownWord(segment)))
     .join('/');
-  const shownQuery = query.map(([name, value]) => (value === '' ? name : `${name}=${shownValue(name, value)}`));
-  const summary = `${method} ${path}${shownQuery.length > 0 ? `?${shownQuery.join('&')}` : ''}`;
+  // A name is shown as a word too: `?<token>` has no value, `{ [token]: 1 }` puts it in the name.
+  const shownQuery = query.map(([name, value]) =>
+    value === '' ? shownWord(name) : `${shownWord(name)}=${shownValue(name, value)}`,
+  );
+  const summary = `${method} ${path}${shownQuery.length > 0 ? `?${shownQuery.join('&')}` : ''}${fragment === -1 ? '' : `#${REDACTED}`}`;
   return summary.length > SUMMARY_LENGTH ? `${summary.slice(0, SUMMARY_LENGTH - 1)}…` : summary;
 }

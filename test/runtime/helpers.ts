@@ -17,6 +17,7 @@ import type { ActionDefinition, RunSyncInput, SyncDefinition, SyncRunResult } fr
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
+import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
@@ -180,4 +181,26 @@ export async function executeSync(
     args: [input],
   });
   return { workflowId, result };
+}
+
+/** The step names (summaries) of a run's history, as the Web UI shows them. */
+export function stepSummaries(history: {
+  events?: { userMetadata?: { summary?: { data?: unknown } | null } | null }[] | null;
+}): string[] {
+  return (history.events ?? [])
+    .map((event) => event.userMetadata?.summary?.data)
+    .filter((data): data is Uint8Array => data instanceof Uint8Array)
+    .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
+}
+
+/** Runs an action script to its end through the sync control: `completed`, or the code it failed with. */
+export function actionOutcomes(h: Pick<RuntimeHarness, 'client' | 'taskQueue' | 'scripts'>) {
+  const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+  return async (name: string, source: string): Promise<{ code: string | undefined }> => {
+    const hash = await h.scripts.put(bundle(source));
+    return control.runAction({ definition: actionDefinition(name, hash), connectionId: 'c', input: {} }).then(
+      () => ({ code: 'completed' }),
+      (error: unknown) => ({ code: (error as { code?: string }).code }),
+    );
+  };
 }

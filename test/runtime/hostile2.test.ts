@@ -13,7 +13,7 @@ import type { ConnectionRecord } from '../../src/runtime/public.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, TestConnections, useRuntime } from './helpers.js';
+import { actionDefinition, actionOutcomes, bundle, TestConnections, useRuntime } from './helpers.js';
 
 const VICTIM_ENV = 'victim-env';
 
@@ -386,15 +386,7 @@ module.exports.default = async function (svc) {
   }, 150_000);
 
   it("a script cannot name its run's failure type: a forged operation error is script_error, a real one keeps its code", async () => {
-    const h = await useRuntime();
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    const outcomeOf = async (name: string, source: string) => {
-      const hash = await h.scripts.put(bundle(source));
-      return control.runAction({ definition: actionDefinition(name, hash), connectionId: 'c', input: {} }).then(
-        () => ({ code: 'completed' }),
-        (error: unknown) => ({ code: (error as { code?: string }).code }),
-      );
-    };
+    const outcomeOf = actionOutcomes(await useRuntime());
     const forged = await outcomeOf(
       'forger',
       `async function () { throw Object.assign(new Error('looks official'), { name: 'OperationError', code: 'run_superseded' }); }`,

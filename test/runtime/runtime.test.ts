@@ -9,6 +9,7 @@ import {
   bundle,
   json,
   startFakeApi,
+  stepSummaries,
   syncDefinition,
   useRuntime,
   type RuntimeHarness,
@@ -85,11 +86,7 @@ describe('runtime: sync and action runs on the real Temporal server', () => {
 
     // Each svc operation is a named step in the history (the Web UI shows these summaries).
     const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
-    const summaries = (history.events ?? [])
-      .map((event) => event.userMetadata?.summary?.data)
-      .filter((data): data is Uint8Array => data instanceof Uint8Array)
-      .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
-    expect(summaries).toEqual(
+    expect(stepSummaries(history)).toEqual(
       expect.arrayContaining([
         'GET /issues?state=open&per_page=10',
         'batchSave Issue ×10',
