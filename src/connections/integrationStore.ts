@@ -110,7 +110,8 @@ export class IntegrationStore {
   async upsert(environmentId: string, input: IntegrationInput): Promise<Integration> {
     const data = parseInput(input);
     // Refuse a provider or overrides that would make the integration unusable, before storing them.
-    withOverrides(this.catalog.get(data.provider), data.provider_settings ?? {}, data.id);
+    const provider = withOverrides(this.catalog.get(data.provider), data.provider_settings ?? {}, data.id);
+    if (data.oauth_client_secret === undefined) await this.keepSecretWhereItGoes(environmentId, data.id, provider);
     const secret =
       data.oauth_client_secret === undefined
         ? null
@@ -146,6 +147,34 @@ export class IntegrationStore {
       }
       throw error;
     }
+  }
+
+  /**
+   * A stored client secret is kept by an upsert without one only while it keeps going where it went:
+   * otherwise anyone with the environment's key could move token_url to a host of theirs and have the
+   * next refresh send them the secret the API never shows (400 `client_secret_required`).
+   */
+  private async keepSecretWhereItGoes(environmentId: string, id: string, next: Provider): Promise<void> {
+    const { rows } = await this.db.query<IntegrationRow>(
+      'SELECT * FROM integrations WHERE environment_id = $1 AND id = $2',
+      [environmentId, id],
+    );
+    const row = rows[0];
+    if (!row || row.oauth_client_secret_encrypted === null) return;
+    const after = secretDestinations(next);
+    if (after.every((url) => url === undefined)) return;
+    let before: (string | undefined)[] | undefined;
+    try {
+      before = secretDestinations(withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id));
+    } catch {
+      before = undefined;
+    }
+    if (before !== undefined && JSON.stringify(before) === JSON.stringify(after)) return;
+    throw new ServiceError(
+      'client_secret_required',
+      `integration '${id}': the change sends its OAuth client secret to another endpoint (${after.filter((url) => url !== undefined).join(', ')}); give the client secret again in \`credentials\` to confirm it`,
+      { status: 400 },
+    );
   }
 
   /** The authentication mode of a catalog provider; 400 `unknown_provider` for one the catalog does not have. */
@@ -220,4 +249,12 @@ export class IntegrationStore {
     }
     return rows[0];
   }
+}
+
+/** The URLs an integration's client secret is sent to (OAuth 2 token requests) or signs requests to (OAuth 1). */
+function secretDestinations(provider: Provider): (string | undefined)[] {
+  const fields = provider as unknown as Record<string, unknown>;
+  return ['token_url', 'access_token_url', 'request_token_url'].map((name) =>
+    typeof fields[name] === 'string' ? fields[name] : undefined,
+  );
 }

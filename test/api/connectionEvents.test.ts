@@ -7,7 +7,15 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { apiFailure, eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import {
+  apiFailure,
+  eventually,
+  fakeOAuthProvider,
+  json,
+  startApiHarness,
+  startFakeServer,
+  type ApiHarness,
+} from './helpers/harness.js';
 
 const OAUTH = 'oa';
 let h: ApiHarness;
@@ -50,15 +58,7 @@ beforeAll(async () => {
   app = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
   otherApp = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
   h = await startApiHarness({
-    providers: {
-      'fake-oauth': {
-        display_name: 'Fake OAuth 2',
-        auth_mode: 'OAUTH2',
-        authorization_url: `${tokens.url}/authorize`,
-        token_url: `${tokens.url}/token`,
-        base_url: `${tokens.url}/api`,
-      },
-    },
+    providers: fakeOAuthProvider(tokens.url),
   });
   secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
   await h.apiB.webhooks.setSettings({ url: `${otherApp.url}/hooks` });

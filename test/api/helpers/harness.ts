@@ -224,3 +224,16 @@ export async function apiFailure(call: Promise<unknown>): Promise<{ status: numb
   }
   throw new Error('the call succeeded; an error was expected');
 }
+
+/** A catalog entry `fake-oauth` (OAuth 2) whose endpoints are under `origin`: for startApiHarness's providers. */
+export function fakeOAuthProvider(origin: string): Record<string, unknown> {
+  return {
+    'fake-oauth': {
+      display_name: 'Fake OAuth 2',
+      auth_mode: 'OAUTH2',
+      authorization_url: `${origin}/authorize`,
+      token_url: `${origin}/token`,
+      base_url: `${origin}/api`,
+    },
+  };
+}
