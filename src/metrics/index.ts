@@ -103,10 +103,37 @@ export const retentionLastSuccess = new Gauge({
   registers,
 });
 
+// The codes a failed token request can carry as a label: OAuth 2's (RFC 6749 5.2, OpenID Connect, RFC
+// 8628) and the service's own (src/connections). Anything else a token endpoint answers is `other`.
+const KNOWN_TOKEN_CODES = new Set([
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'access_denied',
+  'server_error',
+  'temporarily_unavailable',
+  'invalid_token',
+  'expired_token',
+  'interaction_required',
+  'login_required',
+  'consent_required',
+  'slow_down',
+  'no_refresh_token',
+  'credentials_type_mismatch',
+  'invalid_token_response',
+  'unsupported_auth_mode',
+  'invalid_private_key',
+  'token_endpoint_unreachable',
+]);
+
 /**
- * A label value from outside the configuration (a provider's OAuth error code): kept when it looks like
- * a code, `other` otherwise, so a provider cannot grow the number of series without bound.
+ * A label value from outside the configuration (a provider's OAuth error code): one of the known codes
+ * or `http_<status>`, `other` otherwise, so a token endpoint that answers a new code each time cannot
+ * grow the number of series without bound.
  */
 export function codeLabel(code: string): string {
-  return /^[a-z][a-z0-9_.-]{0,47}$/i.test(code) ? code : 'other';
+  return KNOWN_TOKEN_CODES.has(code) || /^http_[1-5]\d\d$/.test(code) ? code : 'other';
 }

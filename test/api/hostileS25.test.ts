@@ -3,7 +3,7 @@
  * link, or a provider's name can reach. Tests marked FINDING failed before the fix they name.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { metricsRegistry } from '../../src/metrics/index.js';
+import { metricsRegistry, tokenRefreshFailures } from '../../src/metrics/index.js';
 import { fakeOAuthProvider, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
 
 const OAUTH = 'oa';
@@ -99,5 +99,38 @@ describe('HOSTILE s25: the API', () => {
     expect(metrics).not.toContain('bob-s25');
     expect(metrics).not.toContain(alice.connectionId);
     expect(metrics).toMatch(/route="\/connections\/:connection_id\/authorize"/);
+  });
+
+  it('FINDING (fixed in src/metrics/index.ts codeLabel): a token endpoint cannot grow the metric series with a new error code each time', async () => {
+    let answered = 0;
+    const rotating = await startFakeServer((_request, response) =>
+      json(response, 500, { error: `code_${++answered}_x` }),
+    );
+    await h.api.integrations.create({
+      unique_key: 'oa-codes',
+      provider: 'fake-oauth',
+      provider_settings: { token_url: `${rotating.url}/token` },
+      credentials: { type: 'OAUTH2', client_id: 'client-2', client_secret: 'client-secret-2' },
+    });
+    const carol = { connectionId: 'carol-s25', providerConfigKey: 'oa-codes' };
+    await h.api.connections.import({
+      provider_config_key: 'oa-codes',
+      connection_id: carol.connectionId,
+      credentials: {
+        type: 'OAUTH2',
+        access_token: 'carol-access-1',
+        refresh_token: 'carol-refresh-1',
+        expires_at: new Date(Date.now() - 60_000).toISOString(),
+      },
+    });
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await h.api.connections
+        .authorizeRequest(carol, { method: 'GET', endpoint: '/issues' })
+        .catch((error: unknown) => error);
+    }
+    expect(answered).toBeGreaterThanOrEqual(2);
+    const { values } = await tokenRefreshFailures.get();
+    const codes = values.filter((value) => value.labels.integration === 'oa-codes').map((value) => value.labels.code);
+    expect(codes).toEqual(['other']);
   });
 });
