@@ -71,12 +71,13 @@ export function modelsReferenced(models: readonly ModelConfig[], names: readonly
 const MAX_DEPTH = 64;
 // Problems kept per record: one broken list could otherwise report thousands of identical lines.
 const MAX_PROBLEMS = 20;
-// Type checks one record may cost: STEPS_BASE plus STEPS_PER_VALUE for each JSON value in it. A union
+// Type checks one batch may cost: STEPS_BASE plus STEPS_PER_VALUE for each JSON value in it. A union
 // tries its members in turn, so a record nested through unions of several object members (a recursive
-// model, `child: Tree | Other | null`) could otherwise cost exponentially many checks in its depth; a
-// record over the budget is reported as too complex to check instead.
+// model, `child: Tree | Other | null`) could otherwise cost exponentially many checks in its depth; the
+// record that spends the budget is reported as too complex to check, and the records after it are not
+// checked. The check runs in workflow code, where a long synchronous walk stalls the workflow thread.
 const STEPS_BASE = 10_000;
-const STEPS_PER_VALUE = 8;
+const STEPS_PER_VALUE = 4;
 // Longest key or id shown in a problem line: the rest is the record's own data.
 const LONGEST_SHOWN_NAME = 60;
 
@@ -153,15 +154,21 @@ function valuesIn(value: unknown, depth = 0): number {
 
 class TooComplex extends Error {}
 
+/** The checks a batch may still cost, shared by the checkers of its records. */
+interface Budget {
+  steps: number;
+}
+
+const budgetFor = (records: readonly unknown[]): Budget => ({
+  steps: STEPS_BASE + STEPS_PER_VALUE * records.reduce<number>((sum, record) => sum + valuesIn(record), 0),
+});
+
 class Checker {
   readonly problems: RecordProblem[] = [];
-  private steps: number;
   constructor(
     private readonly models: ModelIndex,
-    record: unknown,
-  ) {
-    this.steps = STEPS_BASE + STEPS_PER_VALUE * valuesIn(record);
-  }
+    private readonly budget: Budget,
+  ) {}
 
   private add(path: string, message: string): void {
     if (this.problems.length < MAX_PROBLEMS) this.problems.push({ path, message });
@@ -169,7 +176,7 @@ class Checker {
 
   /** True when `value` fits `type`; otherwise the problems are added (only when `report`). */
   check(type: TypeExpr, value: unknown, path: string, depth: number, report = true): boolean {
-    if (--this.steps < 0) throw new TooComplex();
+    if (--this.budget.steps < 0) throw new TooComplex();
     if (depth > MAX_DEPTH) {
       if (report) this.add(path, `nested more than ${MAX_DEPTH} levels deep`);
       return false;
@@ -189,7 +196,7 @@ class Checker {
         if (!Array.isArray(value)) return fail(typeToTs(type));
         let ok = true;
         value.forEach((element: unknown, index) => {
-          if (!this.check(type.element, element, join(path, index), depth + 1, report)) ok = false;
+          if (!this.check(type.element, element, report ? join(path, index) : path, depth + 1, report)) ok = false;
         });
         return ok;
       }
@@ -234,14 +241,14 @@ class Checker {
       const present = Object.hasOwn(value, field.name);
       const item = present ? value[field.name] : undefined;
       if (item === undefined && (field.optional || this.check(field.type, undefined, path, depth, false))) continue;
-      if (!this.check(field.type, item, join(path, field.name), depth + 1, report)) ok = false;
+      if (!this.check(field.type, item, report ? join(path, field.name) : path, depth + 1, report)) ok = false;
     }
     for (const [key, item] of Object.entries(value)) {
       if (declared.has(key)) continue;
       if (stringIndex === null) {
         if (report) this.add(join(path, key), 'is not a field of the model');
         ok = false;
-      } else if (!this.check(stringIndex, item, join(path, key), depth + 1, report)) {
+      } else if (!this.check(stringIndex, item, report ? join(path, key) : path, depth + 1, report)) {
         ok = false;
       }
     }
@@ -254,7 +261,11 @@ class Checker {
  * problem at `$`.
  */
 export function checkRecord(record: unknown, model: string, models: ModelIndex): RecordProblem[] {
-  const checker = new Checker(models, record);
+  return checkWithin(record, model, models, budgetFor([record]));
+}
+
+function checkWithin(record: unknown, model: string, models: ModelIndex, budget: Budget): RecordProblem[] {
+  const checker = new Checker(models, budget);
   try {
     checker.check({ kind: 'model', name: model }, record, '$', 0);
   } catch (error) {
@@ -262,7 +273,7 @@ export function checkRecord(record: unknown, model: string, models: ModelIndex):
     return [
       {
         path: '$',
-        message: `too complex to check against model ${model} (its unions need more than ${STEPS_BASE} + ${STEPS_PER_VALUE} per value checks): simplify the model's unions or the record`,
+        message: `too complex to check against model ${model} (its unions need more than ${STEPS_BASE} + ${STEPS_PER_VALUE} per JSON value of the batch checks): simplify the model's unions or the record; the records after it were not checked`,
       },
     ];
   }
@@ -272,12 +283,14 @@ export function checkRecord(record: unknown, model: string, models: ModelIndex):
 /** The records of a batch that break their model, with the path of every bad field. */
 export function checkRecords(records: readonly unknown[], model: string, models: ModelIndex): InvalidRecord[] {
   const invalid: InvalidRecord[] = [];
-  records.forEach((record, index) => {
-    const problems = checkRecord(record, model, models);
-    if (problems.length === 0) return;
+  const budget = budgetFor(records);
+  for (const [index, record] of records.entries()) {
+    const problems = checkWithin(record, model, models, budget);
+    if (problems.length === 0) continue;
     const id = isPlainObject(record) ? record['id'] : undefined;
     invalid.push({ index, id: typeof id === 'string' || typeof id === 'number' ? id : undefined, problems });
-  });
+    if (budget.steps < 0) break;
+  }
   return invalid;
 }
 
