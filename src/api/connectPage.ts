@@ -30,6 +30,16 @@ export interface ConnectPageDeps {
 /** A private key is a few kilobytes; nothing else on the form comes close. */
 const FORM_LIMIT = '64kb';
 
+/**
+ * Refused forms one session may send before it is spent. A refusal of minted credentials (OAUTH2_CC,
+ * JWT, APP) is the provider's token endpoint's answer, so without a bound a connect link would be an
+ * oracle for guessing a client secret there for as long as it lives. Counted in this process: with
+ * several API servers behind a balancer, at most this many per server.
+ */
+export const CONNECT_FORM_ATTEMPTS = 5;
+/** Sessions whose refusals are counted at once; the oldest count is forgotten first. */
+const COUNTED_SESSIONS = 10_000;
+
 function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
@@ -37,6 +47,17 @@ function text(value: unknown): string | undefined {
 export function createConnectPageRouter(deps: ConnectPageDeps): Router {
   const log = deps.log ?? ((message: string) => process.stderr.write(`[connect] ${message}\n`));
   const router = Router();
+  const refusals = new Map<string, number>();
+
+  /** One more refused form of `token`'s session; true when it has had its CONNECT_FORM_ATTEMPTS. */
+  function refusedOnceMore(token: string): boolean {
+    const count = (refusals.get(token) ?? 0) + 1;
+    refusals.delete(token);
+    if (count >= CONNECT_FORM_ATTEMPTS) return true;
+    refusals.set(token, count);
+    if (refusals.size > COUNTED_SESSIONS) refusals.delete(refusals.keys().next().value!);
+    return false;
+  }
 
   const sendResult = (res: Response, status: number, ok: boolean, title: string, message: string): void => {
     res.status(status).set(PAGE_HEADERS).send(renderResultPage({ ok, title, message }));
@@ -144,7 +165,20 @@ export function createConnectPageRouter(deps: ConnectPageDeps): Router {
         );
       } catch (error) {
         if (!isServiceError(error)) throw error;
-        // The session is spent only by a completed connect: a mistake can be corrected on the same page.
+        // The session is spent only by a completed connect: a mistake can be corrected on the same page,
+        // CONNECT_FORM_ATTEMPTS times.
+        if (error.code !== 'connection_exists' && refusedOnceMore(token)) {
+          await deps.flow.useConnectSession(token, bound.integrationId).catch(() => undefined);
+          refused(
+            res,
+            new ServiceError(
+              'connect_session_attempts',
+              `The credentials were refused ${CONNECT_FORM_ATTEMPTS} times; this link no longer works. Ask the application for a new one. (Last refusal: ${error.message})`,
+              { status: 401 },
+            ),
+          );
+          return;
+        }
         if (error.status === 401 || error.code === 'connection_exists') {
           refused(res, error);
           return;

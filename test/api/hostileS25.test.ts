@@ -3,6 +3,7 @@
  * link, or a provider's name can reach. Tests marked FINDING failed before the fix they name.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { CONNECT_FORM_ATTEMPTS } from '../../src/api/connectPage.js';
 import { metricsRegistry, tokenRefreshFailures } from '../../src/metrics/index.js';
 import { fakeOAuthProvider, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
 
@@ -12,6 +13,7 @@ const REFRESH_TOKEN = 'alice-refresh-token-s25';
 let h: ApiHarness;
 let tokens: Awaited<ReturnType<typeof startFakeServer>>;
 let attacker: Awaited<ReturnType<typeof startFakeServer>>;
+let guessed: Awaited<ReturnType<typeof startFakeServer>>;
 const alice = { connectionId: 'alice-s25', providerConfigKey: OAUTH };
 
 beforeAll(async () => {
@@ -21,8 +23,19 @@ beforeAll(async () => {
   attacker = await startFakeServer((_request, response) =>
     json(response, 200, { access_token: 'stolen', expires_in: 3600 }),
   );
+  guessed = await startFakeServer((_request, response) =>
+    json(response, 401, { error: 'invalid_client', error_description: 'wrong client secret' }),
+  );
   h = await startApiHarness({
-    providers: fakeOAuthProvider(tokens.url),
+    providers: {
+      ...fakeOAuthProvider(tokens.url),
+      'fake-cc': {
+        display_name: 'Fake CC',
+        auth_mode: 'OAUTH2_CC',
+        token_url: `${guessed.url}/token`,
+        base_url: `${guessed.url}/api`,
+      },
+    },
   });
   await h.api.integrations.create({
     unique_key: OAUTH,
@@ -132,5 +145,41 @@ describe('HOSTILE s25: the API', () => {
     const { values } = await tokenRefreshFailures.get();
     const codes = values.filter((value) => value.labels.integration === 'oa-codes').map((value) => value.labels.code);
     expect(codes).toEqual(['other']);
+  });
+
+  it('FINDING (fixed in src/api/connectPage.ts): a connect link is not an unlimited oracle for guessing a client secret at the provider', async () => {
+    // The hosted page checks minted credentials (OAUTH2_CC, JWT, APP) at the provider's token endpoint
+    // before spending the session, so that a typing mistake does not burn the link. Nothing bounds the
+    // mistakes: whoever holds the link (an end user, or anyone it leaked to) makes the service send
+    // token requests for as long as the session lives (its TTL, up to what POST /connect/sessions allows).
+    await h.api.integrations.create({ unique_key: 'cc', provider: 'fake-cc' });
+    const session = await h.api.connections.createConnectSession({
+      provider_config_key: 'cc',
+      connection_id: 'dave-s25',
+      end_user: { id: 'dave' },
+      ttl_seconds: 600,
+    });
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 25; attempt++) {
+      const response = await fetch(`${h.baseUrl}/connect`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          session: session.token,
+          'credentials.client_id': 'dave-client',
+          'credentials.client_secret': `guess-${attempt}`,
+        }).toString(),
+        redirect: 'manual',
+      });
+      statuses.push(response.status);
+      await response.text();
+    }
+    expect(statuses.slice(0, 3).every((status) => status >= 400)).toBe(true);
+    // At most CONNECT_FORM_ATTEMPTS guesses reach the provider; then the link is spent, right
+    // credentials or not.
+    expect(guessed.requests.length).toBe(CONNECT_FORM_ATTEMPTS);
+    const after = await fetch(`${h.baseUrl}/connect?session=${session.token}`);
+    expect(after.status).toBe(401);
+    expect(await after.text()).toContain('already used');
   });
 });
