@@ -42,9 +42,10 @@ export function scriptFailure(
     });
   }
   if (failure.kind === 'error' && typeof failure.code === 'string') {
-    // An operation error's code counts only when an operation of this run failed with it: a script
-    // that throws { name: 'OperationError', code: 'anything' } fails with script_error.
-    if ((OPERATION_ERRORS.has(failure.name ?? '') && issued(failure.code)) || REALM_CODES.has(failure.code)) {
+    // A code counts only when an operation of this run failed with it or the realm raised it: a script
+    // that throws { name: 'OperationError', code: 'anything' } or { code: 'script_memory_limit' }
+    // fails with script_error.
+    if ((OPERATION_ERRORS.has(failure.name ?? '') || REALM_CODES.has(failure.code)) && issued(failure.code)) {
       return ApplicationFailure.create({
         type: failure.code,
         nonRetryable: true,

@@ -57,8 +57,8 @@ export interface ScriptRealm {
   /** Runs the bundle's default export with svc (and an action's input, as JSON). */
   run(loaded: LoadedScript | string, svcShape: unknown, inputJson: string | undefined): Promise<ScriptOutcome>;
   /**
-   * Whether an operation of this run failed with this code: a failure the script reports with an
-   * operation error's name carries a code the runtime gave it, or it is the script's own error.
+   * Whether an operation of this run failed with this code, or the realm itself raised it: a failure
+   * the script reports with such a code carries a code the runtime gave it, or it is the script's own.
    */
   issued(code: string): boolean;
 }
@@ -166,6 +166,9 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
     now: (): number => Date.now(),
     random: (): number => Math.random(),
     tick: (): string | undefined => budget.check(),
+    raised: (code: unknown): void => {
+      if (typeof code === 'string') issuedCodes.add(code);
+    },
     log(level: unknown, message: unknown): void {
       options.log(String(level), String(message).slice(0, SCRIPT_LIMITS.logLineBytes));
     },
@@ -214,6 +217,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
         );
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
+        issuedCodes.add('invalid_script');
         return { ok: false, failure: { kind: 'error', name: 'SyntaxError', code: 'invalid_script', message } };
       }
       const outcome = new Promise<ScriptOutcome>((resolve) => {

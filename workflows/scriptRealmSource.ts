@@ -37,6 +37,9 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
   const now = guarded(host.now, 'number');
   const random = guarded(host.random, 'number');
   const tick = guarded(host.tick, 'string');
+  // Tells the run that this realm (not the script) raised an error with a service code, so that the
+  // run may fail with that code (a script's own error with the same code fails as script_error).
+  const raised = guarded(host.raised, 'none');
   const log = guarded(host.log, 'none');
   const parseUrl = guarded(host.parseUrl, 'string');
   const limits = {
@@ -99,6 +102,7 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
           limits.allocationBytes + ' bytes per allocation, ' + limits.bufferBytes + ' in all)',
       );
       error.code = 'script_memory_limit';
+      raised('script_memory_limit');
       throw error;
     }
     charged += bytes;
@@ -235,6 +239,7 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
   }
 
   function coded(name, code, message) {
+    raised(code);
     return toError({ name, code, message });
   }
 
@@ -535,12 +540,12 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
         const module = { exports: {} };
         const require = (id) => {
           if (id === 'integration-service/runtime') return runtimeModule;
-          throw toError({ name: 'OperationError', code: 'invalid_script', message: 'requires "' + id + '": scripts cannot import modules' });
+          throw coded('OperationError', 'invalid_script', 'requires "' + id + '": scripts cannot import modules');
         };
         factory(module, module.exports, require, undefined, undefined, budget);
         const exported = module.exports.default !== undefined ? module.exports.default : module.exports;
         if (typeof exported !== 'function') {
-          throw toError({ name: 'OperationError', code: 'invalid_script', message: 'has no default-exported function' });
+          throw coded('OperationError', 'invalid_script', 'has no default-exported function');
         }
         return inputJson === undefined ? exported(svc) : exported(svc, parse(inputJson));
       })
@@ -550,6 +555,7 @@ export const SCRIPT_REALM_BOOTSTRAP = String.raw`(function setup(host) {
           try {
             json = stringify(output);
           } catch (error) {
+            raised('result_not_serializable');
             onFail(stringify({ kind: 'error', name: 'TypeError', code: 'result_not_serializable', message: 'the script returned a value that cannot be sent as JSON: ' + String(error && error.message) }));
             return;
           }

@@ -471,7 +471,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
           `svc.triggerAction('${actionName}'): actions nest at most ${SCRIPT_LIMITS.actionDepth} levels deep`,
         );
       }
-      const definition = await simple('resolveAction', `triggerAction ${actionName}`, [
+      // Step names show an action's name only when it looks like one (the script chooses the string).
+      const shownName = /^[A-Za-z0-9_.-]{1,64}$/.test(actionName) ? actionName : '…';
+      const definition = await simple('resolveAction', `triggerAction ${shownName}`, [
         { environmentId: scope.environmentId, integrationId: scope.integrationId, actionName },
       ]);
       guardHistory();
@@ -490,7 +492,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
           ...(context.kind === 'sync' ? { taskQueue: actionTaskQueue(workflowInfo().taskQueue) } : {}),
           workflowId: `action:${uuid4()}`,
           args: [childInput],
-          staticSummary: readableSummary(`triggerAction ${actionName}`.slice(0, 200)),
+          staticSummary: readableSummary(`triggerAction ${shownName}`),
         })) as O;
       } catch (error) {
         const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;

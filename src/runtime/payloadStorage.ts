@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
-import { isReadableSummary } from './stepSummary.js';
+import { clearSummary } from './stepSummary.js';
 
 /**
  * The claim check in Postgres: a payload above the threshold (a large HTTP response, a large batch, a
@@ -108,7 +108,8 @@ export function createEncryptionCodec(encryptor: Encryptor): PayloadCodec {
     async encode(payloads) {
       return payloads.map((payload) => {
         // A step's name, built and redacted by workflow code: the Web UI shows it as it is.
-        if (isReadableSummary(payload)) return payload;
+        const clear = clearSummary(payload);
+        if (clear) return clear;
         const plain = JSON.stringify({
           metadata: Object.fromEntries(
             Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),

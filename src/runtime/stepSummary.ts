@@ -37,6 +37,23 @@ export function isReadableSummary(payload: Payload): boolean {
   return marker !== undefined && marker !== null && decoder.decode(marker) === READABLE_SUMMARY_VALUE;
 }
 
+/**
+ * The payload the encryption codec may leave in clear: a readable summary that is a short JSON string
+ * and already scrubbed (a backstop: whatever built it, nothing else passes). Undefined: encrypt it.
+ */
+export function clearSummary(payload: Payload): Payload | undefined {
+  if (!isReadableSummary(payload) || !payload.data || payload.data.byteLength > SUMMARY_LENGTH * 4 + 2)
+    return undefined;
+  let text: unknown;
+  try {
+    text = JSON.parse(decoder.decode(payload.data));
+  } catch {
+    return undefined;
+  }
+  if (typeof text !== 'string' || scrubbed(text) !== text) return undefined;
+  return payload;
+}
+
 const REDACTED = '…';
 // Query parameters whose values are credentials by their name (OpenWeatherMap's `appid` is its API key).
 const SENSITIVE_NAME =
