@@ -381,6 +381,16 @@ export function toServiceError(error: unknown): ServiceError {
   if (error instanceof URIError) {
     return new ServiceError('invalid_request', 'The URL has a malformed percent-encoding.', { status: 400 });
   }
+  // Postgres refuses U+0000 in text (22021) and in jsonb (22P05): a body value carried one (paths,
+  // queries and headers are refused before any route).
+  const sqlState = (error as { code?: unknown } | null)?.code;
+  if (sqlState === '22021' || sqlState === '22P05') {
+    return new ServiceError(
+      'invalid_request',
+      'A value of the request contains a NUL character (U+0000), which cannot be stored; nothing was changed by the statement that refused it.',
+      { status: 400 },
+    );
+  }
   if (error instanceof z.ZodError) {
     return new ServiceError('invalid_request', 'The request is invalid.', { status: 400, details: error.issues });
   }

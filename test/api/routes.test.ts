@@ -844,6 +844,21 @@ describe('deploy routes', () => {
   });
 });
 
+describe('a NUL character (U+0000) in a body value', () => {
+  it('is a 400 that says so, never a 500 (Postgres refuses it in text and jsonb)', async () => {
+    for (const [path, body] of [
+      ['/sync/pause', { provider_config_key: '\u0000', syncs: ['issues'] }],
+      ['/connections/metadata', { provider_config_key: INTEGRATION, connection_id: 'c\u0000', metadata: { a: 1 } }],
+    ] as const) {
+      expect(await failure(h.api.raw('POST', path, { body }).then(assertOk))).toMatchObject({
+        status: 400,
+        code: 'invalid_request',
+        message: expect.stringContaining('U+0000') as unknown,
+      });
+    }
+  });
+});
+
 describe('outbound webhook settings', () => {
   it('PUT generates a secret once; GET never shows it; the log route answers per environment', async () => {
     // A loopback receiver, opened to the outbound policy as every test's fakes are (internal URLs are refused).
