@@ -13,7 +13,7 @@
  * microtask flood) is interrupted in its own realm and fails its own run with `script_timeout`.
  */
 import { ApplicationFailure, sleep } from '@temporalio/workflow';
-import { SCRIPT_LIMITS } from '../src/runtime/definitions.js';
+import { LOG_REDACTION_MARGIN, SCRIPT_LIMITS } from '../src/runtime/definitions.js';
 import type { LoadedScript } from '../activities/runtime.js';
 import { hostRealm, type ScriptBudget, type ScriptContext } from './scriptBudget.js';
 import { SCRIPT_REALM_BOOTSTRAP } from './scriptRealmSource.js';
@@ -170,7 +170,8 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
       if (typeof code === 'string') issuedCodes.add(code);
     },
     log(level: unknown, message: unknown): void {
-      options.log(String(level), String(message).slice(0, SCRIPT_LIMITS.logLineBytes));
+      // Cut with the margin svc.log keeps: the log store redacts credentials before its own cut.
+      options.log(String(level), String(message).slice(0, SCRIPT_LIMITS.logLineBytes + LOG_REDACTION_MARGIN));
     },
     parseUrl(input: unknown, base: unknown, hasBase: unknown): string {
       try {

@@ -24,6 +24,7 @@ import type { ConnectionScope } from '../src/connections/types.js';
 import type { WriteSummary } from '../src/records/types.js';
 import { checkRecords, formatInvalidRecords, modelIndex } from '../src/config/checkRecord.js';
 import {
+  LOG_REDACTION_MARGIN,
   SCRIPT_LIMITS,
   type RunActionInput,
   type RunOptions,
@@ -85,8 +86,6 @@ export const HISTORY_BYTE_BUDGET = 45 * 1024 * 1024;
 const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
 // svc.log lines are buffered and written in batches, at the end of the run at the latest.
 const LOG_FLUSH_SIZE = 100;
-// Characters kept past SCRIPT_LIMITS.logLineBytes until the log store has redacted a line.
-const LOG_REDACTION_MARGIN = 8 * 1024;
 // Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
 // at 4 MiB: past this many bytes of results in one task the run ends the task before the next step.
 // Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a reference of a

@@ -152,6 +152,13 @@ export const SCRIPT_LIMITS = {
   actionDepth: 4,
 } as const;
 
+/**
+ * Characters of a log line kept past SCRIPT_LIMITS.logLineBytes in the run: the log store redacts the
+ * connection's credentials first and cuts at the limit after, so a credential across the limit is
+ * found whole.
+ */
+export const LOG_REDACTION_MARGIN = 8 * 1024;
+
 export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 5000;
 /**
  * The runtime worker's isolate execution timeout: one activation of a run may compute this long.

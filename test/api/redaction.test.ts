@@ -26,6 +26,9 @@ const CHATTY = bundle(`async function (svc) {
   await svc.log('as is: ' + key + ' encoded: ' + encodeURIComponent(key) + ' base64: ${BASE64}');
   await svc.log('key ' + key, { level: 'error' });
   await svc.log('nothing secret here');
+  // Across the 64 KiB cut of a line, through svc.log and through console.log.
+  await svc.log('long ' + 'x'.repeat(65536 - 10) + key);
+  console.log('console ' + 'y'.repeat(65536 - 12) + key);
   return { logged: true };
 }`);
 
@@ -131,12 +134,24 @@ describe('credentials in a script’s own failure', () => {
     const lines = await eventually(
       async () => {
         const { logs } = await h.api.logs.search({ sync: 'chatty' });
-        return logs.length === 3 ? logs : undefined;
+        return logs.length === 5 ? logs : undefined;
       },
       60_000,
-      'the three log lines',
+      'the five log lines',
     );
-    expect(lines.map((line) => line.message).sort()).toEqual([
+    // The long lines are cut at 64 KiB after redaction: no beginning of the key is left at the cut.
+    const long = lines.filter((line) => /^(long|console) /.test(line.message));
+    expect(long).toHaveLength(2);
+    for (const line of long) {
+      expect(line.message.length).toBeLessThanOrEqual(65536);
+      expect(line.message).not.toContain(KEY.slice(0, 4));
+    }
+    expect(
+      lines
+        .filter((line) => !long.includes(line))
+        .map((line) => line.message)
+        .sort(),
+    ).toEqual([
       // base64's padding is not part of the secret's form (src/connections/redaction.ts).
       'as is: [redacted] encoded: [redacted] base64: [redacted]==',
       'key [redacted]',
