@@ -7,9 +7,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
 import { json, startApiHarness, INTEGRATION, PROVIDER, type ApiHarness } from '../api/helpers/harness.js';
-import { stack } from '../helpers/stack.js';
+import { runLocalCli } from './localCli.js';
 
 const API_KEY = 'key-of-connection-c1-0123456789';
 let h: ApiHarness;
@@ -68,25 +67,7 @@ const issues = [
 ];
 let served = issues;
 
-async function cli(args: string[], env: Record<string, string> = {}) {
-  let out = '';
-  let err = '';
-  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const code = await runCli(args, {
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    cwd: root,
-    env: {
-      SERVICE_URL: h.baseUrl,
-      SERVICE_SECRET_KEY: h.envA.secretKey,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_NAMESPACE: temporalNamespace,
-      SERVICE_WORKFLOW_BUNDLE: workflowBundlePath,
-      ...env,
-    },
-  });
-  return { code, out, err };
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runLocalCli(h, root, args, env);
 
 function writeProject(sync = SYNC): void {
   const folder = join(root, 'service-integrations');

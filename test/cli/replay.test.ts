@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
 import type { SyncRun } from '../../src/client/index.js';
 import { json, startApiHarness, INTEGRATION, PROVIDER, type ApiHarness } from '../api/helpers/harness.js';
 import { stack } from '../helpers/stack.js';
+import { runLocalCli } from './localCli.js';
 
 const API_KEY = 'key-of-connection-r1-0123456789';
 let h: ApiHarness;
@@ -67,25 +67,7 @@ export default async function closeIssue(svc: ServiceAction, input: IssueRef): P
 const LONG_BODY = 'x'.repeat(150_000);
 let emptyPage2 = false;
 
-async function cli(args: string[], env: Record<string, string> = {}) {
-  let out = '';
-  let err = '';
-  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const code = await runCli(args, {
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    cwd: root,
-    env: {
-      SERVICE_URL: h.baseUrl,
-      SERVICE_SECRET_KEY: h.envA.secretKey,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_NAMESPACE: temporalNamespace,
-      SERVICE_WORKFLOW_BUNDLE: workflowBundlePath,
-      ...env,
-    },
-  });
-  return { code, out, err };
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runLocalCli(h, root, args, env);
 
 function writeProject(sync = SYNC): void {
   const folder = join(root, 'service-integrations');

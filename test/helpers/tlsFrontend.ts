@@ -36,16 +36,15 @@ function openssl(cwd: string, ...args: string[]): void {
   execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
+// A new P-256 key, unencrypted, for `openssl req`.
+const NEW_EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
 function makeCa(dir: string, name: string): void {
   openssl(
     dir,
     'req',
     '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
+    ...NEW_EC_KEY,
     '-keyout',
     `${name}.key`,
     '-out',
@@ -63,21 +62,7 @@ function makeCa(dir: string, name: string): void {
 
 function makeLeaf(dir: string, name: string, ca: string, extensions: string): void {
   writeFileSync(join(dir, `${name}.ext`), `basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n${extensions}\n`);
-  openssl(
-    dir,
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    `/CN=${name}`,
-  );
+  openssl(dir, 'req', ...NEW_EC_KEY, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
   openssl(
     dir,
     'x509',
