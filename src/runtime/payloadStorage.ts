@@ -61,9 +61,10 @@ export function createClaimCheckCodec({
           const metadata = Object.fromEntries(
             Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
           );
-          // Content-addressed: the same payload stored twice (a replayed step) is one row.
+          // Content-addressed: the same payload stored twice (a replayed step) is one row, whose
+          // last_written_at moves (retention keeps a blob a history written since may refer to).
           await db.query(
-            'INSERT INTO payload_blobs (hash, metadata, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING',
+            'INSERT INTO payload_blobs (hash, metadata, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO UPDATE SET last_written_at = now()',
             [hash, JSON.stringify(metadata), Buffer.from(payload.data ?? new Uint8Array())],
           );
           return { metadata: { encoding: encoder.encode(CLAIM_ENCODING) }, data: encoder.encode(hash) };

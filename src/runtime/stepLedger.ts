@@ -37,8 +37,6 @@ export interface StepLedger {
   remember(key: StepKey, outcome: StepOutcome<unknown>): Promise<void>;
   /** Forgets the steps of a run below this index: Temporal holds their results now. */
   forget(runId: string, below: number): Promise<void>;
-  /** Forgets what runs older than this many hours left (their runs are long closed). */
-  purgeOlderThan(hours: number): Promise<number>;
 }
 
 const PURPOSE = 'step_outcome';
@@ -89,13 +87,6 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
 
     async forget(runId, below) {
       await db.query('DELETE FROM script_steps WHERE run_id = $1 AND step < $2', [runId, below]);
-    },
-
-    async purgeOlderThan(hours) {
-      const result = await db.query(`DELETE FROM script_steps WHERE created_at < now() - make_interval(hours => $1)`, [
-        hours,
-      ]);
-      return result.rowCount ?? 0;
     },
   };
 }
