@@ -305,11 +305,13 @@ describe('the production topology', () => {
       await topology.startWorker({ name: 'worker-v2-a', env: { SERVICE_WORKFLOW_BUNDLE: v2Bundle } }),
       await topology.startWorker({ name: 'worker-v2-b', env: { SERVICE_WORKFLOW_BUNDLE: v2Bundle } }),
     ];
-    // One old worker at a time: SIGTERM (it drains), SIGKILL after 30 s as an orchestrator would.
-    for (const [index, worker] of oldWorkers.entries()) {
-      if (index === 0) for (const connection of inFlight) fake.open(connection);
-      await worker.stop('SIGTERM');
-    }
+    // The new build is up; every old worker is told to stop (SIGTERM: it drains, SIGKILL after 30 s as
+    // an orchestrator would) while the runs are held, then the runs are released: each finishes the
+    // step it was in on the old build and goes on on the new one. (Releasing them before the second
+    // old worker stopped let that worker finish every run on an idle machine: nothing moved.)
+    const stopping = oldWorkers.map((worker) => worker.stop('SIGTERM'));
+    for (const connection of inFlight) fake.open(connection);
+    await Promise.all(stopping);
     topology.workers = newWorkers;
     const newPids = new Set(newWorkers.map((worker) => worker.child.pid));
     const repeats: number[] = [];
