@@ -41,7 +41,7 @@ const { values: flags } = parseArgs({
     'no-profile': { type: 'boolean', default: false },
     /** The variant whose first round is profiled. */
     'profile-variant': { type: 'string', default: 'base' },
-    /** The run's workflow task timeout: 5 s as the sync entity sets it; bench/sync.ts leaves Temporal's 10 s. */
+    /** The run's workflow task timeout: 4 s as the sync entity sets it; bench/sync.ts leaves Temporal's 10 s. */
     'task-timeout': { type: 'string', default: '5000' },
   },
 });

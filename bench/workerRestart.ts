@@ -23,7 +23,14 @@ import { startStack } from '../src/devstack/index.js';
 import { freePort } from '../src/devstack/process.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { kills: { type: 'string', default: '3' }, entry: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    kills: { type: 'string', default: '3' },
+    entry: { type: 'string' },
+    'no-standby': { type: 'boolean', default: false },
+  },
+});
+const withStandby = !values['no-standby'];
 const kills = Number(values.kills);
 if (!Number.isInteger(kills) || kills < 1) throw new Error('--kills must be a positive integer');
 const entry = resolve(values.entry ?? join(root, 'src', 'main.ts'));
@@ -46,6 +53,7 @@ const service = spawn(join(root, 'node_modules', '.bin', 'tsx'), [entry], {
     SERVICE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     SERVICE_DATA_DIR: dataDir,
     SERVICE_LOG_LEVEL: 'silent',
+    SERVICE_WORKER_STANDBY: String(withStandby),
     PORT: String(await freePort()),
   },
   stdio: ['ignore', 'pipe', 'pipe'],
@@ -72,6 +80,16 @@ async function newPoller(seen: Set<number>, timeoutMs: number): Promise<number> 
   throw new Error(`no new worker polled within ${timeoutMs / 1000} s; the service said:\n${output.slice(-3000)}`);
 }
 
+/** Waits until the supervisor has said `count` times that a standby is ready. */
+async function standbyReady(count: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((output.match(/standby ready \(pid/g) ?? []).length < count) {
+    if (Date.now() > deadline)
+      throw new Error(`no standby ready within ${timeoutMs / 1000} s:\n${output.slice(-3000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 const seen = new Set<number>();
 const figures: string[] = [];
 try {
@@ -79,6 +97,8 @@ try {
   seen.add(pid);
   figures.push(`first start (spawn to polling): ${((Date.now() - spawnedAt) / 1000).toFixed(1)} s`);
   for (let kill = 1; kill <= kills; kill++) {
+    // With a standby, each kill finds one ready (the supervisor says so once it is).
+    if (withStandby) await standbyReady(kill, 300_000);
     const before = output.length;
     process.kill(pid, 'SIGKILL');
     const killedAt = Date.now();
@@ -92,7 +112,7 @@ try {
     );
   }
   const bundleLines = output.split('\n').filter((line) => line.includes('workflow bundle') || line.includes('bundled'));
-  console.log([`entry ${entry}`, ...figures, ...bundleLines].join('\n'));
+  console.log([`entry ${entry}`, `standby ${withStandby ? 'on' : 'off'}`, ...figures, ...bundleLines].join('\n'));
 } finally {
   service.kill('SIGTERM');
   await new Promise((resolve) => service.once('exit', resolve));

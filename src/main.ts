@@ -47,6 +47,21 @@ async function main(): Promise<void> {
   const local = !settings.DATABASE_URL || !settings.TEMPORAL_ADDRESS;
   // The worker child of a supervised `all` process: its parent already said where everything is.
   const child = process.env['SERVICE_SUPERVISED_CHILD'] === '1';
+  // A supervised worker child starts as a warm standby: everything loaded and connected, it polls only
+  // once its supervisor says so (when the worker before it died), so that a killed worker is replaced in
+  // well under a second instead of the seconds a process start takes (issue 17's recovery).
+  const standby = child && typeof process.send === 'function';
+  let activated = !standby;
+  const activation = new Promise<void>((resolve) => {
+    if (!standby) return resolve();
+    process.on('message', (message) => {
+      if (message === 'activate') resolve();
+    });
+    // The supervisor is gone: a standby has nothing to finish.
+    process.once('disconnect', () => {
+      if (!activated) process.exit(0);
+    });
+  });
   // TLS and API key of TEMPORAL_ADDRESS, read and checked before anything starts (a missing file, a
   // key without its certificate: one message naming the setting).
   const temporalTlsSet = Object.entries(settings).some(
@@ -79,6 +94,8 @@ async function main(): Promise<void> {
   let wake: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (wake = resolve));
   const shutdown = (): void => {
+    // A standby never polled: no run is in its hands.
+    if (!activated) process.exit(0);
     if (stopping) return;
     stopping = true;
     say('\nstopping…');
@@ -87,17 +104,21 @@ async function main(): Promise<void> {
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
 
+  // The ports a process listens on: a standby binds them once it takes over (its predecessor held them).
+  const startMetrics = async (): Promise<void> => {
+    if (settings.METRICS_PORT === undefined) return;
+    const metrics = await startMetricsServer({
+      host: settings.METRICS_HOST,
+      port: settings.METRICS_PORT,
+      token: settings.METRICS_TOKEN,
+    });
+    cleanups.push(() => metrics.close());
+    const what = settings.SERVICE_ROLE === 'worker' ? 'worker' : runsWorker ? 'API and worker' : 'API';
+    console.log(`metrics    ${metrics.url}/metrics   (${what} process)`);
+  };
+
   try {
-    if (settings.METRICS_PORT !== undefined) {
-      const metrics = await startMetricsServer({
-        host: settings.METRICS_HOST,
-        port: settings.METRICS_PORT,
-        token: settings.METRICS_TOKEN,
-      });
-      cleanups.push(() => metrics.close());
-      const what = settings.SERVICE_ROLE === 'worker' ? 'worker' : runsWorker ? 'API and worker' : 'API';
-      console.log(`metrics    ${metrics.url}/metrics   (${what} process)`);
-    }
+    if (!standby) await startMetrics();
     if (local) console.log(`starting the integration service (local state in ${dataDir})…`);
     const stack: Stack = await startStack({
       dataDir,
@@ -138,7 +159,7 @@ async function main(): Promise<void> {
     let workerDone: Promise<void> = new Promise<void>(() => undefined);
     const queues = `${settings.TEMPORAL_TASK_QUEUE}, ${actionTaskQueue(settings.TEMPORAL_TASK_QUEUE)}`;
     if (supervise) {
-      const supervisor = superviseWorker({
+      const supervisor = superviseWorker(settings.SERVICE_WORKER_STANDBY === 'true', {
         DATABASE_URL: stack.postgres.url,
         TEMPORAL_ADDRESS: stack.temporal.address,
         TEMPORAL_NAMESPACE: stack.temporal.namespace,
@@ -153,7 +174,8 @@ async function main(): Promise<void> {
     } else if (settings.SERVICE_ROLE !== 'api') {
       // Before the workflow bundle is built (seconds): a probe sees the process alive, and not ready.
       let pollers: ReadinessChecks[string] = async () => false;
-      if (settings.SERVICE_HEALTH_PORT !== undefined) {
+      const startHealth = async (): Promise<void> => {
+        if (settings.SERVICE_HEALTH_PORT === undefined) return;
         const health = await startHealthServer({
           host: settings.HOST,
           port: settings.SERVICE_HEALTH_PORT,
@@ -161,7 +183,8 @@ async function main(): Promise<void> {
         });
         cleanups.push(() => health.close());
         say(`health     http://${settings.HOST}:${settings.SERVICE_HEALTH_PORT}/readyz`);
-      }
+      };
+      if (!standby) await startHealth();
       const workerConnection = await connectWorker(temporalAt);
       // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator chose a folder.
       process.env[THREAD_MARKS_DIR_VARIABLE] ||= threadMarksDirFor({
@@ -179,7 +202,19 @@ async function main(): Promise<void> {
         activities: createActivities({ db, runtime: service.runtime }),
         dataConverter,
       });
+      if (standby) {
+        process.send?.('standing-by');
+        await activation;
+        activated = true;
+        await startHealth();
+        await startMetrics();
+      }
       workerDone = workers.run();
+      if (standby) {
+        // Polling: the supervisor may start the next standby. The channel no longer keeps this process up.
+        process.send?.('polling');
+        process.channel?.unref();
+      }
       // Both workers poll their task queues while RUNNING; a failed or draining worker is not ready.
       pollers = async () => workers.main.getState() === 'RUNNING' && workers.actions.getState() === 'RUNNING';
       // Every worker process also deletes what interrupted erases left in the records cache, and the
@@ -277,43 +312,88 @@ function temporalMetricsExport(settings: Settings): TemporalMetricsExport | unde
 }
 
 /**
- * Runs the worker as a child process of this one (same entry, SERVICE_ROLE=worker) and starts it again
- * when it exits unexpectedly: at once when it had run for a while (its runs wait for it: issue 17's
- * recovery), else after 1 s, then twice as long after each quick failure, up to 30 s.
+ * Runs the worker as a child process of this one (same entry, SERVICE_ROLE=worker) and replaces it when
+ * it exits unexpectedly. Beside the active child it keeps a warm standby: a second child that has
+ * loaded the code and the workflow bundle and connected to Postgres and Temporal, and waits to be told
+ * to poll. When the active child dies, the standby takes over at once (its runs then wait only for
+ * Temporal's workflow task timeout: docs/architecture.md "Recovery"), and a new standby is started
+ * once the new active child polls. Without a standby (it died too, or was not ready yet), a child is
+ * started at once when the one that died had run for a while, else after 1 s, then twice as long after
+ * each quick failure, up to 30 s. SERVICE_WORKER_STANDBY=false turns the standby off (one process less).
  */
-function superviseWorker(env: Record<string, string>): { stop(): Promise<void> } {
-  let current: ChildProcess | undefined;
+function superviseWorker(withStandby: boolean, env: Record<string, string>): { stop(): Promise<void> } {
+  let active: ChildProcess | undefined;
+  let standby: ChildProcess | undefined;
   let stopping = false;
   let delay = 0;
-  const start = (): void => {
-    const startedAt = Date.now();
-    const worker = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
-      env: { ...process.env, ...env, SERVICE_ROLE: 'worker', SERVICE_SUPERVISED_CHILD: '1' },
-      stdio: 'inherit',
+  const alive = (child: ChildProcess | undefined): child is ChildProcess =>
+    child !== undefined && child.exitCode === null && child.signalCode === null;
+  const spawnChild = (): ChildProcess =>
+    spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
+      env: {
+        ...process.env,
+        ...env,
+        SERVICE_ROLE: 'worker',
+        SERVICE_SUPERVISED_CHILD: '1',
+      },
+      stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     });
-    current = worker;
-    worker.on('exit', (code, signal) => {
-      if (stopping) return;
-      // A worker that ran for 15 s got past its start: it is replaced at once. One that died sooner
-      // may be failing to start: the back-off grows.
-      delay = Date.now() - startedAt > 15_000 ? 0 : Math.min(Math.max(delay * 2, 1000), 30_000);
-      console.error(`worker exited (${signal ?? `code ${code}`}); starting it again in ${delay / 1000} s`);
-      setTimeout(() => {
-        if (!stopping) start();
-      }, delay);
+  const startStandby = (): void => {
+    if (!withStandby || stopping || alive(standby)) return;
+    const child = spawnChild();
+    standby = child;
+    child.on('message', (message) => {
+      if (message === 'standing-by' && standby === child) console.log(`worker     standby ready (pid ${child.pid})`);
+    });
+    child.on('exit', (code, signal) => {
+      if (stopping || standby !== child) return;
+      // A standby that cannot start (Postgres or Temporal unreachable) is tried again, with the back-off.
+      standby = undefined;
+      delay = Math.min(Math.max(delay * 2, 1000), 30_000);
+      console.error(`worker standby exited (${signal ?? `code ${code}`}); starting another in ${delay / 1000} s`);
+      setTimeout(startStandby, delay);
     });
   };
-  start();
+  const activate = (child: ChildProcess): void => {
+    const activatedAt = Date.now();
+    active = child;
+    child.on('message', (message) => {
+      // Polling: a standby may be prepared behind it (not earlier, so that both do not start at once).
+      if (message === 'polling') startStandby();
+    });
+    child.on('exit', (code, signal) => {
+      if (stopping || active !== child) return;
+      active = undefined;
+      // A worker that ran for 15 s got past its start: its successor starts at once. One that died
+      // sooner may be failing to start: the back-off grows.
+      delay = Date.now() - activatedAt > 15_000 ? 0 : Math.min(Math.max(delay * 2, 1000), 30_000);
+      if (alive(standby)) {
+        const next = standby;
+        standby = undefined;
+        console.error(`worker exited (${signal ?? `code ${code}`}); the standby takes over`);
+        activate(next);
+        return;
+      }
+      console.error(`worker exited (${signal ?? `code ${code}`}); starting it again in ${delay / 1000} s`);
+      setTimeout(() => {
+        if (!stopping) activate(spawnChild());
+      }, delay);
+    });
+    child.send('activate');
+  };
+  activate(spawnChild());
   return {
     async stop() {
       stopping = true;
-      const worker = current;
-      if (!worker || worker.exitCode !== null || worker.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-      worker.kill('SIGTERM');
-      const timer = setTimeout(() => worker.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
+      await Promise.all(
+        [active, standby].filter(alive).map(async (child) => {
+          const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+          await exited;
+          clearTimeout(timer);
+        }),
+      );
     },
   };
 }

@@ -73,6 +73,11 @@ export const settingsSchema = z.object({
   /** Which processes this one runs: both (one machine), or only the API or only the worker (scaling out). */
   SERVICE_ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   /**
+   * With SERVICE_ROLE=all, a second worker child that waits, loaded and connected, to take over when the
+   * active one dies (src/main.ts `superviseWorker`). `false` saves its memory and slows recovery.
+   */
+  SERVICE_WORKER_STANDBY: z.enum(['true', 'false']).default('true'),
+  /**
    * A worker process (SERVICE_ROLE=worker, or the worker child of `all`) serves GET /livez and
    * GET /readyz on this port of HOST when set (docs/operations.md, "Health and readiness").
    */

@@ -159,7 +159,11 @@ export const SCRIPT_LIMITS = {
  */
 export const LOG_REDACTION_MARGIN = 8 * 1024;
 
-export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 5000;
+/**
+ * A run's workflow task timeout: how long a run whose worker died waits before another worker may take
+ * it (docs/architecture.md "Recovery"). Above ISOLATE_TIMEOUT_MS by 1 s.
+ */
+export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 4000;
 /**
  * The runtime worker's isolate execution timeout: one activation of a run may compute this long.
  * Shorter than RUN_WORKFLOW_TASK_TIMEOUT_MS, so that the failure it causes is still recorded.

@@ -34,7 +34,7 @@ export interface CreateWorkerOptions {
  * escapes a run's workflow code fails that run instead of retrying its workflow task forever. The
  * isolate timeout, which interrupts an activation that loop protection could not stop (one endless
  * statement, a flood of microtasks), is shorter than a run's workflow task timeout
- * (RUN_WORKFLOW_TASK_TIMEOUT_MS, 5 s), so that its failure is still recorded in the run's history,
+ * (RUN_WORKFLOW_TASK_TIMEOUT_MS, 4 s), so that its failure is still recorded in the run's history,
  * where the watchdog finds it.
  */
 export const RUNTIME_WORKER_DEFAULTS = {
@@ -84,18 +84,11 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
   const workflowBundle = options.workflowBundle ?? (await loadWorkflowBundle());
   // Before the Workers start their workflow threads, which read the folder from the environment.
   const marks = prepareThreadMarks();
-  const orphans = marks.collectOrphans();
-  if (orphans.length > 0) {
-    const client = new Client({
-      connection: options.connection,
-      namespace: options.namespace,
-      ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
-    });
-    await reportIncidents(client, orphans);
-  }
   const main = await createWorker({ ...options, workflowBundle });
   const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
+  let shutdownRequested = false;
   const shutdown = (): void => {
+    shutdownRequested = true;
     for (const worker of [main, actions]) if (worker.getState() === 'RUNNING') worker.shutdown();
   };
   return {
@@ -103,6 +96,18 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
     actions,
     shutdown,
     async run() {
+      // The runs that workers of this host died executing, blamed when this process starts polling (a
+      // warm standby is created while the worker it replaces is still alive: src/main.ts).
+      const orphans = marks.collectOrphans();
+      if (orphans.length > 0) {
+        const client = new Client({
+          connection: options.connection,
+          namespace: options.namespace,
+          ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+        });
+        await reportIncidents(client, orphans);
+      }
+      if (shutdownRequested) return;
       const results = await Promise.allSettled([main, actions].map((worker) => worker.run().finally(shutdown)));
       const failed = results.find((result) => result.status === 'rejected');
       // After a workflow thread died the marks stay: the next process blames the run it was executing.

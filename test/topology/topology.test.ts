@@ -6,15 +6,12 @@
  * Temporal server crash mid-sync; a rolling upgrade to a second worker build whose workflow code
  * changed behind `patched()`, while runs are in flight.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { createClient } from '../../src/client/index.js';
 import { EnvironmentStore } from '../../src/connections/environmentStore.js';
 import { startTopology, type ServiceProcess, type Topology } from '../../src/devstack/topology.js';
@@ -22,98 +19,10 @@ import { Encryptor } from '../../src/connections/encryption.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { buildWorkflowBundle, saveWorkflowBundle } from '../../src/temporal/workflowBundle.js';
 import { eventually } from '../helpers/eventually.js';
+import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from '../helpers/pagedApi.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 
-const PAGE = 100;
-const PAGES = 40;
-const TOTAL = PAGE * PAGES;
-const INTEGRATION = 'fake-api';
 const V2_ENTRY = resolve(import.meta.dirname, 'fixtures', 'workflowsV2.ts');
-
-const YAML = `
-integrations:
-  ${INTEGRATION}:
-    syncs:
-      records:
-        description: Records of the fake API
-        output: Item
-        endpoint: GET /items
-        sync_type: full
-        runs: 1h
-        auto_start: false
-models:
-  Item:
-    id: string
-    n: number
-`;
-
-const SYNC = `"use strict";
-module.exports.default = async function (svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${PAGE}, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, n: r.n })), 'Item');
-  }
-};
-`;
-
-/** The fake API: each connection (its API key) has its own records; pages can be held at a gate. */
-class FakeApi {
-  readonly hits = new Map<string, Map<number, number>>();
-  /** Connections whose requests wait, from this page on, until `open()`. */
-  private gates = new Map<string, { from: number; opened: Promise<void>; open: () => void }>();
-  delayMs = 40;
-  private server!: Server;
-  url = '';
-
-  async start(): Promise<void> {
-    this.server = createServer((request, response) => void this.handle(request, response));
-    await new Promise<void>((ready) => this.server.listen(0, '127.0.0.1', ready));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  hold(connection: string, fromPage: number): void {
-    let open!: () => void;
-    const opened = new Promise<void>((resolveGate) => (open = resolveGate));
-    this.gates.set(connection, { from: fromPage, opened, open });
-  }
-
-  open(connection: string): void {
-    this.gates.get(connection)?.open();
-    this.gates.delete(connection);
-  }
-
-  pagesSeen(connection: string): number {
-    return this.hits.get(connection)?.size ?? 0;
-  }
-
-  requests(connection: string): number {
-    return [...(this.hits.get(connection)?.values() ?? [])].reduce((sum, n) => sum + n, 0);
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const connection = (request.headers.authorization ?? '').replace(/^Bearer /, '');
-    const url = new URL(request.url ?? '/', 'http://x');
-    const start = Number(url.searchParams.get('cursor') ?? '0');
-    const limit = Number(url.searchParams.get('limit'));
-    const pages = this.hits.get(connection) ?? new Map<number, number>();
-    this.hits.set(connection, pages);
-    pages.set(start, (pages.get(start) ?? 0) + 1);
-    const gate = this.gates.get(connection);
-    if (gate && start / PAGE >= gate.from) await gate.opened;
-    await new Promise((resolveDelay) => setTimeout(resolveDelay, this.delayMs));
-    const items = Array.from({ length: Math.min(limit, TOTAL - start) }, (_, i) => ({
-      id: `${connection}-r${start + i}`,
-      n: start + i,
-    }));
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ items, next: start + limit < TOTAL ? String(start + limit) : null }));
-  }
-
-  async stop(): Promise<void> {
-    for (const connection of [...this.gates.keys()]) this.open(connection);
-    this.server.closeAllConnections();
-    await new Promise((resolveClose) => this.server.close(resolveClose));
-  }
-}
 
 let topology: Topology;
 let api: ReturnType<typeof createClient>;
@@ -127,18 +36,7 @@ beforeAll(async () => {
   await fake.start();
   const database = await useDatabase();
   pool = database.pool;
-  const providersFile = join(scratch, 'providers.yaml');
-  writeFileSync(
-    providersFile,
-    stringify({
-      [INTEGRATION]: {
-        display_name: 'Fake API',
-        auth_mode: 'API_KEY',
-        api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-        base_url: `${fake.url}/api`,
-      },
-    }),
-  );
+  const providersFile = fake.writeProvidersFile(scratch);
   // The first build, prebuilt once as `npm run bundle:workflows` makes it (workers load it at start).
   saveWorkflowBundle(await buildWorkflowBundle(), join(scratch, 'v1', 'workflow-bundle.js'));
   topology = await startTopology({
@@ -184,45 +82,6 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 120_000);
 
-interface Run {
-  status: string;
-  models: Record<string, { added: number; updated: number; deleted: number }>;
-}
-
-async function trigger(connection: string): Promise<void> {
-  await api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: connection, syncs: ['records'] });
-}
-
-async function finishedRun(connection: string, timeoutMs = 240_000): Promise<Run> {
-  return eventually(
-    async () => {
-      const { runs } = await api.call<{ runs: Run[] }>('GET', '/sync/runs', {
-        query: { provider_config_key: INTEGRATION, connection_id: connection },
-      });
-      return runs[0];
-    },
-    timeoutMs,
-    `the run of ${connection} to finish`,
-  );
-}
-
-/** Every page fetched, each at most twice, at most `repeatBound` of them twice; every record stored once. */
-async function expectExact(connection: string, run: Run, repeatBound: number): Promise<number> {
-  const pages = fake.hits.get(connection)!;
-  const repeated = [...pages.values()].filter((n) => n > 1).length;
-  expect(run.status).toBe('success');
-  expect(run.models['Item']).toEqual({ added: TOTAL, updated: 0, deleted: 0, unchanged: 0 });
-  expect(pages.size).toBe(PAGES);
-  expect([...pages.values()].every((n) => n >= 1 && n <= 2)).toBe(true);
-  expect(repeated).toBeLessThanOrEqual(repeatBound);
-  const stored = await pool.query<{ n: string; ids: string }>(
-    'SELECT count(*) AS n, count(DISTINCT id) AS ids FROM records WHERE id LIKE $1',
-    [`${connection}-r%`],
-  );
-  expect(stored.rows[0]).toEqual({ n: String(TOTAL), ids: String(TOTAL) });
-  return repeated;
-}
-
 /** The runSync executions, newest first, with the pids of the workers that took their workflow tasks. */
 async function runExecutions(): Promise<{ workflowId: string; runId: string; pids: number[] }[]> {
   const found: { workflowId: string; runId: string; pids: number[] }[] = [];
@@ -249,7 +108,7 @@ function alive(process: ServiceProcess): boolean {
 describe('the production topology', () => {
   it('a SIGKILLed worker’s run is taken over by the other worker, every record stored once', async () => {
     fake.hold('kill', 5);
-    await trigger('kill');
+    await trigger(api, 'kill');
     await until('page 6 of the run', () => fake.pagesSeen('kill') >= 6);
     // The worker running it: the one that took its latest workflow task.
     const running = await eventually(async () => (await runExecutions())[0], 60_000, 'the runSync execution');
@@ -264,9 +123,9 @@ describe('the production topology', () => {
     fake.open('kill');
     await until('a request after the kill', () => fake.requests('kill') > requestsAtKill);
     const resumedMs = Date.now() - killedAt;
-    const run = await finishedRun('kill');
+    const run = await finishedRun(api, 'kill');
     const doneMs = Date.now() - killedAt;
-    const repeated = await expectExact('kill', run, 1);
+    const repeated = await expectExact(fake, pool, 'kill', run, 1);
     const [after] = await runExecutions();
     expect(after!.pids.at(-1)).toBe(survivor.child.pid);
     expect(alive(survivor) && alive(topology.api)).toBe(true);
@@ -279,14 +138,14 @@ describe('the production topology', () => {
   }, 600_000);
 
   it('survives a Temporal server crash mid-sync: every process lives, the run completes exactly', async () => {
-    await trigger('restart');
+    await trigger(api, 'restart');
     await until('page 8 of the run', () => fake.pagesSeen('restart') >= 8);
     const started = Date.now();
     await topology.temporal.restart({ signal: 'SIGKILL' });
     const downMs = Date.now() - started;
-    const run = await finishedRun('restart');
+    const run = await finishedRun(api, 'restart');
     // A page in flight when the server went may be fetched again once (its step was not recorded yet).
-    const repeated = await expectExact('restart', run, 1);
+    const repeated = await expectExact(fake, pool, 'restart', run, 1);
     for (const process of [topology.api, ...topology.workers]) expect(alive(process), process.name).toBe(true);
     console.log(
       `[topology] Temporal server killed and back in ${downMs} ms; run exact, ${repeated} page fetched twice`,
@@ -298,7 +157,7 @@ describe('the production topology', () => {
     saveWorkflowBundle(await buildWorkflowBundle(V2_ENTRY), v2Bundle);
     const inFlight = ['up1', 'up2', 'up3'];
     for (const connection of inFlight) fake.hold(connection, 5);
-    for (const connection of inFlight) await trigger(connection);
+    for (const connection of inFlight) await trigger(api, connection);
     await until('page 6 of every run', () => inFlight.every((connection) => fake.pagesSeen(connection) >= 6));
     const oldWorkers = topology.workers;
     const newWorkers = [
@@ -315,10 +174,11 @@ describe('the production topology', () => {
     topology.workers = newWorkers;
     const newPids = new Set(newWorkers.map((worker) => worker.child.pid));
     const repeats: number[] = [];
-    for (const connection of inFlight) repeats.push(await expectExact(connection, await finishedRun(connection), 1));
+    for (const connection of inFlight)
+      repeats.push(await expectExact(fake, pool, connection, await finishedRun(api, connection), 1));
     // A run after the upgrade runs the new code: the patch's marker and memo are in its history.
-    await trigger('after');
-    await expectExact('after', await finishedRun('after'), 0);
+    await trigger(api, 'after');
+    await expectExact(fake, pool, 'after', await finishedRun(api, 'after'), 0);
 
     const executions = await runExecutions();
     const newest = executions.find((execution) => execution.pids.every((pid) => newPids.has(pid)))!;

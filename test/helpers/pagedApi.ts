@@ -1,0 +1,179 @@
+/**
+ * A paginated fake API and the integration that syncs it, for the tests that kill service processes
+ * mid-sync (test/topology/topology.test.ts, test/standby.test.ts): each connection (its API key) has
+ * its own TOTAL records in pages of PAGE; every page request is counted, and a connection's pages can
+ * be held at a gate. What they check after a kill: every page fetched, each at most twice, every record
+ * stored once.
+ */
+import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Pool } from 'pg';
+import { expect } from 'vitest';
+import { stringify } from 'yaml';
+import type { createClient } from '../../src/client/index.js';
+import { eventually } from './eventually.js';
+
+export const PAGE = 100;
+export const PAGES = 40;
+export const TOTAL = PAGE * PAGES;
+export const INTEGRATION = 'fake-api';
+
+export const YAML = `
+integrations:
+  ${INTEGRATION}:
+    syncs:
+      records:
+        description: Records of the fake API
+        output: Item
+        endpoint: GET /items
+        sync_type: full
+        runs: 1h
+        auto_start: false
+models:
+  Item:
+    id: string
+    n: number
+`;
+
+export const SYNC = `"use strict";
+module.exports.default = async function (svc) {
+  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${PAGE}, limitNameInRequest: 'limit' } })) {
+    await svc.batchSave(page.map((r) => ({ id: r.id, n: r.n })), 'Item');
+  }
+};
+`;
+
+/** The fake API: each connection (its API key) has its own records; pages can be held at a gate. */
+export class FakeApi {
+  readonly hits = new Map<string, Map<number, number>>();
+  /** Time of each request, per connection, in arrival order. */
+  readonly times = new Map<string, number[]>();
+  /** Connections whose requests wait, from this page on, until `open()`. */
+  private gates = new Map<string, { from: number; opened: Promise<void>; open: () => void }>();
+  delayMs = 40;
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => void this.handle(request, response));
+    await new Promise<void>((ready) => this.server.listen(0, '127.0.0.1', ready));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  hold(connection: string, fromPage: number): void {
+    let open!: () => void;
+    const opened = new Promise<void>((resolveGate) => (open = resolveGate));
+    this.gates.set(connection, { from: fromPage, opened, open });
+  }
+
+  open(connection: string): void {
+    this.gates.get(connection)?.open();
+    this.gates.delete(connection);
+  }
+
+  pagesSeen(connection: string): number {
+    return this.hits.get(connection)?.size ?? 0;
+  }
+
+  requests(connection: string): number {
+    return [...(this.hits.get(connection)?.values() ?? [])].reduce((sum, n) => sum + n, 0);
+  }
+
+  /** A providers file naming this API as the integration's provider (SERVICE_PROVIDERS_FILE). */
+  writeProvidersFile(dir: string): string {
+    const file = join(dir, 'providers.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        [INTEGRATION]: {
+          display_name: 'Fake API',
+          auth_mode: 'API_KEY',
+          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+          base_url: `${this.url}/api`,
+        },
+      }),
+    );
+    return file;
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const connection = (request.headers.authorization ?? '').replace(/^Bearer /, '');
+    const url = new URL(request.url ?? '/', 'http://x');
+    const start = Number(url.searchParams.get('cursor') ?? '0');
+    const limit = Number(url.searchParams.get('limit'));
+    const pages = this.hits.get(connection) ?? new Map<number, number>();
+    this.hits.set(connection, pages);
+    pages.set(start, (pages.get(start) ?? 0) + 1);
+    const times = this.times.get(connection) ?? [];
+    this.times.set(connection, times);
+    times.push(Date.now());
+    const gate = this.gates.get(connection);
+    if (gate && start / PAGE >= gate.from) await gate.opened;
+    await new Promise((resolveDelay) => setTimeout(resolveDelay, this.delayMs));
+    const items = Array.from({ length: Math.min(limit, TOTAL - start) }, (_, i) => ({
+      id: `${connection}-r${start + i}`,
+      n: start + i,
+    }));
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ items, next: start + limit < TOTAL ? String(start + limit) : null }));
+  }
+
+  async stop(): Promise<void> {
+    for (const connection of [...this.gates.keys()]) this.open(connection);
+    this.server.closeAllConnections();
+    await new Promise((resolveClose) => this.server.close(resolveClose));
+  }
+}
+
+export interface Run {
+  status: string;
+  models: Record<string, { added: number; updated: number; deleted: number }>;
+}
+
+type Api = ReturnType<typeof createClient>;
+
+export async function trigger(api: Api, connection: string): Promise<void> {
+  await api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: connection, syncs: ['records'] });
+}
+
+/** The connection's newest run, once it has finished. */
+export async function finishedRun(api: Api, connection: string, timeoutMs = 240_000): Promise<Run> {
+  return eventually(
+    async () => {
+      const { runs } = await api.call<{ runs: Run[] }>('GET', '/sync/runs', {
+        query: { provider_config_key: INTEGRATION, connection_id: connection },
+      });
+      return runs[0];
+    },
+    timeoutMs,
+    `the run of ${connection} to finish`,
+  );
+}
+
+/**
+ * Every page fetched, each at most twice, at most `repeatBound` of them twice; every record stored
+ * once. Returns the number of pages fetched twice.
+ */
+export async function expectExact(
+  fake: FakeApi,
+  pool: Pool,
+  connection: string,
+  run: Run,
+  repeatBound: number,
+): Promise<number> {
+  const pages = fake.hits.get(connection)!;
+  const repeated = [...pages.values()].filter((n) => n > 1).length;
+  expect(run.status).toBe('success');
+  expect(run.models['Item']).toEqual({ added: TOTAL, updated: 0, deleted: 0, unchanged: 0 });
+  expect(pages.size).toBe(PAGES);
+  expect([...pages.values()].every((n) => n >= 1 && n <= 2)).toBe(true);
+  expect(repeated).toBeLessThanOrEqual(repeatBound);
+  const stored = await pool.query<{ n: string; ids: string }>(
+    'SELECT count(*) AS n, count(DISTINCT id) AS ids FROM records WHERE id LIKE $1',
+    [`${connection}-r%`],
+  );
+  expect(stored.rows[0]).toEqual({ n: String(TOTAL), ids: String(TOTAL) });
+  return repeated;
+}
