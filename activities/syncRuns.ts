@@ -4,7 +4,7 @@
  * (workflows/deliverWebhook.ts).
  */
 import type { ConnectionScope } from '../src/connections/types.js';
-import { redactSecrets } from '../src/connections/redaction.js';
+import { redactSecrets } from '../src/runtime/redaction.js';
 import { syncRecords, syncRunDuration, syncRunsFinished } from '../src/metrics/index.js';
 import type { RunHistory, SyncRunRecord } from '../src/runtime/runHistory.js';
 import { scopeDenied, syncEntityId, type RunAuthorities } from '../src/temporal/runAuthority.js';

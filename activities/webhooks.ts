@@ -9,8 +9,8 @@ import {
   markDeliveryFailed,
   recordSyncDeliveries,
   type SyncFinishedEvent,
-} from '../src/api/webhooks/deliveries.js';
-import { createWebhookSettingsStore } from '../src/api/webhooks/settings.js';
+} from '../src/webhooks/deliveries.js';
+import { createWebhookSettingsStore } from '../src/webhooks/settings.js';
 import { requireSyncWebhook, scopeDenied, type RunAuthorities } from '../src/temporal/runAuthority.js';
 import { callingRun, translated } from './runtime.js';
 import { redactedError, type SecretsOf } from './syncRuns.js';

@@ -7,19 +7,7 @@
  */
 import { proxyActivities, ActivityFailure } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.js';
-import type { SyncFinishedEvent } from '../src/api/webhooks/deliveries.js';
-
-export interface DeliverWebhookInput {
-  /** A finished sync run: its deliveries are recorded first. */
-  event?: SyncFinishedEvent | undefined;
-  /**
-   * Deliveries already recorded under this workflow's id (connection events: the service records them
-   * before it starts the workflow, `event:<env>:<uuid>`).
-   */
-  deliveries?: string[] | undefined;
-  /** Back-off tunables, for tests; production uses the defaults. */
-  retry?: { initialIntervalMs?: number; maximumIntervalMs?: number; maximumAttempts?: number } | undefined;
-}
+import type { DeliverWebhookInput } from '../src/webhooks/deliveries.js';
 
 // Recording is a database write: a few quick retries cover a restarting Postgres.
 const { recordWebhookDeliveries, markWebhookDeliveryFailed } = proxyActivities<WebhookActivities>({

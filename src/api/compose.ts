@@ -23,10 +23,10 @@ import { createSyncControl } from '../temporal/syncControl.js';
 import { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/connectionService.js';
 import type { ApiDeps } from './deps.js';
-import { ensureConnectionSyncs } from './routes/shared.js';
+import { ensureConnectionSyncs } from '../syncs/selection.js';
 import { webhookDeployWarnings } from './webhooks/inbound.js';
-import { createConnectionEvents } from './webhooks/connectionEvents.js';
-import { createWebhookSettingsStore } from './webhooks/settings.js';
+import { createConnectionEvents } from '../webhooks/connectionEvents.js';
+import { createWebhookSettingsStore } from '../webhooks/settings.js';
 
 export interface ComposeServiceOptions {
   db: Pool;

@@ -15,7 +15,6 @@ import { createApiRoutes, createGeneratedEndpointFallback } from './routes/index
 import { createServer } from './server.js';
 
 export type { ApiDeps, ProxyOptions } from './deps.js';
-export { ensureConnectionSyncs } from './routes/shared.js';
 
 export function createApi(deps: ApiDeps) {
   const routes = createApiRoutes(deps);

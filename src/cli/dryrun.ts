@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createClient, ServiceApiError, type ConnectionRecord, type ServiceClient } from '../client/index.js';
 import type { ConnectionService, RequestToAuthorize } from '../connections/types.js';
-import { REDACTED, redactValue, secretForms } from '../connections/redaction.js';
+import { REDACTED, redactValue, secretForms } from '../runtime/redaction.js';
 import { ServiceError } from '../errors.js';
 import { sendRequest } from '../runtime/http.js';
 import type { ServiceConfig } from '../config/types.js';

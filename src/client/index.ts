@@ -32,7 +32,7 @@ import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
 import type { putWebhookSettingsBody } from '../api/routes/putWebhookSettings.js';
 import type { webhookSettingsSchema } from '../api/routes/getWebhookSettings.js';
 import type { webhookDeliveriesQuery } from '../api/routes/getWebhookDeliveries.js';
-import type { WebhookDelivery } from '../api/webhooks/deliveries.js';
+import type { WebhookDelivery } from '../webhooks/deliveries.js';
 import type { DeployPlan, DeployRequest } from '../deploy/deployments.js';
 
 /** Connection-scoped calls act for one connection of one integration. */

@@ -14,7 +14,7 @@ import { ServiceError } from '../errors.js';
 import { codeLabel, tokenRefreshFailures } from '../metrics/index.js';
 import type { ConnectionRecord, Credentials } from '../runtime/public.js';
 import type { Encryptor } from './encryption.js';
-import { secretForms } from './redaction.js';
+import { secretForms } from '../runtime/redaction.js';
 import type { IntegrationStore, ResolvedIntegration } from './integrationStore.js';
 import { signOAuth1 } from './oauth1.js';
 import {
@@ -423,7 +423,7 @@ export class PostgresConnectionService implements ConnectionService {
   }
 
   /**
-   * Every credential value of a connection in the forms it can be echoed in (src/connections/redaction.ts),
+   * Every credential value of a connection in the forms it can be echoed in (src/runtime/redaction.ts),
    * for redacting error messages and statuses; empty when the connection does not exist.
    */
   async credentialSecrets(scope: ConnectionScope): Promise<string[]> {

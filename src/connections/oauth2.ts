@@ -5,7 +5,7 @@
 import { ServiceError } from '../errors.js';
 import { outboundRefusal } from '../runtime/outbound.js';
 import { fillTemplate, type ClientCredentialsProvider, type OAuth2Provider } from './providers/catalog.js';
-import { redactSecrets } from './redaction.js';
+import { redactSecrets } from '../runtime/redaction.js';
 
 export type Fetch = typeof globalThis.fetch;
 

@@ -25,7 +25,7 @@ import {
   type Fetch,
 } from './oauth2.js';
 import { checkSetting, fillTemplate, validateConnectionConfig, type OAuth1Provider } from './providers/catalog.js';
-import { redactSecrets } from './redaction.js';
+import { redactSecrets } from '../runtime/redaction.js';
 import { connectionTagsSchema, endUserSchema, tagsWithEndUser, type ConnectionTags } from './tags.js';
 import type { ConnectionScope } from './types.js';
 

@@ -6,7 +6,7 @@
 import axios, { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConnectionScope, ConnectionService } from '../connections/types.js';
-import { redactSecrets, redactValue } from '../connections/redaction.js';
+import { redactSecrets, redactValue } from './redaction.js';
 import { isServiceError } from '../errors.js';
 import { OUTBOUND_REFUSED, outboundPolicy, outboundRefusal } from './outbound.js';
 import type { RequestConfig } from './public.js';

@@ -1,4 +1,4 @@
-import { redactSecrets } from '../connections/redaction.js';
+import { redactSecrets } from './redaction.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { Pool } from '../db/pool.js';
 

@@ -128,7 +128,7 @@ export function createRunAuthorities({ client }: { client: Client }): RunAuthori
         manageSync: /^sync:[^:]+:.+:.+:[^:]+$/,
         runSync: /^sync:[^:]+:.+:.+:[^:]+:run:[^:]+$/,
         runAction: /^action:[^:]+:.+:.+:[^:]+:[^:]+$/,
-        // A sync run's deliveries, or a connection event's (src/api/webhooks/connectionEvents.ts). An
+        // A sync run's deliveries, or a connection event's (src/webhooks/connectionEvents.ts). An
         // `event:` root acts on nothing but the delivery rows recorded under its own id.
         deliverWebhook: /^(?:sync:[^:]+:.+:.+:[^:]+:run:[^:]+:webhook|event:[^:]+:[^:]+)$/,
       };

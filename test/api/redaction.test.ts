@@ -152,7 +152,7 @@ describe('credentials in a script’s own failure', () => {
         .map((line) => line.message)
         .sort(),
     ).toEqual([
-      // base64's padding is not part of the secret's form (src/connections/redaction.ts).
+      // base64's padding is not part of the secret's form (src/runtime/redaction.ts).
       'as is: [redacted] encoded: [redacted] base64: [redacted]==',
       'key [redacted]',
       'nothing secret here',

@@ -5,7 +5,8 @@ import { syncWorkflowId } from '../../temporal/connection.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import type { SyncRunResult, SyncStatusName } from '../../runtime/definitions.js';
-import { redactorFor, selectSyncs, syncNameList } from './shared.js';
+import { selectSyncs } from '../../syncs/selection.js';
+import { redactorFor, syncNameList } from './shared.js';
 
 export const syncStatusQuery = z
   .object({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { listDeliveries, webhookDeliverySchema } from '../webhooks/deliveries.js';
+import { listDeliveries, webhookDeliverySchema } from '../../webhooks/deliveries.js';
 
 export const webhookDeliveriesQuery = z
   .object({

@@ -2,7 +2,7 @@
  * Every built-in route of the REST API (ARCHITECTURE.md "REST API", docs/api.md), one file per
  * endpoint, and the fallback that answers the generated endpoints of the current deployment.
  */
-import { createDeployRoutes } from '../../deploy/routes.js';
+import { createDeployRoutes } from './deployVersions.js';
 import type { ApiDeps } from '../deps.js';
 import { createGeneratedFallback, routingOf } from '../generated.js';
 import type { AnyRoute } from '../route.js';

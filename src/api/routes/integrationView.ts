@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Integration, IntegrationInput } from '../../connections/integrationStore.js';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
-import { inboundWebhookInput, inboundWebhookView } from '../webhooks/settings.js';
+import { inboundWebhookInput, inboundWebhookView } from '../../webhooks/settings.js';
 import { commaList, webhookSettingsOf } from './shared.js';
 
 /** `credentials` of POST and PATCH /integrations: the application's OAuth client. */

@@ -5,7 +5,7 @@ import { connectionTagsSchema, endUserSchema, tagsWithEndUser } from '../../conn
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { connectionRecordSchema, connectionRecordView } from './connectionView.js';
-import { ensureConnectionSyncs } from './shared.js';
+import { ensureConnectionSyncs } from '../../syncs/selection.js';
 
 /** An empty string means absent, as in the de-facto API; a URL is refused (webhooks go to the environment's URL). */
 export const webhookUrlOverride = z

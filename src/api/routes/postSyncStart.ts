@@ -1,6 +1,7 @@
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { forEachSelectedSync, syncActionResult, syncSelectionBody } from './shared.js';
+import { forEachSelectedSync } from '../../syncs/selection.js';
+import { syncActionResult, syncSelectionBody } from './shared.js';
 
 export const postSyncStartRoute = (deps: ApiDeps) =>
   defineRoute({

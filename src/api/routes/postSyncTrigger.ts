@@ -3,7 +3,8 @@ import { ServiceError } from '../../errors.js';
 import type { SyncMode } from '../../runtime/definitions.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { forEachSelectedSync, syncActionResult, syncSelection } from './shared.js';
+import { forEachSelectedSync } from '../../syncs/selection.js';
+import { syncActionResult, syncSelection } from './shared.js';
 
 const SYNC_MODES = ['incremental', 'full_refresh', 'full_refresh_and_clear_cache'] as const;
 

@@ -5,7 +5,7 @@ import { SyncFrequencyStore } from '../../connections/syncFrequencyStore.js';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { selectSyncs } from './shared.js';
+import { selectSyncs } from '../../syncs/selection.js';
 
 export const syncFrequencyBody = z
   .object({

@@ -1,17 +1,15 @@
 /**
  * Schemas and helpers the route files share: the records query (also used by generated sync
- * endpoints), the sync selection of /sync/*, and the checks that keep one connection's data away from
+ * endpoints), the sync selection bodies of /sync/* (the selecting is src/syncs/selection.ts), and the checks that keep one connection's data away from
  * another's.
  */
 import { z } from 'zod';
-import { redactSecrets, redactValue } from '../../connections/redaction.js';
 import type { ConnectionScope } from '../../connections/types.js';
-import { isServiceError, ServiceError } from '../../errors.js';
+import { ServiceError } from '../../errors.js';
 import type { LastAction, RecordScope } from '../../records/types.js';
-import type { SyncDefinition } from '../../runtime/definitions.js';
-import type { SyncRef } from '../../temporal/syncControl.js';
+import { redactSecrets, redactValue } from '../../runtime/redaction.js';
 import type { ApiDeps } from '../deps.js';
-import { createWebhookSettingsStore, type WebhookSettingsStore } from '../webhooks/settings.js';
+import { createWebhookSettingsStore, type WebhookSettingsStore } from '../../webhooks/settings.js';
 
 const LAST_ACTIONS: Record<string, LastAction> = { added: 'ADDED', updated: 'UPDATED', deleted: 'DELETED' };
 
@@ -79,7 +77,7 @@ export function scopeOf(connection: ConnectionScope | undefined): ConnectionScop
 }
 
 /**
- * Redacts the connection's credential values (every form, src/connections/redaction.ts) from what the
+ * Redacts the connection's credential values (every form, src/runtime/redaction.ts) from what the
  * API is about to show: a run's failure message, an action's error. A script may have put one there.
  */
 export async function redactorFor(
@@ -206,80 +204,8 @@ export const syncActionResult = z.object({
     .describe('One entry per (connection, sync) touched.'),
 });
 
-/** The deployed syncs named (or all with `*`) and the connections meant; every name must exist. */
-export async function selectSyncs(
-  deps: ApiDeps,
-  environmentId: string,
-  selection: { provider_config_key: string; connection_id?: string | undefined; syncs: string[] },
-): Promise<{ definitions: SyncDefinition[]; connectionIds: string[] }> {
-  const integrationId = selection.provider_config_key;
-  await deps.integrations.get(environmentId, integrationId);
-  const deployed = await deps.deployments.syncDefinitions(environmentId, integrationId);
-  let definitions = deployed;
-  if (!selection.syncs.includes('*')) {
-    const unknown = selection.syncs.filter((name) => !deployed.some((definition) => definition.syncName === name));
-    if (unknown.length > 0) {
-      throw new ServiceError(
-        'unknown_sync',
-        `integration '${integrationId}' has no deployed sync ${unknown.map((name) => `'${name}'`).join(', ')}; deployed: ${deployed.map((d) => d.syncName).join(', ') || 'none'}`,
-        { status: 404 },
-      );
-    }
-    definitions = deployed.filter((definition) => selection.syncs.includes(definition.syncName));
-  }
-  let connectionIds: string[];
-  if (selection.connection_id !== undefined) {
-    await assertConnection(deps, { environmentId, integrationId, connectionId: selection.connection_id });
-    connectionIds = [selection.connection_id];
-  } else {
-    connectionIds = (await deps.connections.listConnections(environmentId, { integrationId })).map(
-      (c) => c.connection_id,
-    );
-  }
-  return { definitions, connectionIds };
-}
-
-/** Starts (or hands the current definition to) every deployed sync of a connection: idempotent. */
-export async function ensureConnectionSyncs(
-  deps: Pick<ApiDeps, 'deployments' | 'syncs'>,
-  scope: ConnectionScope,
-): Promise<string[]> {
-  const definitions = await deps.deployments.syncDefinitions(scope.environmentId, scope.integrationId);
-  for (const definition of definitions) await deps.syncs.ensureSync(definition, scope.connectionId);
-  return definitions.map((definition) => definition.syncName);
-}
-
 /** The connection record query flags: `true`/`false` (or 1/0) strings. */
 export const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
-
-/**
- * Applies a sync control operation to every selected (connection, sync); `missing` handles a sync whose
- * entity workflow does not exist for that connection yet.
- */
-export async function forEachSelectedSync(
-  deps: ApiDeps,
-  environmentId: string,
-  selection: { provider_config_key: string; connection_id?: string | undefined; syncs: string[] },
-  operation: {
-    existing: (ref: SyncRef) => Promise<void>;
-    missing: (definition: SyncDefinition, connectionId: string) => Promise<void>;
-  },
-): Promise<z.infer<typeof syncActionResult>> {
-  const { definitions, connectionIds } = await selectSyncs(deps, environmentId, selection);
-  const touched: { connection_id: string; name: string }[] = [];
-  for (const connectionId of connectionIds) {
-    for (const definition of definitions) {
-      try {
-        await operation.existing({ ...definition, connectionId });
-      } catch (error) {
-        if (!isServiceError(error) || error.code !== 'sync_not_found') throw error;
-        await operation.missing(definition, connectionId);
-      }
-      touched.push({ connection_id: connectionId, name: definition.syncName });
-    }
-  }
-  return { success: true, syncs: touched };
-}
 
 /** The body of POST (replace) and PATCH (merge) /connections/metadata. */
 export const metadataBody = z

@@ -25,7 +25,7 @@ import type { WebhookEvent } from '../../runtime/public.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
 import { rawBodyOf } from '../server.js';
-import type { InboundWebhookSettings } from './settings.js';
+import type { InboundWebhookSettings } from '../../webhooks/settings.js';
 
 export interface InboundResult {
   type: string;

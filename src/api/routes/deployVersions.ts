@@ -4,9 +4,9 @@
  * apply are src/api/routes/postDeployPreview.ts and postDeploy.ts.)
  */
 import { z } from 'zod';
-import { defineRoute, type AnyRoute } from '../api/route.js';
-import { booleanFlag } from '../api/routes/shared.js';
-import { deployRequestSchema, type Deployments } from './deployments.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import { booleanFlag } from './shared.js';
+import { deployRequestSchema, type Deployments } from '../../deploy/deployments.js';
 
 const planSchema = z.object({
   version: z.number().int(),

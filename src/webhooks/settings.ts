@@ -5,10 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Encryptor } from '../../connections/encryption.js';
-import type { Pool } from '../../db/pool.js';
-import { ServiceError } from '../../errors.js';
-import { OUTBOUND_REFUSED, outboundPolicy } from '../../runtime/outbound.js';
+import type { Encryptor } from '../connections/encryption.js';
+import type { Pool } from '../db/pool.js';
+import { ServiceError } from '../errors.js';
+import { OUTBOUND_REFUSED, outboundPolicy } from '../runtime/outbound.js';
 
 // The Encryptor's purposes are a closed list owned by src/connections; webhook secrets are secrets of an
 // integration's external API like its client secret. A purpose of their own is proposed in the report

@@ -8,10 +8,10 @@
  */
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
-import type { Pool } from '../../db/pool.js';
-import { webhookAttempts, webhookDeliveries } from '../../metrics/index.js';
-import { outboundRefusal, policyFetch } from '../../runtime/outbound.js';
-import type { SyncRunResult } from '../../runtime/definitions.js';
+import type { Pool } from '../db/pool.js';
+import { webhookAttempts, webhookDeliveries } from '../metrics/index.js';
+import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
+import type { SyncRunResult } from '../runtime/definitions.js';
 import type { WebhookSettingsStore } from './settings.js';
 
 export const SIGNATURE_HEADER = 'X-Service-Hmac-Sha256';
@@ -24,6 +24,19 @@ export interface SyncFinishedEvent {
   syncName: string;
   result: SyncRunResult | null;
   error: { code: string; message: string } | null;
+}
+
+/** The input of the `deliverWebhook` workflow (workflows/deliverWebhook.ts). */
+export interface DeliverWebhookInput {
+  /** A finished sync run: its deliveries are recorded first. */
+  event?: SyncFinishedEvent | undefined;
+  /**
+   * Deliveries already recorded under this workflow's id (connection events: the service records them
+   * before it starts the workflow, `event:<env>:<uuid>`).
+   */
+  deliveries?: string[] | undefined;
+  /** Back-off tunables, for tests; production uses the defaults. */
+  retry?: { initialIntervalMs?: number; maximumIntervalMs?: number; maximumAttempts?: number } | undefined;
 }
 
 export const webhookDeliverySchema = z.object({

@@ -2,7 +2,7 @@
  * Connection events to the application (docs/api.md "Connection events"): a signed webhook when a
  * connection is created or re-authorised, and when a failed token refresh marks it as needing
  * re-authorisation. (A failed sync run has its own, `type: 'sync'` with `success: false`, sent by the
- * sync entity: src/api/webhooks/deliveries.ts.)
+ * sync entity: src/webhooks/deliveries.ts.)
  *
  * Each event is one row of webhook_deliveries, recorded here, and a `deliverWebhook` workflow with the
  * id `event:<environment>:<uuid>` that sends it with the same signing, retries and log as the sync
@@ -11,11 +11,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { ConnectionSavedEvent, NeedsReauthEvent } from '../../connections/connectionService.js';
-import type { ConnectionScope } from '../../connections/types.js';
-import type { Pool } from '../../db/pool.js';
-import type { DeliverWebhookInput } from '../../../workflows/deliverWebhook.js';
-import { markDeliveryFailed } from './deliveries.js';
+import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/connectionService.js';
+import type { ConnectionScope } from '../connections/types.js';
+import type { Pool } from '../db/pool.js';
+import { markDeliveryFailed, type DeliverWebhookInput } from './deliveries.js';
 import type { WebhookSettingsStore } from './settings.js';
 
 export interface ConnectionEventsDeps {
