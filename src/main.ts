@@ -347,8 +347,10 @@ function superviseWorker(withStandby: boolean, env: Record<string, string>): { s
     });
     child.on('exit', (code, signal) => {
       if (stopping || standby !== child) return;
-      // A standby that cannot start (Postgres or Temporal unreachable) is tried again, with the back-off.
       standby = undefined;
+      // It was told to stop (Ctrl-C reaches the whole process group before this process's own handler).
+      if (code === 0) return;
+      // A standby that cannot start (Postgres or Temporal unreachable) is tried again, with the back-off.
       delay = Math.min(Math.max(delay * 2, 1000), 30_000);
       console.error(`worker standby exited (${signal ?? `code ${code}`}); starting another in ${delay / 1000} s`);
       setTimeout(startStandby, delay);

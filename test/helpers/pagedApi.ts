@@ -165,7 +165,7 @@ export async function expectExact(
 ): Promise<number> {
   const pages = fake.hits.get(connection)!;
   const repeated = [...pages.values()].filter((n) => n > 1).length;
-  expect(run.status).toBe('success');
+  expect(run.status, `the run of ${connection}: ${JSON.stringify(run)}`).toBe('success');
   expect(run.models['Item']).toEqual({ added: TOTAL, updated: 0, deleted: 0, unchanged: 0 });
   expect(pages.size).toBe(PAGES);
   expect([...pages.values()].every((n) => n >= 1 && n <= 2)).toBe(true);
