@@ -11,7 +11,7 @@
  * errors, and the sync runs open when each burst starts.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -30,6 +30,7 @@ import { startStack } from '../src/devstack/index.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { recordFigures } from '../test/chaos/lib/figures.js';
 import { positiveIntegerFlags } from './lib/flags.js';
+import { pool, processSample } from './lib/loadParts.js';
 import { percentile } from './lib/stats.js';
 
 const {
@@ -84,30 +85,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** digits;
 const log = (message: string) => console.log(`[load ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
-/** Runs `work` over `items`, `concurrency` at a time. */
-async function pool<T, R>(items: T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        results[index] = await work(items[index]!);
-      }
-    }),
-  );
-  return results;
-}
-
-/** CPU seconds (user + system) and RSS of a process, from /proc. */
-function sample(pid: number): { cpuS: number; rssMb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return { cpuS: ticks / 100, rssMb: Number(rss?.[1] ?? 0) / 1024 };
-}
-
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-load-'));
   const stack = await startStack({ ephemeral: true, database: 'bench_load' });
@@ -160,7 +137,10 @@ async function main(): Promise<void> {
       worker.once('exit', (code) => reject(new Error(`the worker exited (${code}): ${out}`)));
     });
     const samples: { at: number; cpuS: number; rssMb: number }[] = [];
-    const sampler = setInterval(() => samples.push({ at: Date.now(), ...sample(worker.pid!) }), 1000);
+    const sampler = setInterval(() => {
+      const now = processSample(worker.pid!);
+      if (now) samples.push({ at: Date.now(), ...now });
+    }, 1000);
     stops.unshift(async () => clearInterval(sampler));
 
     // The API in this process (not measured), as the composition root builds it.

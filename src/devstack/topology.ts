@@ -39,6 +39,8 @@ export interface StartTopologyOptions {
   taskQueue?: string;
   /** Prefix of Temporal's two databases (`<prefix>`, `<prefix>_visibility`). */
   temporalDatabasePrefix?: string;
+  /** Temporal's history shards (fixed once its database exists); the server's default when omitted. */
+  numHistoryShards?: number;
   /** More environment for every service process (SERVICE_PROVIDERS_FILE, SERVICE_OUTBOUND_ALLOW…). */
   env?: NodeJS.ProcessEnv;
   /** Where each service process's output goes besides output(); none when omitted. */
@@ -86,6 +88,7 @@ export async function startTopology(options: StartTopologyOptions = {}): Promise
       postgresAdminUrl: postgres.adminUrl,
       stateDir: join(dataDir, 'temporal-server'),
       ...(options.temporalDatabasePrefix ? { databasePrefix: options.temporalDatabasePrefix } : {}),
+      ...(options.numHistoryShards ? { numHistoryShards: options.numHistoryShards } : {}),
     });
     cleanups.push(() => temporal.stop());
 

@@ -288,8 +288,10 @@ async function purgeScopes(db: Pool, only: string[] | undefined): Promise<number
       const scopeId = next.rows[0]?.scope_id;
       if (scopeId === undefined) return null;
       const deleted = await client.query(
-        // By physical row address (a TID scan), not by key: no second index probe per row.
-        `DELETE FROM records WHERE ctid = ANY(ARRAY(SELECT ctid FROM records WHERE scope_id = $1 LIMIT $2))`,
+        // By physical row address (a TID scan), not by key: no second index probe per row. A ctid is
+        // unique only within one table: `scope_id = $1` keeps the delete to the scope's own rows should
+        // records ever be partitioned (bench/recordsScale.ts: without it, other scopes' rows went too).
+        `DELETE FROM records WHERE scope_id = $1 AND ctid = ANY(ARRAY(SELECT ctid FROM records WHERE scope_id = $1 LIMIT $2))`,
         [scopeId, PURGE_CHUNK],
       );
       const count = deleted.rowCount ?? 0;
