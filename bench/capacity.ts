@@ -353,8 +353,9 @@ async function main(): Promise<void> {
     for (const list of runs.values()) {
       list.sort((x, y) => x.start - y.start);
       for (let i = 0; i + 1 < list.length; i++) {
-        const planned = list[i]!.close! + INTERVAL_MS;
-        if (list[i + 1]!.start >= from && list[i + 1]!.start < to) delays.push(list[i + 1]!.start - planned);
+        const [run, next] = [list[i]!, list[i + 1]!];
+        if (run.close !== undefined && next.start >= from && next.start < to)
+          delays.push(next.start - (run.close + INTERVAL_MS));
       }
       const last = list.at(-1)!;
       if (last.close !== undefined && last.close + INTERVAL_MS < to - 1000) {

@@ -155,7 +155,8 @@ try {
         started = performance.now();
         const purged = await store.purgeErasedRecords();
         purges.push(performance.now() - started);
-        if (purged !== PER) throw new Error(`the purge of ${scope.connectionId} deleted ${purged} records, not its ${PER}`);
+        if (purged !== PER)
+          throw new Error(`the purge of ${scope.connectionId} deleted ${purged} records, not its ${PER}`);
         if ((await store.countRecords({ ...scope, model: MODEL })) !== 0) throw new Error('records left after purge');
       }
       const size = await pool.query<{ mb: string }>(
@@ -174,7 +175,9 @@ try {
         purgeP99: percentile(purges, 99),
         tableMb: Number(size.rows[0]?.mb ?? 0),
       };
-      log(`${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).map(([k, v]: [string, number]) => [k, round(v)])))}`);
+      log(
+        `${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).map(([k, v]: [string, number]) => [k, round(v)])))}`,
+      );
       return figures;
     } finally {
       await pool.end();
