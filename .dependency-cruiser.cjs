@@ -17,8 +17,8 @@
  * change that removes it: the check prints them but does not fail on them, and fails when one of them no
  * longer occurs (remove it from the list then). Add nothing to that list: fix the imports instead.
  *
- * `npx depcruise . --config .dependency-cruiser.cjs --output-type archi | dot -T svg > folders.svg`
- * draws the folder graph with the same grouping.
+ * `npx depcruise . --config .dependency-cruiser.cjs --output-type archi` prints the folder graph with
+ * the same grouping in Graphviz's dot language (`| dot -T svg > folders.svg` draws it).
  */
 'use strict';
 /* global module */
