@@ -20,7 +20,9 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['bin/*.js', 'eslint.config.js', 'src/runtime/*.cjs'] },
+        projectService: {
+          allowDefaultProject: ['bin/*.js', 'eslint.config.js', 'src/runtime/*.cjs', '.dependency-cruiser.cjs'],
+        },
         tsconfigRootDir: import.meta.dirname,
       },
     },

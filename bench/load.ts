@@ -255,7 +255,7 @@ async function main(): Promise<void> {
     const latencies: number[] = [];
     let errors = 0;
     // The sync runs open when each burst starts: the backlog the actions would queue behind if they
-    // shared the sync runs' task queue (they have a queue of their own, src/temporal/taskQueues.ts).
+    // shared the sync runs' task queue (they have a queue of their own, workflows/taskQueues.ts).
     const openSyncRuns: number[] = [];
     for (let burst = 0; burst < ACTION_BURSTS; burst++) {
       const open = await temporal.workflow.count("WorkflowType = 'runSync' AND ExecutionStatus = 'Running'");

@@ -1,6 +1,7 @@
 /**
- * The project's test command (`npm test`): type check, lint, bundle the workflows (a Node import in
- * workflow code fails here), then every test on the real Temporal server and Postgres. Stops at the
+ * The project's test command (`npm test`): type check, lint, the dependency rules
+ * (.dependency-cruiser.cjs), format, bundle the workflows (a Node import in workflow code fails here),
+ * then every test on the real Temporal server and Postgres. Stops at the
  * first failing phase and exits non-zero. Arguments after `--` go to vitest (a file, `-t name`, …).
  */
 import { spawnSync } from 'node:child_process';
@@ -30,6 +31,9 @@ function npx(args: string[]): boolean {
 if (!quick) {
   await phase('type check (tsc)', () => npx(['tsc', '--noEmit', '-p', 'tsconfig.json']));
   await phase('lint (eslint)', () => npx(['eslint', '--max-warnings', '0', '.']));
+  await phase('dependencies (no import cycle, no two folders importing each other: .dependency-cruiser.cjs)', () =>
+    npx(['tsx', 'scripts/checkDependencies.ts']),
+  );
   await phase('format (prettier --check)', () => npx(['prettier', '--check', '--log-level', 'warn', '.']));
   await phase('bundle workflows (bundleWorkflowCode)', async () => {
     try {

@@ -31,7 +31,7 @@ import { createDataConverter } from './runtime/payloadStorage.js';
 import { startMetricsServer } from './metrics/server.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
 import { loadSettings, type Settings } from './settings.js';
-import { actionTaskQueue } from './temporal/taskQueues.js';
+import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { checksConnection, connectTemporal, connectWorker, temporalConnectionOptions } from './temporal/connection.js';
 import { installServiceRuntime, type TemporalMetricsExport } from './temporal/logger.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';

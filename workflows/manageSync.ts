@@ -26,7 +26,6 @@ import {
 import type { RuntimeActivities } from '../activities/runtime.js';
 import type { SyncRunActivities } from '../activities/syncRuns.js';
 import type { deliverWebhook } from './deliverWebhook.js';
-import type { RunawayVerdict } from '../src/temporal/runaway.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
   type RunOptions,
@@ -66,6 +65,9 @@ const { recordSyncRun } = proxyLocalActivities<SyncRunActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+
+/** Why the watchdog stopped a run (src/temporal/runaway.ts), as the `runawayVerdict` activity returns it. */
+type RunawayVerdict = NonNullable<Awaited<ReturnType<RuntimeActivities['runawayVerdict']>>>;
 
 // Executions recorded before a due scheduled run went ahead of queued webhooks replay as they ran.
 const SCHEDULE_BEFORE_WEBHOOKS = 'due-schedule-before-webhooks';

@@ -47,7 +47,7 @@ import {
 } from '../src/runtime/public.js';
 import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
 import { REQUEST_ERROR_TYPES, type HttpFailureDetails, type HttpMethod } from '../src/runtime/svcTypes.js';
-import { actionTaskQueue } from '../src/temporal/taskQueues.js';
+import { actionTaskQueue } from './taskQueues.js';
 
 /** A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with. */
 export class OperationError extends Error {

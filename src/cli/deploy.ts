@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { createClient, ServiceApiError } from '../client/index.js';
 import type { DeployPlan, DeployRequest } from '../deploy/deployments.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 
 export interface DeployOptions {
   root: string;

@@ -16,7 +16,7 @@ import { ServiceError } from '../errors.js';
 import { sendRequest } from '../runtime/http.js';
 import type { ServiceConfig } from '../config/types.js';
 import type { ConnectionRecord as RuntimeConnectionRecord } from '../runtime/public.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 import { resolveTarget } from './deploy.js';
 import { scriptKey, type LocalBackend, type LocalRunResult } from './localRun.js';
 import { loadLocalBuild, printRunResult, startLocalTemporal, writeFixture } from './localTools.js';

@@ -8,7 +8,7 @@ import { EnvironmentStore } from '../connections/environmentStore.js';
 import { createPool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
 import { isServiceError } from '../errors.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 
 const SUBCOMMANDS = ['create', 'rotate-key', 'list'] as const;
 

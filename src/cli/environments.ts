@@ -4,7 +4,7 @@
  * are named by id or name; a secret key is printed once, when it is made.
  */
 import { createClient, ServiceApiError, type EnvironmentView } from '../client/index.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 
 const DEFAULT_URL = 'http://127.0.0.1:3003';
 

@@ -20,7 +20,7 @@ import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
 import { connectTemporal, connectWorker, type TemporalConnectionOptions } from '../temporal/connection.js';
-import { actionTaskQueue } from '../temporal/taskQueues.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { installServiceRuntime } from '../temporal/logger.js';
 import { bundleWorkflows, createWorker } from '../temporal/worker.js';
 import type { ScriptLogEntry } from '../runtime/logStore.js';

@@ -9,7 +9,7 @@ import type { ServiceConfig } from '../config/types.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
 import type { TemporalConnectionOptions } from '../temporal/connection.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 import { scriptKey, type Exchange, type LocalBackend, type LocalRunResult } from './localRun.js';
 import { projectPaths } from './project.js';
 

@@ -7,16 +7,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ENVIRONMENTS_HELP } from './environments.js';
+import type { CliIo } from './io.js';
 import { countSummary, formatProjectProblems, type ProjectProblem } from './project.js';
-
-export interface CliIo {
-  out(text: string): void;
-  err(text: string): void;
-  cwd: string;
-  env: Record<string, string | undefined>;
-  /** A person at a terminal can answer questions (deploy's confirmation). */
-  interactive?: boolean;
-}
 
 const ROOT_OPTION =
   '  --root <dir>   the project folder that holds service-integrations/ (default: the current folder)';

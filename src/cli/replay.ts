@@ -27,7 +27,7 @@ import { RUNTIME_WORKER_DEFAULTS, bundleWorkflows } from '../temporal/worker.js'
 import { resolveTarget } from './deploy.js';
 import { scriptKey } from './localRun.js';
 import { loadLocalBuild } from './localTools.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 
 export interface ReplayOptions {
   root: string;

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 import { runLocally, type LocalRunResult } from './localRun.js';
 import {
   FIXTURE_FILE,

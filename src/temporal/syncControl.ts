@@ -26,7 +26,7 @@ import type { runAction } from '../../workflows/runScript.js';
 import { syncWorkflowId } from './connection.js';
 import { rootActionId } from './runAuthority.js';
 import { stopIfRunaway, type RunawayVerdict } from './runaway.js';
-import { actionTaskQueue } from './taskQueues.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
 
 // How often a caller waiting for an action checks that its script is not runaway.
 const ACTION_WATCH_INTERVAL_MS = 2000;

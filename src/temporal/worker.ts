@@ -8,7 +8,7 @@ import {
 } from '@temporalio/worker';
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
 import { isThreadDeath, prepareThreadMarks, reportIncidents } from './scriptThreads.js';
-import { actionTaskQueue } from './taskQueues.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { loadWorkflowBundle } from './workflowBundle.js';
 
 export { bundleWorkflows, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './workflowBundle.js';

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
-import { actionTaskQueue } from '../../src/temporal/taskQueues.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import {
   actionDefinition,
   bundle,
