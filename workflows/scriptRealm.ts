@@ -15,7 +15,8 @@
 import { ApplicationFailure, sleep } from '@temporalio/workflow';
 import { LOG_REDACTION_MARGIN, SCRIPT_LIMITS } from '../src/runtime/definitions.js';
 import type { LoadedScript } from '../activities/runtime.js';
-import { hostRealm, type ScriptBudget, type ScriptContext } from './scriptBudget.js';
+import { hostRealm, type ScriptContext } from '../src/sandbox/hostRealm.js';
+import type { ScriptBudget } from './scriptBudget.js';
 import { SCRIPT_REALM_BOOTSTRAP } from './scriptRealmSource.js';
 
 /**

@@ -191,13 +191,17 @@ export const RUN_ERROR_CODES = {
 } as const;
 
 /**
- * Blame for a dead worker (src/temporal/scriptThreads.ts, workflows/scriptBudget.ts): each workflow
+ * Blame for a dead worker (src/temporal/scriptThreads.ts, src/sandbox/hostRealm.ts): each workflow
  * thread keeps the id of the run it is executing in a file of THREAD_MARK_BYTES bytes in the folder
- * named by this environment variable (set by the worker process before its threads start); the
- * signal records an incident in the history of a run that was executing when its worker died.
+ * named by this environment variable (read by the worker process, which hands the folder to its
+ * threads before they start); the signal records an incident in the history of a run that was
+ * executing when its worker died.
  */
 export const THREAD_MARKS_DIR_VARIABLE = 'SERVICE_THREAD_MARKS_DIR';
-/** Set by the worker process for its threads: the prefix of their marks files, `<pid>-<nonce>`. */
-export const THREAD_MARKS_OWNER_VARIABLE = 'SERVICE_THREAD_MARKS_OWNER';
+/**
+ * The worker_threads environment data (setEnvironmentData) through which the worker process tells its
+ * workflow threads the folder of marks and the prefix of their files, `<pid>-<nonce>`.
+ */
+export const THREAD_MARKS_DATA_KEY = 'integration-service.threadMarks';
 export const THREAD_MARK_BYTES = 1024;
 export const SCRIPT_INCIDENT_SIGNAL = 'scriptIncident';

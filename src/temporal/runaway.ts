@@ -4,7 +4,7 @@
  * from outside the run, because it happens at the same deterministic point on every attempt of its
  * workflow task:
  * - a single statement that runs past the isolate timeout (ISOLATE_TIMEOUT_MS) (a catastrophic regular expression, a
- *   huge JSON.parse): the SDK records "Script execution timed out" in that run's history;
+ *   huge JSON.parse): the SDK records its isolate timeout in that run's history (src/sandbox/workerSide.ts);
  * - memory exhaustion: V8 kills the workflow thread, the Worker fails and every run of the process
  *   loses its workflow task; the dying process signals `scriptIncident` to the run that was executing
  *   (src/temporal/scriptThreads.ts).
@@ -17,6 +17,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { ISOLATE_TIMEOUT_MS, SCRIPT_INCIDENT_SIGNAL } from '../runtime/definitions.js';
+import { isIsolateTimeout } from '../sandbox/workerSide.js';
 
 /** Workflow task attempts after which the watchdog looks at a run's history: the first failure plus one retry. */
 export const RUNAWAY_ATTEMPTS = 2;
@@ -98,7 +99,7 @@ async function taskFailureMessages(client: Client, events: HistoryEvents): Promi
 
 /** An interrupted statement, recorded by the SDK in the run's history as a failed workflow task. */
 function isolateTimeoutVerdict(taskFailures: string[], attempts: number): RunawayVerdict | null {
-  const recorded = taskFailures.some((message) => /Script execution timed out/.test(message));
+  const recorded = taskFailures.some(isIsolateTimeout);
   return recorded
     ? {
         code: 'script_timeout',

@@ -5,7 +5,7 @@
  * every run of the process loses its workflow task, and the dying process can do nothing more.
  *
  * So each workflow thread keeps the id of the run whose script it is executing in a small file
- * (workflows/scriptBudget.ts), rewritten in place whenever that changes. The next worker process on
+ * (src/sandbox/hostRealm.ts), rewritten in place whenever that changes. The next worker process on
  * the host reads the files its dead predecessors left and signals `scriptIncident` to each run named
  * there; the watchdog (src/temporal/runaway.ts) stops a run with two such incidents. Runs that were only
  * waiting are never named, and continue after the restart.
@@ -15,11 +15,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
-import {
-  SCRIPT_INCIDENT_SIGNAL,
-  THREAD_MARKS_DIR_VARIABLE,
-  THREAD_MARKS_OWNER_VARIABLE,
-} from '../runtime/definitions.js';
+import { SCRIPT_INCIDENT_SIGNAL } from '../runtime/definitions.js';
+import { shareThreadMarks } from '../sandbox/workerSide.js';
 import { convict, INCIDENTS_TO_STOP } from './runaway.js';
 
 export interface ScriptIncident {
@@ -36,12 +33,6 @@ const INCIDENT_MEMORY_MS = 30 * 60 * 1000;
 
 /** A stretch of script that grew the heap this much was filling it, whoever allocated last. */
 const HEAVY_BYTES = 8 * 1024 * 1024;
-
-/** Is this Worker failure the death of a workflow thread (memory exhaustion), not a lost server? */
-export function isThreadDeath(error: unknown): boolean {
-  const text = error instanceof Error ? `${error.message} ${String(error.cause)}` : String(error);
-  return /Workflow Worker Thread exited|ERR_WORKER_OUT_OF_MEMORY|memory limit/.test(text);
-}
 
 function alive(pid: number): boolean {
   try {
@@ -61,7 +52,7 @@ export interface Blamed {
 }
 
 /**
- * The run to blame from a thread's mark (workflows/scriptBudget.ts): the run whose recent stretch of
+ * The run to blame from a thread's mark (src/sandbox/hostRealm.ts): the run whose recent stretch of
  * script grew the heap by HEAVY_BYTES or more, or else the run that was executing.
  */
 export function blame(mark: string): Omit<Blamed, 'incidents'> | undefined {
@@ -111,15 +102,12 @@ export function threadMarksDirFor(install: InstallIdentity): string {
 }
 
 /**
- * Prepares the folder of thread marks and tells the workflow threads about it (through the
- * environment, which worker threads copy when they start): call before the Workers are created.
+ * Prepares the folder of thread marks and tells the workflow threads about it (the sandbox hands it
+ * to threads that start later, src/sandbox/workerSide.ts): call before the Workers are created.
  */
-export function prepareThreadMarks(
-  dir = process.env[THREAD_MARKS_DIR_VARIABLE] ?? join(tmpdir(), 'integration-service-threads'),
-): ThreadMarks {
+export function prepareThreadMarks(dir: string): ThreadMarks {
   mkdirSync(dir, { recursive: true });
-  process.env[THREAD_MARKS_DIR_VARIABLE] = dir;
-  process.env[THREAD_MARKS_OWNER_VARIABLE] = OWNER;
+  shareThreadMarks({ dir, owner: OWNER });
   return {
     dir,
     collectOrphans() {

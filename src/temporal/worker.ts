@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import {
@@ -6,8 +8,9 @@ import {
   type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
-import { isThreadDeath, prepareThreadMarks, reportIncidents } from './scriptThreads.js';
+import { THREAD_MARKS_DIR_VARIABLE } from '../runtime/definitions.js';
+import { isThreadDeath, sandboxWorkerOptions } from '../sandbox/workerSide.js';
+import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { loadWorkflowBundle } from './workflowBundle.js';
 
@@ -25,6 +28,12 @@ export interface CreateWorkerOptions {
   workflowBundle?: WorkflowBundleWithSourceMap | { code: string } | { codePath: string } | undefined;
   /** The data converter with external storage (src/runtime/payloadStorage.ts); clients must use the same. */
   dataConverter?: DataConverter | undefined;
+  /**
+   * The folder where this process's workflow threads keep their marks (src/temporal/scriptThreads.ts;
+   * createRuntimeWorkers only). When omitted: SERVICE_THREAD_MARKS_DIR, else
+   * `$TMPDIR/integration-service-threads`.
+   */
+  threadMarksDir?: string | undefined;
   /** Worker tunables (concurrency, timeouts); the defaults below suit the script runtime. */
   tuning?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'>>;
 }
@@ -38,12 +47,12 @@ export interface CreateWorkerOptions {
  * where the watchdog finds it.
  */
 export const RUNTIME_WORKER_DEFAULTS = {
+  // The isolate timeout (ISOLATE_TIMEOUT_MS), set the way the sandbox module knows the SDK reads it.
+  ...sandboxWorkerOptions(),
   workflowFailureErrorTypes: { '*': [], runSync: ['Error'], runAction: ['Error'] },
   // Two workflow threads (with reuseV8Context the SDK's default is one): a script that computes up to
   // its budget, or a thread lost to memory exhaustion, stalls half of the runs, not all.
   workflowThreadPoolSize: 2,
-  // Not in WorkerOptions' type in SDK 1.24, but read by Worker.create (worker-options.js, default 5 s).
-  ...({ isolateExecutionTimeout: ISOLATE_TIMEOUT_MS } as Partial<WorkerOptions>),
 } satisfies Partial<WorkerOptions>;
 
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
@@ -82,8 +91,10 @@ export interface RuntimeWorkers {
 export async function createRuntimeWorkers(options: CreateWorkerOptions): Promise<RuntimeWorkers> {
   // Loaded (or bundled) once for both: the code is the same.
   const workflowBundle = options.workflowBundle ?? (await loadWorkflowBundle());
-  // Before the Workers start their workflow threads, which read the folder from the environment.
-  const marks = prepareThreadMarks();
+  // Before the Workers start their workflow threads, which learn the folder when they start.
+  const marks = prepareThreadMarks(
+    options.threadMarksDir ?? process.env[THREAD_MARKS_DIR_VARIABLE] ?? join(tmpdir(), 'integration-service-threads'),
+  );
   const main = await createWorker({ ...options, workflowBundle });
   const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
   let shutdownRequested = false;
