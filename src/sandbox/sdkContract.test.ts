@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker as Thread } from 'node:worker_threads';
 // CommonJS without named exports that Node's ESM loader sees: the default import is the module.
 import proto from '@temporalio/proto';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import { describe, expect, it } from 'vitest';
+import { bundleWorkflowCode, Worker, type WorkerOptions } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { THREAD_MARK_BYTES, THREAD_MARKS_DATA_KEY } from '../runtime/definitions.js';
 import { hostSetup, type HostSetupOptions } from './hostRealm.js';
 import {
@@ -266,89 +266,160 @@ describe('the seal of the workflow thread realm (src/sandbox/hostRealm.ts)', () 
   });
 });
 
-describe('the isolate execution timeout (ISOLATE_TIMEOUT_OPTION)', () => {
-  it('is honoured by the SDK workflow VM, and its failure reads as the watchdog expects', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sandbox-contract-'));
+/**
+ * Workflows run by a replay Worker in the SDK's own workflow threads: `spin` never ends; `seal` runs
+ * hostRealm() there and reports what its probes reached, in the message of the workflow task failure
+ * it ends with (URI-encoded JSON: the message travels in a debug-formatted string).
+ */
+const CONTRACT_WORKFLOWS = (root: string): string => String.raw`
+import { hostRealm } from '${root}/src/sandbox/hostRealm.js';
+import { ACTIVATOR_SOURCE } from '${root}/src/sandbox/sdkInternals.js';
+export async function spin() {
+  for (;;) {}
+}
+export async function seal() {
+  const probes = {};
+  const attempt = (name, fn) => {
     try {
-      const workflowsPath = join(dir, 'spin.js');
-      writeFileSync(workflowsPath, 'export async function spin() { for (;;) {} }\n');
-      const workflowBundle = await bundleWorkflowCode({
-        workflowsPath,
-        logger: quietLogger,
-        // The workflow sits in a temporary folder: the SDK's modules are this repository's.
-        webpackConfigHook: (config) => ({
-          ...config,
-          resolve: { ...config.resolve, modules: ['node_modules', join(REPO_ROOT, 'node_modules')] },
-        }),
-      });
-      const timeoutMs = 1234;
-      // A run whose first workflow task completed: replaying it runs the workflow's first activation.
-      const eventTime = { seconds: Math.floor(Date.now() / 1000) };
-      const history = proto.temporal.api.history.v1.History.fromObject({
-        events: [
-          {
-            eventId: 1,
-            eventTime,
-            eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
-            workflowExecutionStartedEventAttributes: {
-              workflowType: { name: 'spin' },
-              taskQueue: { name: 'contract' },
-              workflowTaskTimeout: { seconds: 10 },
-              originalExecutionRunId: '00000000-0000-4000-8000-000000000001',
-              firstExecutionRunId: '00000000-0000-4000-8000-000000000001',
-              attempt: 1,
-            },
-          },
-          {
-            eventId: 2,
-            eventTime,
-            eventType: 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
-            workflowTaskScheduledEventAttributes: {
-              taskQueue: { name: 'contract' },
-              startToCloseTimeout: { seconds: 10 },
-              attempt: 1,
-            },
-          },
-          {
-            eventId: 3,
-            eventTime,
-            eventType: 'EVENT_TYPE_WORKFLOW_TASK_STARTED',
-            workflowTaskStartedEventAttributes: { scheduledEventId: 2, identity: 'contract', requestId: 'contract' },
-          },
-          {
-            eventId: 4,
-            eventTime,
-            eventType: 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
-            workflowTaskCompletedEventAttributes: { scheduledEventId: 2, startedEventId: 3, identity: 'contract' },
-          },
-        ],
-      });
-      // debugMode off: a replay Worker defaults to debug mode, which runs workflows in this thread
-      // without a limit; the service's Workers run them in workflow threads, as here.
-      const failure = await Worker.runReplayHistory(
-        { workflowBundle, debugMode: false, ...sandboxWorkerOptions(timeoutMs) },
-        history,
-      ).then(
-        () => new Error('the replay of a workflow that never ends completed'),
-        (error: unknown) => error,
-      );
-      const message = failure instanceof Error ? failure.message : String(failure);
-      expect(
-        isIsolateTimeout(message) && ISOLATE_TIMEOUT_FAILURE.test(message),
-        broken(
-          'ISOLATE_TIMEOUT_FAILURE',
-          'src/sandbox/workerSide.ts, src/temporal/runaway.ts',
-          `the failure reads: ${message}`,
-        ),
-      ).toBe(true);
-      // Node's message carries the limit: the option reached the VM (the SDK's default is 5 s).
-      expect(
-        message,
-        broken('ISOLATE_TIMEOUT_OPTION', 'src/sandbox/workerSide.ts', 'the option was not honoured'),
-      ).toContain(`${timeoutMs}ms`);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+      probes[name] = 'reached ' + typeof fn();
+    } catch (error) {
+      probes[name] = String(error && error.name) + ': ' + String(error && error.message);
     }
+  };
+  let realm;
+  attempt('hostRealm()', () => (realm = hostRealm()));
+  attempt('sandbox URL.constructor', () => URL.constructor('return process')());
+  attempt('sandbox async function constructor', () => assert.rejects.constructor('return process')());
+  attempt('sandbox TextEncoder result', () => new TextEncoder().encode('x').constructor.constructor.constructor('return process')());
+  attempt('activator source', () => URL.constructor(ACTIVATOR_SOURCE)());
+  if (realm) {
+    const script = realm.newScriptContext();
+    attempt('script (function(){}).constructor', () => script.evaluate("(function(){}).constructor('return process')()", 'probe.js', 0));
+    attempt('script global process', () => script.evaluate('process', 'probe.js', 0));
+  }
+  throw new Error('SEAL[' + encodeURIComponent(JSON.stringify(probes)) + ']');
+}
+`;
+
+/** A run whose first workflow task completed: replaying it runs the workflow's first activation. */
+function firstTaskHistory(workflowType: string) {
+  const eventTime = { seconds: Math.floor(Date.now() / 1000) };
+  return proto.temporal.api.history.v1.History.fromObject({
+    events: [
+      {
+        eventId: 1,
+        eventTime,
+        eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+        workflowExecutionStartedEventAttributes: {
+          workflowType: { name: workflowType },
+          taskQueue: { name: 'contract' },
+          workflowTaskTimeout: { seconds: 10 },
+          originalExecutionRunId: '00000000-0000-4000-8000-000000000001',
+          firstExecutionRunId: '00000000-0000-4000-8000-000000000001',
+          attempt: 1,
+        },
+      },
+      {
+        eventId: 2,
+        eventTime,
+        eventType: 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+        workflowTaskScheduledEventAttributes: {
+          taskQueue: { name: 'contract' },
+          startToCloseTimeout: { seconds: 10 },
+          attempt: 1,
+        },
+      },
+      {
+        eventId: 3,
+        eventTime,
+        eventType: 'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+        workflowTaskStartedEventAttributes: { scheduledEventId: 2, identity: 'contract', requestId: 'contract' },
+      },
+      {
+        eventId: 4,
+        eventTime,
+        eventType: 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+        workflowTaskCompletedEventAttributes: { scheduledEventId: 2, startedEventId: 3, identity: 'contract' },
+      },
+    ],
+  });
+}
+
+describe("in the SDK's own workflow threads (a replay Worker)", () => {
+  let dir = '';
+  let workflowBundle: Awaited<ReturnType<typeof bundleWorkflowCode>> | undefined;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-contract-'));
+    const workflowsPath = join(dir, 'contractWorkflows.js');
+    writeFileSync(workflowsPath, CONTRACT_WORKFLOWS(REPO_ROOT));
+    workflowBundle = await bundleWorkflowCode({
+      workflowsPath,
+      logger: quietLogger,
+      // The workflows sit in a temporary folder: the SDK's modules are this repository's.
+      webpackConfigHook: (config) => ({
+        ...config,
+        resolve: { ...config.resolve, modules: ['node_modules', join(REPO_ROOT, 'node_modules')] },
+      }),
+    });
+  }, 180_000);
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Replays the first workflow task of `workflowType`; answers how it failed. */
+  async function replayFailure(workflowType: string, options: Partial<WorkerOptions>): Promise<string> {
+    if (!workflowBundle) throw new Error('no workflow bundle');
+    // debugMode off: a replay Worker defaults to debug mode, which runs workflows in this thread
+    // without a limit; the service's Workers run them in workflow threads, as here.
+    const failure = await Worker.runReplayHistory(
+      { workflowBundle, debugMode: false, ...options },
+      firstTaskHistory(workflowType),
+    ).then(
+      () => new Error(`the replay of ${workflowType} completed`),
+      (error: unknown) => error,
+    );
+    return failure instanceof Error ? failure.message : String(failure);
+  }
+
+  it('the isolate execution timeout (ISOLATE_TIMEOUT_OPTION) is honoured, and its failure reads as the watchdog expects', async () => {
+    const timeoutMs = 1234;
+    const message = await replayFailure('spin', sandboxWorkerOptions(timeoutMs));
+    expect(
+      isIsolateTimeout(message) && ISOLATE_TIMEOUT_FAILURE.test(message),
+      broken(
+        'ISOLATE_TIMEOUT_FAILURE',
+        'src/sandbox/workerSide.ts, src/temporal/runaway.ts',
+        `the failure reads: ${message}`,
+      ),
+    ).toBe(true);
+    // Node's message carries the limit: the option reached the VM (the SDK's default is 5 s).
+    expect(
+      message,
+      broken('ISOLATE_TIMEOUT_OPTION', 'src/sandbox/workerSide.ts', 'the option was not honoured'),
+    ).toContain(`${timeoutMs}ms`);
+  }, 180_000);
+
+  it('hostRealm() seals the workflow thread realm: no function constructor of it answers a script', async () => {
+    const message = await replayFailure('seal', sandboxWorkerOptions());
+    const encoded = /SEAL\[([^\]]*)\]/.exec(message)?.[1];
+    expect(encoded, broken('the workflow thread realm', 'src/sandbox/hostRealm.ts', message)).toBeDefined();
+    const probes = JSON.parse(decodeURIComponent(encoded ?? '')) as Record<string, string>;
+    expect(
+      probes,
+      broken('the sealed function constructors', 'src/sandbox/hostRealm.ts', 'a probe reached further'),
+    ).toEqual({
+      'hostRealm()': 'reached object',
+      'sandbox URL.constructor': expect.stringMatching(
+        /^EvalError: scripts cannot compile code of the worker/,
+      ) as unknown,
+      'sandbox async function constructor': expect.stringMatching(/^EvalError: /) as unknown,
+      'sandbox TextEncoder result': expect.stringMatching(/^EvalError: /) as unknown,
+      'activator source': 'reached undefined',
+      'script (function(){}).constructor': expect.stringMatching(
+        /^EvalError: Code generation from strings disallowed/,
+      ) as unknown,
+      'script global process': expect.stringMatching(/^ReferenceError: process is not defined/) as unknown,
+    });
   }, 180_000);
 });
 
