@@ -95,6 +95,15 @@ describe('sync entity workflow: history compatibility', () => {
     return histories;
   }
 
+  /** Until the entity continued as new after its `runs`-th run (its status shows the run before that). */
+  async function continued(entity: { workflowId: string; firstRunId: string }, runs: number): Promise<void> {
+    await eventually(
+      async () => ((await chain(entity.workflowId, entity.firstRunId)).length > runs ? true : undefined),
+      60_000,
+      `continue-as-new after run ${runs}`,
+    );
+  }
+
   async function replay(histories: { workflowId: string; history: History }[]): Promise<void> {
     const results = Worker.runReplayHistories(
       {
@@ -151,8 +160,10 @@ describe('sync entity workflow: history compatibility', () => {
     await control.pause(a.ref);
     fail = true;
     await control.trigger(a.ref);
-    await until(a.ref, 'the failed run', (s) => s.status === 'paused' && s.latestError !== null);
+    // The triggered run is the fifth: the one on the timer was under way, or had ended.
+    await until(a.ref, 'the failed run', (s) => s.executions === 5 && s.status === 'paused' && s.latestError !== null);
     fail = false;
+    await continued(a, 5);
     await control.stop(a.ref, 'test over');
 
     // B: the first run is terminated under the entity (no runaway verdict, so the entity asks for one);
@@ -177,8 +188,19 @@ describe('sync entity workflow: history compatibility', () => {
     hold = false;
     release();
     await until(b.ref, 'the terminated run', (s) => s.executions === 1 && s.status === 'failed');
+    // The trigger lands on the next execution's timer (not on the run's end, which would carry it over).
+    await eventually(
+      async () => {
+        const history = await h.client.workflow.getHandle(b.workflowId).fetchHistory();
+        const continued = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+        return continued && history.events?.some((event) => event.timerStartedEventAttributes) ? true : undefined;
+      },
+      60_000,
+      'the wait for the next run time',
+    );
     await control.trigger(b.ref);
     await until(b.ref, 'the triggered run', (s) => s.executions === 2 && s.status === 'idle');
+    await continued(b, 2);
     await control.stop(b.ref, 'test over');
 
     const recorded = [
