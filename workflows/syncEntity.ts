@@ -190,7 +190,7 @@ export function nextStep(
   const { state, definition } = entity;
   if (!isReady(entity, now)) {
     const until = state.paused || state.nextRunAt === null ? null : Date.parse(state.nextRunAt);
-    // At least 1 ms: a run time in the past (a clock that went back) still waits for a timer, not forever.
+    // At least 1 ms: Temporal's condition() takes a timeout of 0 as none, and would wait without a timer.
     const timeoutMs = until === null ? undefined : Math.max(1, until - now);
     return { entity, step: { type: 'wait', until, timeoutMs } };
   }
