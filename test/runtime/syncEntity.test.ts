@@ -123,7 +123,8 @@ describe('sync entity workflow', () => {
     const { definition, ref } = await define({
       syncName: 'hooks',
       webhookSubscriptions: ['item.created'],
-      runsMs: 1500,
+      // Short: this proves the timer's wiring; the schedule's arithmetic is workflows/syncEntity.test.ts's.
+      runsMs: 500,
     });
     await control.ensureSync(definition, ref.connectionId);
     await until(control, ref, 'the first run', (s) => s.executions >= 1 && s.status === 'idle');
