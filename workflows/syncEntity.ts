@@ -16,7 +16,7 @@ import type {
 } from '../src/runtime/definitions.js';
 import type { WebhookEvent } from '../src/runtime/public.js';
 import type { SyncRunRecord } from '../src/runtime/runHistory.js';
-import type { DeliverWebhookInput } from './deliverWebhook.js';
+import type { SyncFinishedEvent } from '../src/webhooks/deliveries.js';
 
 // Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
 // so a flood cannot grow the entity's state without bound.
@@ -91,7 +91,7 @@ export interface SyncEntityEnd {
   /** The run's row in the run history; null when the run never started. */
   record: SyncRunRecord | null;
   /** The application's webhook of the run; null when the run never started. */
-  notify: NonNullable<DeliverWebhookInput['event']> | null;
+  notify: SyncFinishedEvent | null;
 }
 
 /** The entity of a fresh workflow, or the one an execution continued as new with. */
