@@ -123,8 +123,10 @@ describe('sync entity workflow', () => {
     const { definition, ref } = await define({
       syncName: 'hooks',
       webhookSubscriptions: ['item.created'],
-      // Short: this proves the timer's wiring; the schedule's arithmetic is workflows/syncEntity.test.ts's.
-      runsMs: 500,
+      // Longer than the step from a run's end to the next choice (continue-as-new) takes on a loaded
+      // machine: with 500 ms the schedule was due again at every choice and went first, and the queued
+      // webhook waited (the shortest `runs` a service.yaml may set is 30 s).
+      runsMs: 1500,
     });
     await control.ensureSync(definition, ref.connectionId);
     await until(control, ref, 'the first run', (s) => s.executions >= 1 && s.status === 'idle');
