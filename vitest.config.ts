@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'workflows/**/*.test.ts', 'test/**/*.test.ts'],
     // The chaos suite's short sizes run here too (test/chaos/run.ts runs them at full size).
     exclude: ['**/node_modules/**'],
     // Temporal and Postgres start once per run here and are shared; each test file gets its own

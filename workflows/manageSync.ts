@@ -1,7 +1,9 @@
 /**
  * The sync entity workflow, one per (environment, integration, connection, sync): waits for the next
  * run time or a signal, runs one execution as a child `runSync`, records the outcome, and continues as
- * new so its own history stays small. Its state survives continue-as-new through its input.
+ * new so its own history stays small. Its state survives continue-as-new through its input. What to do
+ * when is decided by workflows/syncEntity.ts (pure, tested without Temporal); this file is its driver
+ * and writes the same history as before that split (test/runtime/syncEntityReplay.test.ts).
  */
 import {
   allHandlersFinished,
@@ -29,14 +31,25 @@ import type { deliverWebhook } from './deliverWebhook.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
   type RunOptions,
-  type RunSyncInput,
   type SyncDefinition,
   type SyncMode,
-  type SyncRunResult,
   type SyncStatus,
 } from '../src/runtime/definitions.js';
 import type { WebhookEvent } from '../src/runtime/public.js';
 import type { runSync } from './runScript.js';
+import {
+  applyEvent,
+  createSyncEntity,
+  nextStep,
+  runEnded,
+  runStarted,
+  shouldWake,
+  statusOf,
+  type SyncEntityRules,
+  type SyncEntityState,
+  type SyncEntityStep,
+  type SyncRunOutcome,
+} from './syncEntity.js';
 
 export const triggerSignal = defineSignal<[{ mode: SyncMode }]>('trigger');
 export const pauseSignal = defineSignal('pause');
@@ -72,24 +85,6 @@ type RunawayVerdict = NonNullable<Awaited<ReturnType<RuntimeActivities['runawayV
 // Executions recorded before a due scheduled run went ahead of queued webhooks replay as they ran.
 const SCHEDULE_BEFORE_WEBHOOKS = 'due-schedule-before-webhooks';
 
-// Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
-// so a flood cannot grow the entity's state without bound.
-const MAX_QUEUED_WEBHOOKS = 100;
-
-/** What the entity carries from one execution to the next. */
-export interface SyncEntityState {
-  paused: boolean;
-  pendingMode: SyncMode | null;
-  webhooks: WebhookEvent[];
-  /** ISO start of the last successful run: the next incremental run's `lastSyncDate`. */
-  lastSyncDate: string | null;
-  nextRunAt: string | null;
-  finishedAt: string | null;
-  latestResult: SyncRunResult | null;
-  latestError: { code: string; message: string } | null;
-  executions: number;
-}
-
 export interface ManageSyncInput {
   definition: SyncDefinition;
   connectionId: string;
@@ -99,127 +94,63 @@ export interface ManageSyncInput {
 }
 
 export async function manageSync(input: ManageSyncInput): Promise<void> {
-  let definition = input.definition;
-  const state: SyncEntityState = input.state ?? {
-    paused: !definition.autoStart,
-    pendingMode: null,
-    webhooks: [],
-    lastSyncDate: null,
-    // auto_start: the first run starts as soon as the sync exists for the connection.
-    nextRunAt: definition.autoStart ? new Date().toISOString() : null,
-    finishedAt: null,
-    latestResult: null,
-    latestError: null,
-    executions: 0,
-  };
-  let running = false;
+  // The decisions are workflows/syncEntity.ts's; this function feeds it the signals, timers and the
+  // run's outcome, and carries out what it returns.
+  const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => patched(SCHEDULE_BEFORE_WEBHOOKS) };
+  let entity = createSyncEntity({ ...input, now: Date.now() });
 
   setHandler(triggerSignal, ({ mode }) => {
-    state.pendingMode = mode;
+    entity = applyEvent(entity, { type: 'trigger', mode });
   });
   setHandler(pauseSignal, () => {
-    state.paused = true;
+    entity = applyEvent(entity, { type: 'pause' });
   });
   setHandler(resumeSignal, () => {
-    if (!state.paused) return;
-    state.paused = false;
-    // A sync that never ran, or whose run time passed while paused, runs now.
-    if (state.nextRunAt === null || Date.parse(state.nextRunAt) < Date.now())
-      state.nextRunAt = new Date().toISOString();
+    entity = applyEvent(entity, { type: 'resume', now: Date.now() });
   });
-  setHandler(reconfigureSignal, (next) => {
-    const frequencyChanged = next.runsMs !== definition.runsMs;
-    definition = next;
-    if (frequencyChanged && state.finishedAt !== null && !state.paused) {
-      state.nextRunAt = new Date(Date.parse(state.finishedAt) + definition.runsMs).toISOString();
-    }
+  setHandler(reconfigureSignal, (definition) => {
+    entity = applyEvent(entity, { type: 'reconfigure', definition });
   });
   setHandler(webhookSignal, (event) => {
-    if (!definition.webhookSubscriptions.includes(event.type)) return;
-    state.webhooks.push(event);
-    if (state.webhooks.length > MAX_QUEUED_WEBHOOKS) state.webhooks.shift();
+    entity = applyEvent(entity, { type: 'webhook', event });
   });
-  setHandler(statusQuery, (): SyncStatus => {
-    const failed = state.latestError !== null;
-    return {
-      status: running ? 'running' : state.paused ? 'paused' : failed ? 'failed' : 'idle',
-      paused: state.paused,
-      syncName: definition.syncName,
-      connectionId: input.connectionId,
-      syncType: definition.syncType,
-      frequencyMs: definition.runsMs,
-      nextScheduledSyncAt: state.paused ? null : state.nextRunAt,
-      finishedAt: state.finishedAt,
-      latestResult: state.latestResult,
-      latestError: state.latestError,
-      recordCount: state.latestResult?.recordCounts ?? {},
-      executions: state.executions,
-    };
-  });
+  setHandler(statusQuery, () => statusOf(entity));
 
-  const due = (): boolean => !state.paused && state.nextRunAt !== null && Date.parse(state.nextRunAt) <= Date.now();
-  const ready = (): boolean => state.pendingMode !== null || (!state.paused && state.webhooks.length > 0) || due();
-  // Wait for a signal or the next run time, whichever comes first; a reconfigure or resume that moves
-  // the run time re-evaluates the wait.
-  while (!ready()) {
-    const wait =
-      state.paused || state.nextRunAt === null ? undefined : Math.max(1, Date.parse(state.nextRunAt) - Date.now());
-    const nextRunAt = state.nextRunAt;
-    const paused = state.paused;
-    const woken = (): boolean => ready() || state.nextRunAt !== nextRunAt || state.paused !== paused;
-    if (wait === undefined) await condition(woken);
-    else await condition(woken, wait);
+  // Wait for a signal or the next run time, whichever comes first; a signal that moves the run time
+  // (reconfigure, resume) or pauses re-evaluates the wait.
+  let step: SyncEntityStep;
+  for (;;) {
+    const decided = nextStep(entity, Date.now(), rules);
+    entity = decided.entity;
+    step = decided.step;
+    if (step.type === 'startRun') break;
+    const waiting = entity;
+    const woken = (): boolean => shouldWake(waiting, entity, Date.now());
+    if (step.timeoutMs === undefined) await condition(woken);
+    else await condition(woken, step.timeoutMs);
   }
 
-  // A trigger first, then a due scheduled run, then queued webhooks: a webhook run sees one event, so
-  // it never stands in for a scheduled run, and steady webhook traffic cannot starve the schedule.
-  let mode: SyncMode = 'incremental';
-  let webhook: WebhookEvent | undefined;
-  let scheduled = false;
-  if (state.pendingMode !== null) {
-    mode = state.pendingMode;
-    state.pendingMode = null;
-  } else if (!state.paused && state.webhooks.length > 0 && !(due() && patched(SCHEDULE_BEFORE_WEBHOOKS))) {
-    webhook = state.webhooks.shift();
-  } else {
-    scheduled = true;
-  }
-  const full = definition.syncType === 'full' || mode !== 'incremental';
-  const runInput: RunSyncInput = {
-    definition,
-    connectionId: input.connectionId,
-    mode,
-    lastSyncDate: full ? undefined : (state.lastSyncDate ?? undefined),
-    webhook,
-    options: input.options,
-  };
-
-  running = true;
-  state.executions++;
-  const startedAt = new Date().toISOString();
-  let runId = '';
   const watchdog = new CancellationScope();
   let verdict: RunawayVerdict | null = null;
   let watching: Promise<void> = Promise.resolve();
+  let runId = '';
+  let outcome: SyncRunOutcome;
   try {
     const child = await startChild<typeof runSync>('runSync', {
       workflowId: `${workflowInfo().workflowId}:run:${uuid4()}`,
-      args: [runInput],
+      args: [step.input],
       workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
-      staticSummary: `${definition.syncName} ${webhook ? `webhook ${webhook.type}` : mode}`,
+      staticSummary: step.summary,
     });
     runId = child.workflowId;
+    entity = runStarted(entity, runId);
     watching = watchdog
       .run(() => watchRun(child.workflowId))
       .then((found) => {
         verdict = found;
       })
       .catch(() => undefined);
-    const result = await child.result();
-    state.latestResult = result;
-    state.latestError = null;
-    // A webhook run sees one event, not everything since the last run: it does not move lastSyncDate.
-    if (!webhook) state.lastSyncDate = result.startedAt;
+    outcome = { ok: true, result: await child.result() };
   } catch (error) {
     const cause = error instanceof ChildWorkflowFailure ? error.cause : error;
     if (cause instanceof TerminatedFailure) {
@@ -230,69 +161,40 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
       }
     }
     const found: RunawayVerdict | null = verdict;
-    state.latestError = found
-      ? { code: found.code, message: found.message }
-      : {
-          code: cause instanceof ApplicationFailure ? (cause.type ?? 'run_failed') : 'run_failed',
-          message: cause instanceof Error ? cause.message : String(cause),
-        };
+    outcome = {
+      ok: false,
+      error: found
+        ? { code: found.code, message: found.message }
+        : {
+            code: cause instanceof ApplicationFailure ? (cause.type ?? 'run_failed') : 'run_failed',
+            message: cause instanceof Error ? cause.message : String(cause),
+          },
+    };
   } finally {
-    running = false;
     watchdog.cancel();
   }
-  state.finishedAt = new Date().toISOString();
-  // A run triggered while the sync was never scheduled (auto_start false, paused) leaves it unscheduled:
-  // resuming it starts syncing at once.
-  const neverScheduled = state.paused && state.nextRunAt === null;
-  // A webhook run leaves the schedule alone: a scheduled run that fell due meanwhile still runs next.
-  const lapsed = state.nextRunAt === null || Date.parse(state.nextRunAt) <= Date.now();
-  const moveSchedule = scheduled || (lapsed && (webhook === undefined || !patched(SCHEDULE_BEFORE_WEBHOOKS)));
-  if (!neverScheduled && moveSchedule) {
-    state.nextRunAt = new Date(Date.now() + definition.runsMs).toISOString();
-  }
+  const ended = runEnded(entity, outcome, Date.now(), rules);
+  entity = ended.entity;
 
   // After the schedule is settled, so that a signal arriving meanwhile (a resume) is not overwritten.
-  const succeeded = state.latestError === null && state.latestResult !== null && state.latestResult.runId === runId;
-  if (runId !== '') {
-    await recordSyncRun({
-      runId,
-      environmentId: definition.environmentId,
-      integrationId: definition.integrationId,
-      connectionId: input.connectionId,
-      syncName: definition.syncName,
-      mode,
-      status: succeeded ? 'success' : 'failed',
-      startedAt: succeeded && state.latestResult ? state.latestResult.startedAt : startedAt,
-      finishedAt: state.finishedAt,
-      models: succeeded && state.latestResult ? state.latestResult.models : {},
-      error: succeeded ? null : state.latestError,
-    });
+  const { record, notify } = ended.end;
+  if (record && notify) {
+    await recordSyncRun(record);
     // The application hears of the run (per model counts, or the error) through its webhook. A child of
     // its own, abandoned: a slow or failing application never delays this sync's next run.
     await startChild<typeof deliverWebhook>('deliverWebhook', {
-      workflowId: `${runId}:webhook`,
-      args: [
-        {
-          event: {
-            environmentId: definition.environmentId,
-            integrationId: definition.integrationId,
-            connectionId: input.connectionId,
-            syncName: definition.syncName,
-            result: succeeded ? state.latestResult : null,
-            error: succeeded ? null : state.latestError,
-          },
-        },
-      ],
+      workflowId: `${record.runId}:webhook`,
+      args: [{ event: notify }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
-      staticSummary: `webhook of ${definition.syncName} for ${input.connectionId}`,
+      staticSummary: `webhook of ${record.syncName} for ${record.connectionId}`,
     });
   }
-  // Signals that arrived during the run are in `state`; let their handlers finish, then start afresh.
+  // Signals that arrived during the run are in `entity`; let their handlers finish, then start afresh.
   await condition(allHandlersFinished);
   await continueAsNew<typeof manageSync>({
-    definition,
-    connectionId: input.connectionId,
-    options: input.options,
-    state,
+    definition: entity.definition,
+    connectionId: entity.connectionId,
+    options: entity.options,
+    state: entity.state,
   });
 }

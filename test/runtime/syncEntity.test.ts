@@ -123,6 +123,9 @@ describe('sync entity workflow', () => {
     const { definition, ref } = await define({
       syncName: 'hooks',
       webhookSubscriptions: ['item.created'],
+      // Longer than the step from a run's end to the next choice (continue-as-new) takes on a loaded
+      // machine: with 500 ms the schedule was due again at every choice and went first, and the queued
+      // webhook waited (the shortest `runs` a service.yaml may set is 30 s).
       runsMs: 1500,
     });
     await control.ensureSync(definition, ref.connectionId);
