@@ -131,6 +131,7 @@ export const ERROR_CODES = {
   missing_oauth_client: { status: 400, meaning: 'The integration has no OAuth client id.' },
   missing_provider_config_key: { status: 400, meaning: 'The request names no provider config key.' },
   missing_webhook_type: { status: 400, meaning: 'The webhook does not say its type.' },
+  not_ready: { status: 503, meaning: 'GET /readyz: Postgres or Temporal does not answer.' },
   oauth_authorization_denied: { status: 400, meaning: 'The provider did not authorize the connection.' },
   oauth_state_expired: { status: 400, meaning: 'The connect attempt expired.' },
   oauth_token_exchange_failed: { status: 502, meaning: 'The provider did not exchange the code for a token.' },
