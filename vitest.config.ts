@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { UNIT_TESTS } from './vitest.unit.config.js';
 
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'workflows/**/*.test.ts', 'test/**/*.test.ts'],
-    // The chaos suite's short sizes run here too (test/chaos/run.ts runs them at full size).
-    exclude: ['**/node_modules/**'],
+    // The chaos suite's short sizes run here too (test/chaos/run.ts runs them at full size). The tests
+    // that need no server run in vitest.unit.config.ts instead, without the stack.
+    exclude: ['**/node_modules/**', ...UNIT_TESTS],
     // Temporal and Postgres start once per run here and are shared; each test file gets its own
     // database and task queue from test/helpers/stack.ts.
     globalSetup: ['test/globalSetup.ts'],

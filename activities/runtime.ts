@@ -94,8 +94,11 @@ export interface LoadedScript {
 const LOADED_SCRIPTS_KEPT = 50;
 
 /**
- * Translates the service's error taxonomy into Temporal's at the activity boundary: a ServiceError
- * keeps its code as the failure type and is retried only when it says trying again can help.
+ * Runs `work` and translates a ServiceError it throws into Temporal's taxonomy: an ApplicationFailure
+ * whose type is the code, with the error's details, retried only when the error says trying again can
+ * help. Only what runs inside it is translated, not the whole activity: anything thrown outside it, or
+ * any other error, reaches Temporal as it is (an ApplicationFailure typed by the error's class name,
+ * retried by the activity's retry policy).
  */
 export async function translated<T>(work: () => Promise<T>): Promise<T> {
   try {

@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Logger, type WorkerOptions } from '@temporalio/worker';
@@ -87,7 +88,7 @@ export async function startRuntimeBench(
     }),
     ...options.extraActivities,
   };
-  const workflowBundle = await bundleWorkflows();
+  const workflowBundle = await bundleWorkflows(fileURLToPath(new URL('./workflows.ts', import.meta.url)));
   // Both queues, as the service's worker process serves them: action runs go to the action queue.
   const startWorkers = async (variant: WorkerVariant) => {
     const workers = await createRuntimeWorkers({

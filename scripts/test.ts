@@ -1,8 +1,10 @@
 /**
  * The project's test command (`npm test`): type check, lint, the dependency rules
  * (.dependency-cruiser.cjs), format, bundle the workflows (a Node import in workflow code fails here),
- * then every test on the real Temporal server and Postgres. Stops at the
- * first failing phase and exits non-zero. Arguments after `--` go to vitest (a file, `-t name`, …).
+ * then the tests that need no server (vitest.unit.config.ts, no stack), then every other test on the
+ * real Temporal server and Postgres (vitest.config.ts). Stops at the first failing phase and exits
+ * non-zero. Arguments after `--` go to vitest (a file, `-t name`, …); each configuration runs only when
+ * they select one of its files, and selecting none is a failure.
  */
 import { spawnSync } from 'node:child_process';
 import { bundleWorkflows } from '../src/temporal/worker.js';
@@ -46,4 +48,41 @@ if (!quick) {
     }
   });
 }
-await phase('tests (vitest, real Temporal and Postgres)', () => npx(['vitest', 'run', ...vitestArgs]));
+
+const UNIT_CONFIG = 'vitest.unit.config.ts';
+const STACK_CONFIG = 'vitest.config.ts';
+
+/** Whether `vitestArgs` select a test file of `config` (`vitest list` starts no server). */
+function selectsFilesOf(config: string): boolean {
+  const result = spawnSync(
+    'npx',
+    ['--no-install', 'vitest', 'list', '--filesOnly', '--config', config, ...vitestArgs],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  if (result.status !== 0) {
+    process.stderr.write(result.stdout);
+    process.stderr.write(`vitest list --config ${config} ${vitestArgs.join(' ')} failed\n`);
+    process.exit(1);
+  }
+  return result.stdout.split('\n').some((line) => line.trim().endsWith('.test.ts'));
+}
+
+const runUnit = vitestArgs.length === 0 || selectsFilesOf(UNIT_CONFIG);
+const runStack = vitestArgs.length === 0 || selectsFilesOf(STACK_CONFIG);
+if (!runUnit && !runStack) {
+  process.stderr.write(`no test file matches ${vitestArgs.join(' ')} in ${UNIT_CONFIG} or ${STACK_CONFIG}\n`);
+  process.exit(1);
+}
+if (runUnit) {
+  await phase(`unit tests (vitest, ${UNIT_CONFIG}, no servers)`, () =>
+    npx(['vitest', 'run', '--config', UNIT_CONFIG, ...vitestArgs]),
+  );
+}
+if (runStack) {
+  await phase(`tests (vitest, ${STACK_CONFIG}, real Temporal and Postgres)`, () =>
+    npx(['vitest', 'run', '--config', STACK_CONFIG, ...vitestArgs]),
+  );
+}

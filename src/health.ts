@@ -7,6 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { ConnectionLike } from '@temporalio/client';
 import type { Pool } from './db/pool.js';
+import type { ErrorCode } from './errors.js';
 
 /** Resolves true when the dependency answers; false or a rejection means it is down. */
 export type ReadinessCheck = () => Promise<boolean>;
@@ -63,7 +64,10 @@ export function readinessBody(report: ReadinessReport): Record<string, unknown> 
   return {
     status: 'not_ready',
     checks: report.checks,
-    error: { code: 'not_ready', message: `Not ready: ${down.join(', ')} ${down.length === 1 ? 'is' : 'are'} down.` },
+    error: {
+      code: 'not_ready' satisfies ErrorCode,
+      message: `Not ready: ${down.join(', ')} ${down.length === 1 ? 'is' : 'are'} down.`,
+    },
   };
 }
 

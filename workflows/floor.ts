@@ -1,7 +1,8 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 
-// Temporal's own floors, for the benchmarks to compare with on the same server (benchmark-only
-// workflows; they need a `noop` activity, which only the benchmarks register).
+// Temporal's own floors, for the benchmarks to compare with on the same server. Benchmark-only: only
+// the benchmarks' bundle entry (bench/workflows.ts) includes them, and they need a `noop` activity,
+// which only the benchmarks register.
 const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
 const { noop: localNoop } = proxyLocalActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
 

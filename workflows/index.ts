@@ -2,5 +2,4 @@
 export { checkHealth } from './checkHealth.js';
 export { runSync, runAction } from './runScript.js';
 export { manageSync } from './manageSync.js';
-export { floorRoundTrip, floorSyncSteps } from './floor.js';
 export { deliverWebhook } from './deliverWebhook.js';

@@ -14,9 +14,7 @@ export async function readBodyBytes(req: Request, limitBytes: number): Promise<B
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > limitBytes) {
-      throw new ServiceError('payload_too_large', 'The request body is larger than the limit of this server.', {
-        status: 413,
-      });
+      throw new ServiceError('payload_too_large', 'The request body is larger than the limit of this server.');
     }
     chunks.push(chunk);
   }

@@ -99,9 +99,6 @@ export function createConnectPageRouter(deps: ConnectPageDeps): Router {
         throw new ServiceError(
           'invalid_connect_session',
           'This link has no connect session; ask the application for a new link.',
-          {
-            status: 401,
-          },
         );
       }
       const { page } = await formOf(token);
@@ -174,7 +171,6 @@ export function createConnectPageRouter(deps: ConnectPageDeps): Router {
             new ServiceError(
               'connect_session_attempts',
               `The credentials were refused ${CONNECT_FORM_ATTEMPTS} times; this link no longer works. Ask the application for a new one. (Last refusal: ${error.message})`,
-              { status: 401 },
             ),
           );
           return;

@@ -147,7 +147,6 @@ export function createGeneratedFallback(deps: ApiDeps, routing: GeneratedRouting
       throw new ServiceError(
         removed.kind === 'action' ? 'action_not_found' : 'sync_endpoint_removed',
         `${method} ${req.path} was the endpoint of ${removed.kind} '${removed.name}' of integration '${integrationId}', removed by the deploy after version ${removed.version}`,
-        { status: 404 },
       );
     }
     const scope = connectionHeaders(req, environment);
@@ -176,9 +175,6 @@ function actionInput(req: Request, method: string, params: Record<string, string
     throw new ServiceError(
       'invalid_request',
       'This endpoint has path parameters, so its JSON body must be an object they can be merged into.',
-      {
-        status: 400,
-      },
     );
   }
   return { ...(base as Record<string, unknown>), ...params };

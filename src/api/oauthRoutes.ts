@@ -79,7 +79,6 @@ export function createOAuthRouter(deps: OAuthRoutesDeps): Router {
           throw new ServiceError(
             'invalid_connect_link',
             'The connect link has no valid connect_session_token: ask the application for a new link.',
-            { status: 401 },
           );
         }
         // Anyone who knows the public key may follow such a link: it creates a connection, never replaces one.

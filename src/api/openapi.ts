@@ -3,6 +3,7 @@
  * generated endpoints of the current deployment.
  */
 import { z } from 'zod';
+import { ERROR_CODES } from '../errors.js';
 import type { AnyRoute } from './route.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -62,15 +63,33 @@ const connectionHeaderParameters = [
   },
 ];
 
+/**
+ * Every error code with its status and meaning, as a Markdown table: in the Error schema of the OpenAPI
+ * document and, the same text, in docs/api.md ("Error codes").
+ */
+export function errorCodesTable(): string {
+  const rows = Object.entries(ERROR_CODES).map(([code, entry]) => {
+    const others = 'otherStatuses' in entry ? entry.otherStatuses : [];
+    const status =
+      others === 'client_error' ? `${entry.status} (or another 4xx)` : [entry.status, ...others].join(' or ');
+    return `| \`${code}\` | ${status} | ${entry.meaning} |`;
+  });
+  return ['| code | status | meaning |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
 export const errorSchema: JsonSchema = {
   type: 'object',
   required: ['error'],
+  description:
+    'The body of every error. `POST /action/trigger` relays the code its run failed with and answers 500 ' +
+    '(404 for `action_not_found`), whatever the status below.\n\n' +
+    errorCodesTable(),
   properties: {
     error: {
       type: 'object',
       required: ['code', 'message'],
       properties: {
-        code: { type: 'string', description: 'Stable snake_case code.' },
+        code: { type: 'string', description: 'Stable snake_case code; the Error schema lists them.' },
         message: { type: 'string', description: 'What went wrong and what to do next.' },
         errors: {
           type: 'array',

@@ -80,9 +80,6 @@ export function createServer(options: CreateServerOptions): express.Express {
         new ServiceError(
           'invalid_request',
           'NUL characters (U+0000) are not allowed in paths, query strings or headers.',
-          {
-            status: 400,
-          },
         ),
       );
       return;
@@ -96,7 +93,6 @@ export function createServer(options: CreateServerOptions): express.Express {
         new ServiceError(
           'invalid_request',
           'The URL has a malformed percent-encoding: each % must start an escape of two hex digits, and the escaped bytes must be UTF-8.',
-          { status: 400 },
         ),
       );
       return;
@@ -154,7 +150,6 @@ export function createServer(options: CreateServerOptions): express.Express {
       throw new ServiceError(
         'admin_key_not_configured',
         'Managing environments through the API is off: set SERVICE_ADMIN_KEY on the API server (docs/api.md "Environments").',
-        { status: 403 },
       );
     }
     const digest = createHash('sha256').update(presented, 'utf8').digest();
@@ -164,11 +159,8 @@ export function createServer(options: CreateServerOptions): express.Express {
         ? new ServiceError(
             'admin_key_required',
             'This route manages environments and needs the service admin key (SERVICE_ADMIN_KEY); an environment’s secret key manages only its own environment.',
-            { status: 403 },
           )
-        : new ServiceError('invalid_admin_key', 'This is not the service admin key (SERVICE_ADMIN_KEY).', {
-            status: 401,
-          });
+        : new ServiceError('invalid_admin_key', 'This is not the service admin key (SERVICE_ADMIN_KEY).');
     }
     // Environment ids hold no NUL (src/connections/environmentStore.ts): this bucket is the admin key's own.
     takeToken('\u0000admin', res);
@@ -177,15 +169,11 @@ export function createServer(options: CreateServerOptions): express.Express {
   function bearerOf(req: Request, what: string): string {
     const header = req.header('authorization');
     if (!header) {
-      throw new ServiceError('missing_authorization', `Send the header \`Authorization: Bearer <${what}>\`.`, {
-        status: 401,
-      });
+      throw new ServiceError('missing_authorization', `Send the header \`Authorization: Bearer <${what}>\`.`);
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match?.[1]) {
-      throw new ServiceError('invalid_authorization', `The Authorization header must be \`Bearer <${what}>\`.`, {
-        status: 401,
-      });
+      throw new ServiceError('invalid_authorization', `The Authorization header must be \`Bearer <${what}>\`.`);
     }
     return match[1];
   }
@@ -196,9 +184,6 @@ export function createServer(options: CreateServerOptions): express.Express {
       throw new ServiceError(
         'invalid_secret_key',
         'No environment has this secret key. Check the key in your environment settings.',
-        {
-          status: 401,
-        },
       );
     }
     takeToken(environment.id, res);
@@ -215,7 +200,6 @@ export function createServer(options: CreateServerOptions): express.Express {
         'rate_limited',
         `Too many requests for this key; retry after ${verdict.retryAfterSeconds} s.`,
         {
-          status: 429,
           retryable: true,
         },
       );
@@ -239,9 +223,7 @@ export function createServer(options: CreateServerOptions): express.Express {
 
   app.use((req, _res, next) => {
     next(
-      new ServiceError('route_not_found', `No route ${req.method} ${req.path}. See GET /openapi.json for the routes.`, {
-        status: 404,
-      }),
+      new ServiceError('route_not_found', `No route ${req.method} ${req.path}. See GET /openapi.json for the routes.`),
     );
   });
 
@@ -334,7 +316,6 @@ export function invalidRequest(problems: ValidationProblem[]): ServiceError {
     'invalid_request',
     `Invalid request${first ? `: ${first.path}: ${first.message}` : ''}${more}`,
     {
-      status: 400,
       details: problems,
     },
   );
@@ -347,7 +328,6 @@ export function connectionHeaders(req: Request, environment: AuthenticatedEnviro
     throw new ServiceError(
       'missing_connection_headers',
       'This route acts for one connection: send the headers `Connection-Id` and `Provider-Config-Key`.',
-      { status: 400 },
     );
   }
   return { environmentId: environment.id, integrationId, connectionId };
@@ -360,12 +340,10 @@ export function toServiceError(error: unknown): ServiceError {
     const type = error.type;
     const status = (error as { status?: unknown }).status;
     if (type === 'entity.too.large') {
-      return new ServiceError('payload_too_large', 'The request body is larger than the limit of this server.', {
-        status: 413,
-      });
+      return new ServiceError('payload_too_large', 'The request body is larger than the limit of this server.');
     }
     if (type === 'entity.parse.failed') {
-      return new ServiceError('invalid_json', 'The request body is not valid JSON.', { status: 400 });
+      return new ServiceError('invalid_json', 'The request body is not valid JSON.');
     }
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return new ServiceError('invalid_request', 'The request could not be read.', { status });
@@ -375,11 +353,11 @@ export function toServiceError(error: unknown): ServiceError {
     return new ServiceError(
       'database_unreachable',
       'The service’s database cannot be reached right now; try again in a few seconds.',
-      { status: 503, retryable: true },
+      { retryable: true },
     );
   }
   if (error instanceof URIError) {
-    return new ServiceError('invalid_request', 'The URL has a malformed percent-encoding.', { status: 400 });
+    return new ServiceError('invalid_request', 'The URL has a malformed percent-encoding.');
   }
   // Postgres refuses U+0000 in text (22021) and in jsonb (22P05): a body value carried one (paths,
   // queries and headers are refused before any route).
@@ -388,17 +366,13 @@ export function toServiceError(error: unknown): ServiceError {
     return new ServiceError(
       'invalid_request',
       'A value of the request contains a NUL character (U+0000), which cannot be stored; nothing was changed by the statement that refused it.',
-      { status: 400 },
     );
   }
   if (error instanceof z.ZodError) {
-    return new ServiceError('invalid_request', 'The request is invalid.', { status: 400, details: error.issues });
+    return new ServiceError('invalid_request', 'The request is invalid.', { details: error.issues });
   }
   return new ServiceError(
     'internal_error',
     'The server failed to answer this request; it is logged with its request id.',
-    {
-      status: 500,
-    },
   );
 }

@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { createClient, ServiceApiError, type ConnectionRecord, type ServiceClient } from '../client/index.js';
 import type { ConnectionService, RequestToAuthorize } from '../connections/types.js';
 import { REDACTED, redactValue, secretForms } from '../runtime/redaction.js';
-import { ServiceError } from '../errors.js';
+import { RelayedError, ServiceError } from '../errors.js';
 import { sendRequest } from '../runtime/http.js';
 import type { ServiceConfig } from '../config/types.js';
 import type { ConnectionRecord as RuntimeConnectionRecord } from '../runtime/public.js';
@@ -65,7 +65,7 @@ function apiConnections(
 ) {
   const translate = (error: unknown): never => {
     if (error instanceof ServiceApiError) {
-      throw new ServiceError(error.code, error.message, { status: error.status, retryable: error.status >= 500 });
+      throw new RelayedError(error.code, error.message, { status: error.status, retryable: error.status >= 500 });
     }
     throw error;
   };
@@ -174,7 +174,7 @@ export async function dryrun(options: DryrunOptions, io: CliIo): Promise<number>
     getEnvironmentVariables: () =>
       api.environmentVariables.list().catch((error: unknown) => {
         if (error instanceof ServiceApiError)
-          throw new ServiceError(error.code, error.message, { status: error.status });
+          throw new RelayedError(error.code, error.message, { status: error.status });
         throw error;
       }),
   };

@@ -5,6 +5,7 @@
  * `compileConfig` reports them with line:column like every other problem, so `service validate` finds
  * what `service deploy` would refuse; the API's router (src/api/generated.ts) uses the same matchers.
  */
+import { pathToRegexp } from 'path-to-regexp';
 import type { ServiceConfig } from './types.js';
 
 /** Every route the API declares besides the generated ones; `*` is any method. Kept in step with createApiRoutes by a test. */
@@ -136,36 +137,39 @@ export function endpointSegments(path: string): string[] {
   return path.split('/').filter((segment) => segment !== '');
 }
 
-/** A generated path as a matcher: `:id` and `{id}` match one segment; a trailing slash is optional. */
-export function compileEndpointPath(path: string): { regex: RegExp; names: string[]; params: number } {
-  const names: string[] = [];
-  const source = endpointSegments(path)
-    .map((segment) => {
-      const match = ENDPOINT_PARAM.exec(segment);
-      if (match) {
-        names.push(match[1] ?? match[2] ?? '');
-        return '/([^/]+)';
-      }
-      return `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`;
-    })
-    .join('');
-  return { regex: new RegExp(`^${source || ''}/?$`), names, params: names.length };
+/** A segment of a generated path as literal text of path-to-regexp: its reserved characters escaped. */
+function literalSegment(segment: string): string {
+  return segment.replace(/[{}()[\]+?!:*\\]/g, '\\$&');
 }
 
-/** An Express path of a built-in route as a matcher (`:name` one segment, `*name` the rest). */
-function compileBuiltin(path: string): RegExp {
-  const source = path
-    .split('/')
-    .filter((segment) => segment !== '')
-    .map((segment) =>
-      segment.startsWith(':')
-        ? '/[^/]+'
-        : segment.startsWith('*')
-          ? '/.+'
-          : `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
-    )
+/**
+ * A generated path as a matcher (path-to-regexp, the router of Express 5): `:id` and `{id}` match one
+ * segment; a trailing slash is optional; case counts.
+ */
+export function compileEndpointPath(path: string): { regex: RegExp; names: string[]; params: number } {
+  const route = endpointSegments(path)
+    .map((segment) => {
+      const match = ENDPOINT_PARAM.exec(segment);
+      return match ? `/:${JSON.stringify(match[1] ?? match[2] ?? '')}` : `/${literalSegment(segment)}`;
+    })
     .join('');
-  return new RegExp(`^${source}/?$`);
+  const { regexp, keys } = pathToRegexp(route, { sensitive: true });
+  return { regex: regexp, names: keys.map((key) => key.name), params: keys.length };
+}
+
+const builtinMatchers = new Map<string, RegExp>();
+
+/**
+ * An Express path of a built-in route as a matcher (`:name` one segment, `*name` the rest; case
+ * counts), compiled once: the compiler checks every generated endpoint against every built-in route.
+ */
+function compileBuiltin(path: string): RegExp {
+  let regex = builtinMatchers.get(path);
+  if (!regex) {
+    regex = pathToRegexp(path, { sensitive: true }).regexp;
+    builtinMatchers.set(path, regex);
+  }
+  return regex;
 }
 
 /** A concrete path the pattern matches: parameters become a sample value. */

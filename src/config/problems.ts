@@ -49,7 +49,7 @@ export interface ConfigProblem {
 }
 
 /** Thrown by functions that need a valid configuration (`loadConfigFile`, `compileProject`'s callers). */
-export class ConfigError extends ServiceError {
+export class ConfigError extends ServiceError<'invalid_config'> {
   override readonly name = 'ConfigError';
   readonly problems: readonly ConfigProblem[];
 

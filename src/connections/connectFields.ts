@@ -116,7 +116,6 @@ export function valuesOfFields(
   }
   if (missing.length > 0) {
     throw new ServiceError('missing_connect_field', `Fill in: ${missing.join(', ')}.`, {
-      status: 400,
       details: { missing },
     });
   }

@@ -260,14 +260,12 @@ export function connectionExists(scope: ConnectionScope): ServiceError {
   return new ServiceError(
     'connection_exists',
     `${describe(scope)} already exists; re-authorising it needs a connect session made with allow_reconnect`,
-    { status: 409 },
   );
 }
 
-function invalidInput(what: string, error: z.ZodError): ServiceError {
+function invalidInput(what: 'connection' | 'connection_id' | 'tags' | 'metadata', error: z.ZodError): ServiceError {
   const problems = error.issues.map((issue) => `${issue.path.join('.') || '(value)'}: ${issue.message}`);
   return new ServiceError(`invalid_${what}`, `invalid ${what}: ${problems.join('; ')}`, {
-    status: 400,
     details: problems,
   });
 }
@@ -332,7 +330,6 @@ export class PostgresConnectionService implements ConnectionService {
         throw new ServiceError(
           'base_url_not_allowed',
           `the base URL override ${parsed.origin} is not a host of integration '${scope.integrationId}' (its base URL${catalogBase === undefined ? ' is not set' : ` is ${hosts.base?.origin}`}${provider.allowed_hosts.length > 0 ? `, its allowed hosts are ${provider.allowed_hosts.join(', ')}` : ''}); add the host to the integration's provider_settings.allowed_hosts to allow it`,
-          { status: 403 },
         );
       }
     }
@@ -342,7 +339,6 @@ export class PostgresConnectionService implements ConnectionService {
       throw new ServiceError(
         'missing_base_url',
         `provider '${resolved.integration.provider}' of integration '${scope.integrationId}' has no base URL in the catalog; set base_url in the integration's provider_settings (or pass an allowed baseUrlOverride)`,
-        { status: 400 },
       );
     }
     const url = httpUrl(base === undefined ? request.endpoint : joinUrl(base, request.endpoint), 'the request URL');
@@ -493,7 +489,6 @@ export class PostgresConnectionService implements ConnectionService {
       throw new ServiceError(
         'credentials_type_mismatch',
         `integration '${data.integrationId}' uses provider '${resolved.integration.provider}' (${resolved.provider.auth_mode}); credentials of type ${data.credentials.type} do not fit it`,
-        { status: 400 },
       );
     }
     const config = data.connection_config ?? {};
@@ -536,7 +531,6 @@ export class PostgresConnectionService implements ConnectionService {
       throw new ServiceError(
         error.code === 'invalid_private_key' ? 'invalid_private_key' : 'connection_credentials_rejected',
         `${describe(scope)} was not saved: ${error.message}`,
-        { status: 400 },
       );
     }
   }
@@ -639,8 +633,7 @@ export class PostgresConnectionService implements ConnectionService {
        WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
       [scope.environmentId, scope.integrationId, scope.connectionId, JSON.stringify(parsed.data)],
     );
-    if (rowCount === 0)
-      throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`, { status: 404 });
+    if (rowCount === 0) throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`);
   }
 
   /**
@@ -672,7 +665,6 @@ export class PostgresConnectionService implements ConnectionService {
         throw new ServiceError(
           'unknown_connection',
           `integration '${integrationId}' has no connection ${missing.map((id) => `'${id}'`).join(', ')}; no metadata was changed`,
-          { status: 404 },
         );
       }
       const large = rows.find((row) => row.size > MAX_METADATA_BYTES);
@@ -680,7 +672,6 @@ export class PostgresConnectionService implements ConnectionService {
         throw new ServiceError(
           'metadata_too_large',
           `metadata of connection '${large.connection_id}' of integration '${integrationId}' would exceed ${MAX_METADATA_BYTES} bytes; no metadata was changed`,
-          { status: 413 },
         );
       }
     });
@@ -966,13 +957,13 @@ export class PostgresConnectionService implements ConnectionService {
       return new ServiceError(
         'connection_refresh_failed',
         `the access token of ${describe(scope)} could not be refreshed (${what}, at ${when}); the provider no longer accepts this connection's grant, so the user must reconnect (run the connect flow again, or import new credentials)`,
-        { status: 424, details: { refresh_error: this.refreshError(row) } },
+        { details: { refresh_error: this.refreshError(row) } },
       );
     }
     return new ServiceError(
       'connection_refresh_unavailable',
       `the access token of ${describe(scope)} could not be refreshed (${what}, at ${when}); the provider may be down, try again later`,
-      { status: 503, retryable: true, details: { refresh_error: this.refreshError(row) } },
+      { retryable: true, details: { refresh_error: this.refreshError(row) } },
     );
   }
 
@@ -983,7 +974,7 @@ export class PostgresConnectionService implements ConnectionService {
       'SELECT * FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
       [scope.environmentId, scope.integrationId, scope.connectionId],
     );
-    if (!rows[0]) throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`, { status: 404 });
+    if (!rows[0]) throw new ServiceError('unknown_connection', `${describe(scope)} does not exist`);
     return rows[0];
   }
 
@@ -1117,7 +1108,6 @@ function modeMismatch(scope: ConnectionScope, providerMode: string, credentialsT
   return new ServiceError(
     'credentials_type_mismatch',
     `${describe(scope)} holds ${credentialsType} credentials but its provider uses ${providerMode}; reconnect or re-import it`,
-    { status: 400 },
   );
 }
 
@@ -1134,12 +1124,10 @@ function httpUrl(text: string, what: string): URL {
   try {
     url = new URL(text);
   } catch {
-    throw new ServiceError('invalid_request_url', `${what} is not a URL`, { status: 400 });
+    throw new ServiceError('invalid_request_url', `${what} is not a URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new ServiceError('invalid_request_url', `requests go to http(s) URLs only, not ${url.protocol}`, {
-      status: 400,
-    });
+    throw new ServiceError('invalid_request_url', `requests go to http(s) URLs only, not ${url.protocol}`);
   }
   return url;
 }

@@ -37,14 +37,13 @@ export class Encryptor {
   /** `keys[0]` encrypts; all of them decrypt. */
   constructor(keys: readonly Buffer[]) {
     if (keys.length === 0) {
-      throw new ServiceError('missing_encryption_key', 'no encryption key given', { status: 500 });
+      throw new ServiceError('missing_encryption_key', 'no encryption key given');
     }
     this.keys = keys.map((key, index) => {
       if (key.length !== KEY_BYTES) {
         throw new ServiceError(
           'invalid_encryption_key',
           `encryption key #${index + 1} has ${key.length} bytes; AES-256 needs exactly ${KEY_BYTES} (base64 of 32 random bytes: \`openssl rand -base64 32\`)`,
-          { status: 500 },
         );
       }
       return { id: keyId(key), key };
@@ -121,7 +120,6 @@ function parseKey(value: string, where: string): Buffer {
     throw new ServiceError(
       'invalid_encryption_key',
       `${where} must be the base64 of exactly ${KEY_BYTES} random bytes (make one with \`openssl rand -base64 32\`)`,
-      { status: 500 },
     );
   }
   return key;
@@ -156,7 +154,6 @@ export function loadEncryptor({ env = process.env, generatedKeyFile }: LoadEncry
   throw new ServiceError(
     'missing_encryption_key',
     'SERVICE_ENCRYPTION_KEY is not set: set it to the base64 of 32 random bytes (`openssl rand -base64 32`) and keep it safe; without it stored credentials cannot be read',
-    { status: 500 },
   );
 }
 

@@ -96,9 +96,6 @@ async function insertEnvironment(
     throw new ServiceError(
       'invalid_environment_id',
       `environment id '${input.id}': use 1 to 64 letters, digits, '-' or '_'`,
-      {
-        status: 400,
-      },
     );
   }
   const publicKey = PUBLIC_PREFIX + randomBytes(16).toString('base64url');
@@ -189,7 +186,7 @@ export class EnvironmentStore {
           connections > 0
             ? `environment '${environment.name}' still has ${connections} connection(s): delete them first (DELETE /connections/:id with this environment's key stops their syncs and erases their records)`
             : `environment '${environment.name}' still has records of ${scopes} deleted connection(s) being erased; try again shortly`,
-          { status: 409, details: { connections, record_scopes: scopes } },
+          { details: { connections, record_scopes: scopes } },
         );
       }
       const removed: Record<string, number> = {};
@@ -207,7 +204,6 @@ export class EnvironmentStore {
         throw new ServiceError(
           'environment_not_empty',
           `environment '${environment.name}' got a connection while it was being deleted: delete it first`,
-          { status: 409 },
         );
       }
       await client.query('DELETE FROM environments WHERE id = $1', [id]);
@@ -264,7 +260,7 @@ export class EnvironmentStore {
        WHERE id = $1 RETURNING *`,
       [id, settings.allowPublicKeyConnect ?? null, settings.allowUnsignedWebhooks ?? null],
     );
-    if (!rows[0]) throw new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+    if (!rows[0]) throw new ServiceError('unknown_environment', `environment '${id}' does not exist`);
     return toEnvironment(rows[0]);
   }
 
@@ -283,25 +279,19 @@ export class EnvironmentStore {
 function validName(input: string): string {
   const name = environmentName.safeParse(input);
   if (!name.success) {
-    throw new ServiceError(
-      'invalid_environment_name',
-      `environment name '${input}': ${name.error.issues[0]?.message}`,
-      {
-        status: 400,
-      },
-    );
+    throw new ServiceError('invalid_environment_name', `environment name '${input}': ${name.error.issues[0]?.message}`);
   }
   return name.data;
 }
 
 function unknownEnvironment(id: string): ServiceError {
-  return new ServiceError('unknown_environment', `environment '${id}' does not exist`, { status: 404 });
+  return new ServiceError('unknown_environment', `environment '${id}' does not exist`);
 }
 
 /** A unique violation on the name becomes 409 `environment_exists`; anything else passes through. */
 function nameTaken(error: unknown, name: string): unknown {
   if ((error as { code?: string }).code === '23505') {
-    return new ServiceError('environment_exists', `an environment named '${name}' already exists`, { status: 409 });
+    return new ServiceError('environment_exists', `an environment named '${name}' already exists`);
   }
   return error;
 }

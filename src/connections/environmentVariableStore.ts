@@ -43,16 +43,12 @@ export class PostgresEnvironmentVariableStore implements EnvironmentVariableStor
       throw new ServiceError(
         'invalid_environment_variable',
         `variable name '${variable.name}': ${name.error.issues[0]?.message}`,
-        {
-          status: 400,
-        },
       );
     }
     if (typeof variable.value !== 'string' || Buffer.byteLength(variable.value) > MAX_VALUE_BYTES) {
       throw new ServiceError(
         'invalid_environment_variable',
         `variable '${variable.name}': the value must be a string of at most ${MAX_VALUE_BYTES} bytes`,
-        { status: 400 },
       );
     }
     try {
@@ -63,7 +59,7 @@ export class PostgresEnvironmentVariableStore implements EnvironmentVariableStor
       );
     } catch (error) {
       if ((error as { code?: string }).code === '23503') {
-        throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`, { status: 404 });
+        throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`);
       }
       throw error;
     }
@@ -74,9 +70,7 @@ export class PostgresEnvironmentVariableStore implements EnvironmentVariableStor
     const names = new Set<string>();
     for (const variable of variables) {
       if (names.has(variable.name)) {
-        throw new ServiceError('invalid_environment_variable', `variable '${variable.name}' is given twice`, {
-          status: 400,
-        });
+        throw new ServiceError('invalid_environment_variable', `variable '${variable.name}' is given twice`);
       }
       names.add(variable.name);
     }

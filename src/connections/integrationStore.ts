@@ -92,7 +92,6 @@ function parseInput(input: unknown): z.infer<typeof integrationInput> {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
     throw new ServiceError('invalid_integration', `invalid integration: ${problems.join('; ')}`, {
-      status: 400,
       details: problems,
     });
   }
@@ -143,7 +142,7 @@ export class IntegrationStore {
       return toIntegration(rows[0]!, this.catalog);
     } catch (error) {
       if ((error as { code?: string }).code === '23503') {
-        throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`, { status: 404 });
+        throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`);
       }
       throw error;
     }
@@ -173,7 +172,6 @@ export class IntegrationStore {
     throw new ServiceError(
       'client_secret_required',
       `integration '${id}': the change sends its OAuth client secret to another endpoint (${after.filter((url) => url !== undefined).join(', ')}); give the client secret again in \`credentials\` to confirm it`,
-      { status: 400 },
     );
   }
 
@@ -230,7 +228,6 @@ export class IntegrationStore {
         throw new ServiceError(
           'integration_has_connections',
           `integration '${id}' still has connections; delete them first or pass deleteConnections`,
-          { status: 409 },
         );
       }
       throw error;
@@ -243,9 +240,7 @@ export class IntegrationStore {
       [environmentId, id],
     );
     if (!rows[0]) {
-      throw new ServiceError('unknown_integration', `integration '${id}' does not exist in this environment`, {
-        status: 404,
-      });
+      throw new ServiceError('unknown_integration', `integration '${id}' does not exist in this environment`);
     }
     return rows[0];
   }

@@ -215,6 +215,5 @@ export function missingClient(integrationId: string): ServiceError {
   return new ServiceError(
     'missing_oauth_client',
     `integration '${integrationId}' has no OAuth client id; set oauth_client_id and oauth_client_secret on the integration`,
-    { status: 400 },
   );
 }

@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Pool } from '../db/pool.js';
-import { ServiceError } from '../errors.js';
+import { isServiceError, ServiceError } from '../errors.js';
 import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
 import type { PostgresConnectionService } from './connectionService.js';
 import { connectionExists, connectionIdSchema } from './connectionService.js';
@@ -132,7 +132,6 @@ export class OAuthFlow {
       throw new ServiceError(
         'unsupported_auth_mode',
         `integration '${integrationId}' uses ${provider.auth_mode}, which has no connect flow; import the credentials instead`,
-        { status: 400 },
       );
     }
     const state = randomToken();
@@ -231,7 +230,6 @@ export class OAuthFlow {
       throw new ServiceError(
         'unsupported_auth_mode',
         `integration '${bound.integrationId}' uses ${provider.auth_mode}, which has no redirect flow; open ${this.hostedConnectUrl('<token>')} with this session instead`,
-        { status: 400 },
       );
     }
   }
@@ -263,16 +261,12 @@ export class OAuthFlow {
       return new ServiceError(
         'connect_session_used',
         'this connect link was already used; ask the application for a new one',
-        { status: 401 },
       );
     }
     if (rows[0]) {
       return new ServiceError(
         'connect_session_expired',
         'this connect link expired; ask the application for a new one',
-        {
-          status: 401,
-        },
       );
     }
     return invalidSession();
@@ -296,7 +290,7 @@ export class OAuthFlow {
       if (query['oauth_token'] !== undefined && query['state'] === undefined) return await this.callbackOAuth1(query);
       return await this.callbackOAuth2(query);
     } catch (error) {
-      if (error instanceof ServiceError) return { ok: false, error };
+      if (isServiceError(error)) return { ok: false, error };
       throw error;
     }
   }
@@ -304,7 +298,7 @@ export class OAuthFlow {
   private async callbackOAuth2(query: Record<string, string | undefined>): Promise<CallbackResult> {
     const state = query['state'];
     if (!state) {
-      throw new ServiceError('invalid_oauth_callback', 'the callback came without a state parameter', { status: 400 });
+      throw new ServiceError('invalid_oauth_callback', 'the callback came without a state parameter');
     }
     const session = await this.consumeSession(state);
     const scope = this.scopeOf(session);
@@ -313,14 +307,10 @@ export class OAuthFlow {
       throw new ServiceError(
         'oauth_authorization_denied',
         `the provider did not authorize the connection (${query['error']}${description})`,
-        {
-          status: 400,
-        },
       );
     }
     const code = query['code'];
-    if (!code)
-      throw new ServiceError('invalid_oauth_callback', 'the callback came without a code parameter', { status: 400 });
+    if (!code) throw new ServiceError('invalid_oauth_callback', 'the callback came without a code parameter');
 
     const resolved = await this.deps.integrations.resolve(scope.environmentId, scope.integrationId);
     const { provider } = resolved;
@@ -328,9 +318,6 @@ export class OAuthFlow {
       throw new ServiceError(
         'invalid_oauth_callback',
         `integration '${scope.integrationId}' is no longer an OAuth 2 integration`,
-        {
-          status: 400,
-        },
       );
     }
     if (!resolved.clientId) throw missingClient(scope.integrationId);
@@ -358,9 +345,6 @@ export class OAuthFlow {
       throw new ServiceError(
         'oauth_token_exchange_failed',
         `the code could not be exchanged for a token: ${error.message}`,
-        {
-          status: 502,
-        },
       );
     }
     const credentials = credentialsFromTokenResponse(raw, this.now());
@@ -401,17 +385,13 @@ export class OAuthFlow {
   private async callbackOAuth1(query: Record<string, string | undefined>): Promise<CallbackResult> {
     const token = query['oauth_token'];
     const verifier = query['oauth_verifier'];
-    if (!token)
-      throw new ServiceError('invalid_oauth_callback', 'the callback came without oauth_token', { status: 400 });
+    if (!token) throw new ServiceError('invalid_oauth_callback', 'the callback came without oauth_token');
     const session = await this.consumeSession(token);
     const scope = this.scopeOf(session);
     if (!verifier) {
       throw new ServiceError(
         'oauth_authorization_denied',
         'the provider did not authorize the connection (no oauth_verifier)',
-        {
-          status: 400,
-        },
       );
     }
     const resolved = await this.deps.integrations.resolve(scope.environmentId, scope.integrationId);
@@ -476,7 +456,6 @@ export class OAuthFlow {
       throw new ServiceError(
         'oauth_token_exchange_failed',
         `the OAuth 1 token endpoint ${new URL(url).origin} did not answer: ${redactSecrets(outboundRefusal(error)?.message ?? (error as Error).message, secrets)}`,
-        { status: 502 },
       );
     }
     const text = await response.text().catch(() => '');
@@ -487,7 +466,6 @@ export class OAuthFlow {
       throw new ServiceError(
         'oauth_token_exchange_failed',
         `the OAuth 1 token endpoint ${new URL(url).origin} answered ${response.status} without oauth_token and oauth_token_secret`,
-        { status: 502 },
       );
     }
     const { oauth_token_secret: _secret, ...raw } = form;
@@ -526,13 +504,10 @@ export class OAuthFlow {
       throw new ServiceError(
         'invalid_oauth_state',
         'this connect attempt is unknown or was already completed; start the connection again',
-        { status: 400 },
       );
     }
     if (session.expires_at.getTime() < this.now().getTime()) {
-      throw new ServiceError('oauth_state_expired', 'this connect attempt expired; start the connection again', {
-        status: 400,
-      });
+      throw new ServiceError('oauth_state_expired', 'this connect attempt expired; start the connection again');
     }
     return session;
   }
@@ -552,7 +527,6 @@ function invalidSession(): ServiceError {
   return new ServiceError(
     'invalid_connect_session',
     'the connect session is not valid for this integration; ask the application for a new link',
-    { status: 401 },
   );
 }
 
@@ -572,7 +546,6 @@ function parseConnectRequest<S extends z.ZodType>(schema: S, input: unknown): z.
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ServiceError('invalid_connect_request', `invalid connect request: ${problems.join('; ')}`, {
-      status: 400,
       details: problems,
     });
   }

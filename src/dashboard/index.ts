@@ -95,7 +95,6 @@ export function createDashboardRouter(options: DashboardOptions = {}): Router {
         throw new ServiceError(
           'invalid_secret_key',
           'No environment has this secret key. Check the key in your environment settings.',
-          { status: 401 },
         );
       }
       return environment;
@@ -122,9 +121,7 @@ export function createDashboardRouter(options: DashboardOptions = {}): Router {
 
   // Nothing else lives under /dashboard: a missing file is a 404 here, not a request for the API's fallback.
   router.use(DASHBOARD_PATH, (req, _res, next) => {
-    next(
-      new ServiceError('route_not_found', `No dashboard file ${req.originalUrl.split('?')[0] ?? ''}.`, { status: 404 }),
-    );
+    next(new ServiceError('route_not_found', `No dashboard file ${req.originalUrl.split('?')[0] ?? ''}.`));
   });
 
   // Errors of the dashboard's own routes, in the API's envelope; the pages read `error.message`.
@@ -135,7 +132,7 @@ export function createDashboardRouter(options: DashboardOptions = {}): Router {
     }
     const failure = isServiceError(error)
       ? error
-      : new ServiceError('internal_error', 'The dashboard failed to answer this request.', { status: 500 });
+      : new ServiceError('internal_error', 'The dashboard failed to answer this request.');
     res.status(failure.status).json({ error: { code: failure.code, message: failure.message } });
   });
 
@@ -149,9 +146,6 @@ function bearer(req: Request): string {
     throw new ServiceError(
       'missing_authorization',
       'Send the header `Authorization: Bearer <environment secret key>`.',
-      {
-        status: 401,
-      },
     );
   }
   return match[1];

@@ -22,9 +22,10 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 }
 
 /**
- * Applies every migration not yet applied, each in its own transaction. An advisory lock serialises
- * processes that start at once (several workers and API servers), so each migration runs exactly once.
- * Returns the names applied by this call.
+ * Applies every migration not yet applied, all in one transaction: when one fails, the error names it
+ * and every migration of this call is rolled back, so the schema is never left between two of them.
+ * A transaction-scoped advisory lock serialises processes that start at once (several workers and API
+ * servers), so each migration runs exactly once. Returns the names applied by this call.
  */
 export async function migrate(pool: Pool, migrations = loadMigrations()): Promise<string[]> {
   const applied: string[] = [];

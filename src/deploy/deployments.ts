@@ -220,14 +220,12 @@ export function createDeployments(deps: DeploymentsDeps) {
     const parsed = deployRequestSchema.safeParse(request);
     if (!parsed.success) {
       throw new ServiceError('invalid_deploy_request', 'The deploy request is malformed.', {
-        status: 400,
         details: parsed.error.issues,
       });
     }
     const compiled = compileConfig(parsed.data.yaml);
     if (compiled.config === null) {
       throw new ServiceError('invalid_config', formatProblems('service.yaml', compiled.problems, parsed.data.yaml), {
-        status: 422,
         details: compiled.problems,
       });
     }
@@ -422,7 +420,7 @@ export function createDeployments(deps: DeploymentsDeps) {
           throw new ServiceError(
             'destructive_change_not_confirmed',
             `This deploy removes things: ${destructive.join('; ')}. Confirm it (service deploy asks, or pass --allow-destructive).`,
-            { status: 409, details: deployPlan },
+            { details: deployPlan },
           );
         }
         for (const code of prepared.codes.values()) await deps.scripts.put(code, environmentId);
@@ -482,10 +480,7 @@ export function createDeployments(deps: DeploymentsDeps) {
         [environmentId, version],
       );
       const row = result.rows[0];
-      if (!row)
-        throw new ServiceError('deployment_not_found', `Environment has no deployment version ${version}.`, {
-          status: 404,
-        });
+      if (!row) throw new ServiceError('deployment_not_found', `Environment has no deployment version ${version}.`);
       return toDeployment(row);
     },
 
@@ -532,7 +527,6 @@ export function createDeployments(deps: DeploymentsDeps) {
         throw new ServiceError(
           'action_not_found',
           `Integration '${integrationId}' has no deployed action '${actionName}'${deployment ? '' : ' (nothing is deployed in this environment)'}. Check the name, or deploy it.`,
-          { status: 404 },
         );
       }
       return { environmentId, integrationId, actionName, scriptHash: script.hash };

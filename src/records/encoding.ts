@@ -39,11 +39,11 @@ export function recordKey(id: unknown, where: { index: number; model: string }):
 }
 
 function invalidId(message: string, where: { index: number; model: string }): ServiceError {
-  return new ServiceError('invalid_record_id', message, { status: 400, details: where });
+  return new ServiceError('invalid_record_id', message, { details: where });
 }
 
 function invalidRecord(message: string, where: { index: number; model: string }): ServiceError {
-  return new ServiceError('invalid_record', message, { status: 400, details: where });
+  return new ServiceError('invalid_record', message, { details: where });
 }
 
 /**
@@ -138,9 +138,7 @@ export function decodeCursor(cursor: string): string {
   const text = /^[A-Za-z0-9_-]{1,64}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   const position = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : '';
   if (!/^\d{1,18}$/.test(position)) {
-    throw new ServiceError('invalid_cursor', 'cursor is not one this service returned; start again without a cursor', {
-      status: 400,
-    });
+    throw new ServiceError('invalid_cursor', 'cursor is not one this service returned; start again without a cursor');
   }
   return position;
 }

@@ -101,7 +101,7 @@ export function createPostgresRecordStore({
           throw new ServiceError(
             'invalid_record',
             `record at index ${index} of model "${options.model}" is not an object with an id`,
-            { status: 400, details: where },
+            { details: where },
           );
         }
         keys.add(recordKey(record.id, where));
@@ -357,12 +357,11 @@ function storeError(error: unknown, scope: SyncScope & { runId: string }): unkno
     return new ServiceError(
       'run_superseded',
       `run ${scope.runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": run ${current} has begun since`,
-      { status: 409, details: { runId: scope.runId, currentRunId: current } },
+      { details: { runId: scope.runId, currentRunId: current } },
     );
   }
   if (code === 'SV002') {
     return new ServiceError('record_scope_contended', 'could not lock the records of this connection and model', {
-      status: 503,
       retryable: true,
     });
   }
@@ -403,7 +402,6 @@ async function lockScope(
     if (inserted.rows[0]) return inserted.rows[0].scope_id;
   }
   throw new ServiceError('record_scope_contended', 'could not lock the records of this connection and model', {
-    status: 503,
     retryable: true,
   });
 }
@@ -422,7 +420,7 @@ async function assertRunOwnsSync(client: PoolClient, scope: SyncScope, runId: st
     throw new ServiceError(
       'run_superseded',
       `run ${runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": run ${current} has begun since`,
-      { status: 409, details: { runId, currentRunId: current } },
+      { details: { runId, currentRunId: current } },
     );
   }
 }
@@ -451,9 +449,6 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
     throw new ServiceError(
       'invalid_limit',
       `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}, got ${String(limit)}`,
-      {
-        status: 400,
-      },
     );
   }
   const values: unknown[] = [null];
@@ -464,7 +459,7 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
   }
   if (options.modifiedAfter !== undefined) {
     if (!(options.modifiedAfter instanceof Date) || Number.isNaN(options.modifiedAfter.getTime())) {
-      throw new ServiceError('invalid_modified_after', 'modified_after must be a valid date-time', { status: 400 });
+      throw new ServiceError('invalid_modified_after', 'modified_after must be a valid date-time');
     }
     values.push(options.modifiedAfter);
     conditions.push(`last_modified_at >= $${values.length}`);
@@ -475,7 +470,6 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
       throw new ServiceError(
         'invalid_filter',
         `filter takes one or more of added, updated, deleted; got ${options.filter.length === 0 ? 'nothing' : unknown.join(', ')}`,
-        { status: 400 },
       );
     }
     values.push([...new Set(options.filter)]);
@@ -483,16 +477,12 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
   }
   if (options.ids !== undefined) {
     if (options.ids.length > MAX_IDS_PER_READ) {
-      throw new ServiceError('invalid_ids', `at most ${MAX_IDS_PER_READ} ids per read, got ${options.ids.length}`, {
-        status: 400,
-      });
+      throw new ServiceError('invalid_ids', `at most ${MAX_IDS_PER_READ} ids per read, got ${options.ids.length}`);
     }
     values.push(
       options.ids.map((id: unknown, index) => {
         if ((typeof id !== 'string' || id.length === 0) && !(typeof id === 'number' && Number.isFinite(id))) {
-          throw new ServiceError('invalid_ids', `ids[${index}] is not a record id (a non-empty string or a number)`, {
-            status: 400,
-          });
+          throw new ServiceError('invalid_ids', `ids[${index}] is not a record id (a non-empty string or a number)`);
         }
         return String(id);
       }),

@@ -145,7 +145,6 @@ function invalidAllowEntry(entry: string, why: string): ServiceError {
   return new ServiceError(
     'invalid_settings',
     `${OUTBOUND_ALLOW_SETTING}: the entry '${entry}' is not valid: ${why}. Entries are host names (api.internal, *.corp.example), addresses or CIDR blocks (10.0.0.0/8, fd00::/8), each optionally with :port ([::1]:8080 for IPv6).`,
-    { status: 500 },
   );
 }
 
@@ -375,7 +374,7 @@ export function configureOutboundPolicy(policy: OutboundPolicy): void {
 
 /** The ServiceError a refused connection becomes at the API and in activities: 403, not retryable. */
 export function refusedError(refusal: OutboundRefusedError): ServiceError {
-  return new ServiceError(OUTBOUND_REFUSED, refusal.message, { status: 403 });
+  return new ServiceError(OUTBOUND_REFUSED, refusal.message);
 }
 
 /**

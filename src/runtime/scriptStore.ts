@@ -43,7 +43,6 @@ export function createPostgresScriptStore({ db }: { db: Pool }): ScriptStore {
         throw new ServiceError(
           'script_not_found',
           `no script bundle with hash ${hash} was deployed to this environment`,
-          { status: 404 },
         );
       }
       return row.code;

@@ -47,7 +47,6 @@ export async function selectSyncs(
       throw new ServiceError(
         'unknown_sync',
         `integration '${integrationId}' has no deployed sync ${unknown.map((name) => `'${name}'`).join(', ')}; deployed: ${deployed.map((d) => d.syncName).join(', ') || 'none'}`,
-        { status: 404 },
       );
     }
     definitions = deployed.filter((definition) => selection.syncs.includes(definition.syncName));

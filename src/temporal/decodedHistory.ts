@@ -39,7 +39,7 @@ export interface DecodedRunHistory {
 }
 
 function notFound(runId: string): ServiceError {
-  return new ServiceError('unknown_run', `no run '${runId}' in this environment`, { status: 404 });
+  return new ServiceError('unknown_run', `no run '${runId}' in this environment`);
 }
 
 /**

@@ -51,7 +51,7 @@ const PARENT_LIMIT = MAX_ACTION_DEPTH + 3;
 const CACHE_SIZE = 10_000;
 
 export function scopeDenied(message: string): ServiceError {
-  return new ServiceError('scope_denied', message, { status: 403 });
+  return new ServiceError('scope_denied', message);
 }
 
 /** The sync entity's id. */
@@ -148,7 +148,6 @@ export function createRunAuthorities({ client }: { client: Client }): RunAuthori
         throw new ServiceError(
           'action_depth_exceeded',
           `actions nest at most ${MAX_ACTION_DEPTH} levels deep (svc.triggerAction)`,
-          { status: 400 },
         );
       }
       return { ...above, ...self, depth: above.depth + 1 };

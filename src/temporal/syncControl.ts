@@ -11,7 +11,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
-import { ServiceError } from '../errors.js';
+import { RelayedError, ServiceError } from '../errors.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
   type RunActionInput,
@@ -159,26 +159,25 @@ export function createSyncControl({ client, taskQueue, frequencyOf }: SyncContro
         // A watchdog that terminated the run reports just after the termination is visible.
         if (error.cause instanceof TerminatedFailure) await watching.catch(() => undefined);
         const found = verdict as RunawayVerdict | null;
-        if (found) throw new ServiceError(found.code, found.message, { status: 500 });
+        if (found) throw new ServiceError(found.code, found.message);
         const cause = error.cause;
         if (cause instanceof ApplicationFailure && cause.type === 'action_script_failure') {
           return { ok: false, body: { error_type: 'action_script_failure', payload: cause.details?.[0] ?? {} } };
         }
         if (cause instanceof ApplicationFailure) {
-          throw new ServiceError(cause.type ?? 'action_failed', cause.message, {
+          // The run's own code, whatever status the API would give it elsewhere: the run failed.
+          throw new RelayedError(cause.type ?? 'action_failed', cause.message, {
             status: cause.type === 'action_not_found' ? 404 : 500,
             cause,
           });
         }
         if (cause instanceof TimeoutFailure) {
           throw new ServiceError('action_timeout', `action ${input.definition.actionName} did not finish in time`, {
-            status: 504,
             cause,
           });
         }
         if (cause instanceof TerminatedFailure) {
           throw new ServiceError('action_terminated', `action ${input.definition.actionName} was terminated`, {
-            status: 500,
             cause,
           });
         }
@@ -194,7 +193,6 @@ function notFound(ref: SyncRef): ServiceError {
   return new ServiceError(
     'sync_not_found',
     `sync ${ref.syncName} of integration ${ref.integrationId} is not running for connection ${ref.connectionId}`,
-    { status: 404 },
   );
 }
 

@@ -202,7 +202,6 @@ export function createWebhookSettingsStore({ db, encryptor }: { db: Pool; encryp
         const refused = await outboundPolicy().refusedUrl(new URL(input.url));
         if (refused) {
           throw new ServiceError('webhook_url_refused', `url: ${refused.message}`, {
-            status: 400,
             details: [{ path: 'body.url', code: OUTBOUND_REFUSED, message: refused.message }],
           });
         }

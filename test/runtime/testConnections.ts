@@ -61,9 +61,6 @@ export class TestConnections implements ConnectionService {
         new ServiceError(
           'missing_base_url',
           `integration ${INTEGRATION} has no base URL in the catalog; pass baseUrlOverride`,
-          {
-            status: 400,
-          },
         ),
       );
     }

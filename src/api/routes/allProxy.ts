@@ -71,7 +71,6 @@ function parseHeaders(req: Request): { retries: number; retryOn: number[]; baseU
   }
   if (problems.length > 0) {
     throw new ServiceError('invalid_request', `Invalid request: ${problems.join('; ')}`, {
-      status: 400,
       details: problems,
     });
   }
@@ -167,7 +166,7 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
             throw new ServiceError(
               'proxy_upstream_unreachable',
               `${authorized.method} to the external API failed after ${attempt + 1} attempt(s): ${code}`,
-              { status: 502, retryable: true },
+              { retryable: true },
             );
           }
         }

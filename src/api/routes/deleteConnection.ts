@@ -39,9 +39,7 @@ export const deleteConnectionRoute = (deps: ApiDeps) =>
       const erased = await deps.records.eraseConnection(scope);
       const deleted = await deps.connections.deleteConnection(scope);
       if (!deleted) {
-        throw new ServiceError('unknown_connection', `connection '${scope.connectionId}' was deleted meanwhile`, {
-          status: 404,
-        });
+        throw new ServiceError('unknown_connection', `connection '${scope.connectionId}' was deleted meanwhile`);
       }
       return {
         success: true as const,

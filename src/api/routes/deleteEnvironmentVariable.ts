@@ -14,9 +14,7 @@ export const deleteEnvironmentVariableRoute = (deps: ApiDeps) =>
     responses: { 200: { description: 'Deleted', schema: z.object({ deleted: z.literal(true) }) } },
     handler: async ({ params, environment }) => {
       if (!(await deps.variables.delete(environment.id, params.name))) {
-        throw new ServiceError('unknown_environment_variable', `no environment variable '${params.name}'`, {
-          status: 404,
-        });
+        throw new ServiceError('unknown_environment_variable', `no environment variable '${params.name}'`);
       }
       return { deleted: true as const };
     },

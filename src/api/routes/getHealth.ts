@@ -18,7 +18,6 @@ export const getHealthRoute = (deps: ApiDeps) =>
         await deps.db.query('SELECT 1');
       } catch {
         throw new ServiceError('database_unreachable', 'The service cannot reach its database.', {
-          status: 503,
           retryable: true,
         });
       }

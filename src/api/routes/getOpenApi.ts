@@ -22,8 +22,7 @@ export async function openApiDocument(deps: ApiDeps, routes: readonly AnyRoute[]
   if (header !== undefined) {
     const key = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
     const environment = key ? await deps.environments.findBySecretKey(key) : undefined;
-    if (!environment)
-      throw new ServiceError('invalid_secret_key', 'No environment has this secret key.', { status: 401 });
+    if (!environment) throw new ServiceError('invalid_secret_key', 'No environment has this secret key.');
     environmentId = environment.id;
   }
   const table = environmentId === undefined ? null : await routingOf(deps).table(environmentId);

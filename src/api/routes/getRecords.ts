@@ -29,7 +29,6 @@ export const getRecordsRoute = (deps: ApiDeps) =>
           throw new ServiceError(
             'unknown_model',
             `integration '${scope.integrationId}' has no deployed sync with output model '${query.model}'; its models: ${models.join(', ') || 'none'}`,
-            { status: 404 },
           );
         }
       });

@@ -69,7 +69,6 @@ export function clientInput(
     throw new ServiceError(
       'credentials_type_mismatch',
       `credentials of type ${credentials.type} do not fit a provider that uses ${authMode ?? 'an unknown authentication mode'}`,
-      { status: 400 },
     );
   }
   const scopes =

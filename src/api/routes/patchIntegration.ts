@@ -25,7 +25,6 @@ export const patchIntegrationRoute = (deps: ApiDeps) =>
         throw new ServiceError(
           'integration_rename_unsupported',
           `integration '${current.id}' cannot be renamed to '${body.unique_key}': its deployment, connections and records are kept under its id; create a new integration instead`,
-          { status: 400 },
         );
       }
       const provider = body.provider ?? current.provider;

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { ConnectionScope } from '../../connections/types.js';
-import { isServiceError, ServiceError } from '../../errors.js';
+import { ERROR_CODES, isServiceError, RelayedError, ServiceError } from '../../errors.js';
 import { actionDuration } from '../../metrics/index.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type RouteContext } from '../route.js';
 import { assertConnection, redactorFor, scopeOf } from './shared.js';
 
 /** HTTP status of an action whose script threw ActionError: the request was understood, the action refused it. */
-export const ACTION_FAILURE_STATUS = 422;
+export const ACTION_FAILURE_STATUS = ERROR_CODES.action_script_failure.status;
 
 export const actionTriggerBody = z
   .object({
@@ -53,7 +53,7 @@ export async function triggerAction(
     if (!isServiceError(error)) throw error;
     // The run's failure message may repeat a credential (a script's own message, say): never shown, never logged.
     const redact = await redactorFor(deps, scope);
-    throw new ServiceError(error.code, redact.text(error.message), {
+    throw new RelayedError(error.code, redact.text(error.message), {
       status: error.status,
       retryable: error.retryable,
       ...(error.details === undefined ? {} : { details: redact.value(error.details) }),
@@ -97,7 +97,6 @@ export const postActionTriggerRoute = (deps: ApiDeps) =>
         throw new ServiceError(
           'async_actions_unsupported',
           'X-Async: actions run synchronously here; send the request without X-Async and read the output from the answer',
-          { status: 400 },
         );
       }
       return triggerAction(deps, res, scopeOf(connection), body.action_name, body.input);

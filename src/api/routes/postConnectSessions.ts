@@ -56,7 +56,7 @@ export const postConnectSessionsRoute = (deps: ApiDeps) =>
     responses: { 200: { description: 'The session (its token is shown only now)', schema: connectSessionSchema } },
     handler: async ({ body, environment }) => {
       if (!deps.oauthFlow) {
-        throw new ServiceError('connect_unavailable', 'This server has no connect flow configured.', { status: 501 });
+        throw new ServiceError('connect_unavailable', 'This server has no connect flow configured.');
       }
       const allowReconnect = body.allow_reconnect ?? false;
       const { authMode } = await deps.integrations.get(environment.id, body.provider_config_key);

@@ -26,7 +26,6 @@ export const postIntegrationsRoute = (deps: ApiDeps) =>
         throw new ServiceError(
           'integration_exists',
           `integration '${body.unique_key}' already exists; PATCH /integrations/${body.unique_key} changes it`,
-          { status: 409 },
         );
       }
       const integration = await deps.integrations.upsert(environment.id, {

@@ -47,14 +47,12 @@ export function triggerMode(body: z.output<typeof syncTriggerBody>): SyncMode {
       throw new ServiceError(
         'invalid_request',
         'Send either `opts` or the deprecated `sync_mode` / `full_resync`, not both.',
-        { status: 400 },
       );
     }
     if (body.opts.emptyCache && !body.opts.reset) {
       throw new ServiceError(
         'invalid_request',
         '`opts.emptyCache` erases the records, so it needs `opts.reset: true` (a run that refetches everything).',
-        { status: 400 },
       );
     }
     if (body.opts.reset) return body.opts.emptyCache ? 'full_refresh_and_clear_cache' : 'full_refresh';
@@ -86,7 +84,6 @@ export const postSyncTriggerRoute = (deps: ApiDeps) =>
         throw new ServiceError(
           'missing_provider_config_key',
           'Send `provider_config_key` in the body or the `Provider-Config-Key` header.',
-          { status: 400 },
         );
       }
       const connectionId = body.connection_id ?? (req.header('connection-id') || undefined);

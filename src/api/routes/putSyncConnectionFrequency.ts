@@ -60,7 +60,6 @@ export const putSyncConnectionFrequencyRoute = (deps: ApiDeps) =>
             parsed.reason === 'below_minimum'
               ? `body.frequency ${JSON.stringify(body.frequency)} is more often than the minimum of every ${MIN_RUNS_TEXT} (${MIN_RUNS_MS} ms)`
               : `body.frequency ${JSON.stringify(body.frequency)} is not a frequency: use ${RUNS_FORMS}`,
-            { status: 400 },
           );
         }
         value = { frequency: body.frequency.trim(), frequencyMs: parsed.ms };

@@ -69,10 +69,7 @@ export const recordsPageSchema = z.object({
 
 /** The scope of the Connection-Id and Provider-Config-Key headers; set on every connection-scoped route. */
 export function scopeOf(connection: ConnectionScope | undefined): ConnectionScope {
-  if (!connection)
-    throw new ServiceError('missing_connection_headers', 'Send Connection-Id and Provider-Config-Key.', {
-      status: 400,
-    });
+  if (!connection) throw new ServiceError('missing_connection_headers', 'Send Connection-Id and Provider-Config-Key.');
   return connection;
 }
 
@@ -115,7 +112,6 @@ export async function readRecords(
     throw new ServiceError(
       'invalid_request',
       'Invalid request: query.modified_after, query.modifiedAfter and query.delta disagree; send one of them',
-      { status: 400 },
     );
   }
   const page = await deps.records.listRecords({

@@ -80,7 +80,6 @@ async function authenticate(
     throw new ServiceError(
       'webhook_signature_required',
       `integration '${integrationId}' has no webhook secret and environment '${environment.name}' does not accept unsigned webhooks`,
-      { status: 401 },
     );
   }
   const timestamp = req.header(settings.timestampHeader)?.trim() ?? '';
@@ -88,7 +87,6 @@ async function authenticate(
     throw new ServiceError(
       'invalid_webhook_signature',
       `the webhook's ${settings.signatureHeader} header is missing or is not the HMAC-SHA256 of \`<${settings.timestampHeader}>.<body>\` with the integration's webhook secret`,
-      { status: 401 },
     );
   }
   const signedAt = /^\d{1,12}$/.test(timestamp) ? Number(timestamp) * 1000 : Number.NaN;
@@ -96,7 +94,6 @@ async function authenticate(
     throw new ServiceError(
       'webhook_timestamp_out_of_tolerance',
       `the webhook was signed at ${Number.isNaN(signedAt) ? `'${timestamp.slice(0, 40)}'` : new Date(signedAt).toISOString()}, more than ${settings.toleranceSeconds} s from now: a replay, or the sender's clock is off (${settings.timestampHeader} is Unix seconds)`,
-      { status: 401 },
     );
   }
   const digest = createHash('sha256')
@@ -109,9 +106,7 @@ async function authenticate(
     [environment.id, digest, Number(timestamp), settings.toleranceSeconds],
   );
   if (recorded.rowCount === 0) {
-    throw new ServiceError('webhook_replayed', 'this signed webhook was already received; a signature works once', {
-      status: 409,
-    });
+    throw new ServiceError('webhook_replayed', 'this signed webhook was already received; a signature works once');
   }
   return async () => {
     await db.query('DELETE FROM inbound_webhook_signatures WHERE environment_id = $1 AND signature_hash = $2', [
@@ -148,8 +143,7 @@ export async function receiveWebhook(
   params: { environment: string; integration: string },
 ): Promise<InboundResult> {
   const environment = await deps.environments.getByName(params.environment);
-  if (!environment)
-    throw new ServiceError('unknown_environment', `no environment named '${params.environment}'`, { status: 404 });
+  if (!environment) throw new ServiceError('unknown_environment', `no environment named '${params.environment}'`);
   const integrationId = params.integration;
   await deps.integrations.get(environment.id, integrationId);
   const settings = await settingsOf(environment.id, integrationId);
@@ -186,7 +180,6 @@ async function deliver(
       settings.typeHeader
         ? `the webhook has no ${settings.typeHeader} header giving its type`
         : `the webhook body has no string at '${settings.typePath}' giving its type (set type_path or type_header of the integration's webhook settings)`,
-      { status: 400 },
     );
   }
   const type = typeValue;

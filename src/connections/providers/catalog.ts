@@ -207,7 +207,6 @@ export function parseProviders(raw: unknown, source: string): Record<string, Pro
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
     throw new ServiceError('invalid_provider_catalog', `${source}: ${problems.slice(0, 10).join('; ')}`, {
-      status: 500,
       details: problems,
     });
   }
@@ -222,18 +221,13 @@ function readProvidersFile(file: string): Record<string, Provider> {
     throw new ServiceError(
       'invalid_provider_catalog',
       `cannot read providers file ${file}: ${(error as Error).message}`,
-      {
-        status: 500,
-      },
     );
   }
   let raw: unknown;
   try {
     raw = parse(text);
   } catch (error) {
-    throw new ServiceError('invalid_provider_catalog', `${file} is not valid YAML: ${(error as Error).message}`, {
-      status: 500,
-    });
+    throw new ServiceError('invalid_provider_catalog', `${file} is not valid YAML: ${(error as Error).message}`);
   }
   return parseProviders(raw ?? {}, file);
 }
@@ -263,9 +257,6 @@ export function loadProviderCatalog(options: LoadCatalogOptions = {}): ProviderC
         throw new ServiceError(
           'unknown_provider',
           `provider '${name}' is not in the catalog; see docs/connections.md for adding one`,
-          {
-            status: 400,
-          },
         );
       }
       return provider;
@@ -287,7 +278,7 @@ export function withOverrides(provider: Provider, overrides: Record<string, unkn
     throw new ServiceError(
       'invalid_provider_settings',
       `provider_settings of integration '${integrationId}': ${problems.join('; ')}`,
-      { status: 400, details: problems },
+      { details: problems },
     );
   }
   return merged.data;
@@ -312,7 +303,6 @@ export function fillTemplate(
       throw new ServiceError(
         'missing_connection_config',
         `${where} needs the connection setting '${name}', which this connection does not have`,
-        { status: 400 },
       );
     }
     checkSetting(provider, name, value);
@@ -329,7 +319,6 @@ export function checkSetting(provider: Provider, name: string, value: string): v
     throw new ServiceError(
       'invalid_connection_config',
       `connection setting '${name}' has a value that does not match ${pattern ?? 'a host name label'}`,
-      { status: 400 },
     );
   }
 }
@@ -343,7 +332,7 @@ export function validateConnectionConfig(provider: Provider, config: Record<stri
     throw new ServiceError(
       'missing_connection_config',
       `this provider needs the connection setting(s) ${missing.map((name) => `'${name}'`).join(', ')}`,
-      { status: 400, details: { missing } },
+      { details: { missing } },
     );
   }
   for (const [name, value] of Object.entries(config)) {

@@ -42,7 +42,7 @@ const typed = defineRoute({
   auth: 'none',
   responses: {},
   handler: async () => {
-    throw new ServiceError('already_there', 'It is already there.', { status: 409 });
+    throw new ServiceError('environment_exists', 'It is already there.');
   },
 });
 const routes: AnyRoute[] = [echo, failing, typed];
@@ -156,7 +156,7 @@ describe('API server: what every route shares', () => {
     });
     const conflict = await fetch(`${base}/conflict`);
     expect(conflict.status).toBe(409);
-    expect(await conflict.json()).toEqual({ error: { code: 'already_there', message: 'It is already there.' } });
+    expect(await conflict.json()).toEqual({ error: { code: 'environment_exists', message: 'It is already there.' } });
   });
 
   it('answers an unknown route with 404 in the envelope', async () => {
