@@ -30,6 +30,7 @@ import { configureOutboundPolicy, OutboundPolicy } from './runtime/outbound.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { startMetricsServer } from './metrics/server.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
+import { log } from './log.js';
 import { loadSettings, type Settings } from './settings.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { checksConnection, connectTemporal, connectWorker, temporalConnectionOptions } from './temporal/connection.js';
@@ -41,6 +42,7 @@ const DEV_ENVIRONMENT = 'dev';
 
 async function main(): Promise<void> {
   const settings = loadSettings();
+  log.level = settings.SERVICE_LOG_LEVEL;
   // Before anything sends a request: the outbound request policy of this process (docs/operations.md).
   configureOutboundPolicy(new OutboundPolicy(settings.SERVICE_OUTBOUND_ALLOW));
   const dataDir = resolve(settings.SERVICE_DATA_DIR);
@@ -82,13 +84,14 @@ async function main(): Promise<void> {
   // (docs/architecture.md), and must not take the API with it.
   const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
   const runsWorker = settings.SERVICE_ROLE === 'worker' || (settings.SERVICE_ROLE === 'all' && !supervise);
-  // The SDK's logger, except that an expected run failure (an ActionError) is one INFO line; and the
-  // SDK's worker metrics, from the process that runs the worker (docs/operations.md "Metrics").
-  installServiceRuntime('WARN', runsWorker ? temporalMetricsExport(settings) : undefined);
+  // The service's logger for the SDK's lines too, where an expected run failure (an ActionError) is one
+  // INFO line; and the SDK's worker metrics, from the process that runs the worker (docs/operations.md "Metrics").
+  installServiceRuntime({ metrics: runsWorker ? temporalMetricsExport(settings) : undefined });
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async (): Promise<void> => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => console.error(error));
+    for (const cleanup of cleanups.reverse())
+      await cleanup().catch((error: unknown) => log.error({ err: error }, 'stopping failed'));
   };
   let stopping = false;
   let wake: () => void = () => undefined;

@@ -6,6 +6,7 @@ import ms from 'ms';
 import { z } from 'zod';
 import { SECRET_KEY_PATTERN } from './connections/environmentStore.js';
 import { ServiceError } from './errors.js';
+import { LOG_LEVELS } from './log.js';
 import { OutboundPolicy } from './runtime/outbound.js';
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -82,6 +83,8 @@ export const settingsSchema = z.object({
    * GET /readyz on this port of HOST when set (docs/operations.md, "Health and readiness").
    */
   SERVICE_HEALTH_PORT: port.optional(),
+  /** The level of the service's log (src/log.ts): its access log, background jobs and the Temporal runtime. */
+  SERVICE_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   /** Name of the environment a new deployment's first API start creates. */
   SERVICE_FIRST_ENVIRONMENT: z
     .string()

@@ -18,6 +18,7 @@ import type { OAuthFlow } from '../connections/oauthFlow.js';
 import { PAGE_HEADERS, renderConnectPage, renderResultPage } from '../connections/pages.js';
 import { validateConnectionConfig } from '../connections/providers/catalog.js';
 import { isServiceError, ServiceError } from '../errors.js';
+import { lineLog } from '../log.js';
 
 export interface ConnectPageDeps {
   flow: OAuthFlow;
@@ -45,7 +46,7 @@ function text(value: unknown): string | undefined {
 }
 
 export function createConnectPageRouter(deps: ConnectPageDeps): Router {
-  const log = deps.log ?? ((message: string) => process.stderr.write(`[connect] ${message}\n`));
+  const log = deps.log ?? lineLog('connect');
   const router = Router();
   const refusals = new Map<string, number>();
 

@@ -15,6 +15,7 @@ import type { EnvironmentStore } from '../connections/environmentStore.js';
 import type { OAuthFlow } from '../connections/oauthFlow.js';
 import { PAGE_HEADERS, renderResultPage } from '../connections/pages.js';
 import { isServiceError, ServiceError } from '../errors.js';
+import { lineLog } from '../log.js';
 
 export interface OAuthRoutesDeps {
   flow: OAuthFlow;
@@ -58,7 +59,7 @@ function sendPage(res: Response, status: number, ok: boolean, title: string, mes
 }
 
 export function createOAuthRouter(deps: OAuthRoutesDeps): Router {
-  const log = deps.log ?? ((message: string) => process.stderr.write(`[oauth] ${message}\n`));
+  const log = deps.log ?? lineLog('oauth');
   const router = Router();
 
   router.get('/oauth/connect/:integration', async (req, res) => {

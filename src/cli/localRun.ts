@@ -21,6 +21,7 @@ import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js
 import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
 import { connectTemporal, connectWorker, type TemporalConnectionOptions } from '../temporal/connection.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
+import { createLogger } from '../log.js';
 import { installServiceRuntime } from '../temporal/logger.js';
 import { bundleWorkflows, createWorker } from '../temporal/worker.js';
 import type { ScriptLogEntry } from '../runtime/logStore.js';
@@ -89,7 +90,8 @@ function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    installServiceRuntime('WARN');
+    // Warnings on stderr: stdout is the command's answer.
+    installServiceRuntime({ logger: createLogger({ level: 'warn', destination: 'stderr' }) });
   } catch {
     // Installed already by the host process (a test harness): its logger stays.
   }

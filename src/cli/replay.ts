@@ -22,6 +22,7 @@ import { budgetFunctionName, instrumentScript } from '../runtime/instrument.js';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import { isReadableSummary } from '../runtime/stepSummary.js';
 import { historyFromObject, jsonOf } from '../temporal/decodedHistory.js';
+import { createLogger } from '../log.js';
 import { installServiceRuntime } from '../temporal/logger.js';
 import { RUNTIME_WORKER_DEFAULTS, bundleWorkflows } from '../temporal/worker.js';
 import { resolveTarget } from './deploy.js';
@@ -310,7 +311,7 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
   if (!runtimeInstalled) {
     runtimeInstalled = true;
     try {
-      installServiceRuntime('ERROR');
+      installServiceRuntime({ logger: createLogger({ level: 'error', destination: 'stderr' }) });
     } catch {
       // Installed already by the host process (a test harness): its logger stays.
     }

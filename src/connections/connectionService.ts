@@ -27,6 +27,7 @@ import {
 } from './oauth2.js';
 import { fillTemplate, validateConnectionConfig } from './providers/catalog.js';
 import { mintToken, type MintedToken } from './tokenGrants.js';
+import { lineLog, type LineLog } from '../log.js';
 import { connectionTagsSchema, type ConnectionTags } from './tags.js';
 import type { AuthorizedRequest, ConnectionScope, ConnectionService, RequestToAuthorize } from './types.js';
 
@@ -235,7 +236,7 @@ export interface PostgresConnectionServiceDeps {
   /** @default () => new Date() */
   now?: () => Date;
   /** One line per event, never with a secret in it. @default a line on stderr */
-  log?: (message: string) => void;
+  log?: LineLog;
   /** Called after a connection is created or reconnected (to start its auto-start syncs, say). */
   onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
   /**
@@ -276,7 +277,7 @@ export class PostgresConnectionService implements ConnectionService {
   private readonly integrations: IntegrationStore;
   private readonly fetch: Fetch;
   private readonly now: () => Date;
-  private readonly log: (message: string) => void;
+  private readonly log: LineLog;
   private readonly onConnectionSaved: ((event: ConnectionSavedEvent) => Promise<void>) | undefined;
   private readonly onNeedsReauth: ((event: NeedsReauthEvent) => Promise<void>) | undefined;
   /**
@@ -291,7 +292,7 @@ export class PostgresConnectionService implements ConnectionService {
     this.integrations = deps.integrations;
     this.fetch = deps.fetch ?? policyFetch;
     this.now = deps.now ?? (() => new Date());
-    this.log = deps.log ?? ((message) => process.stderr.write(`[connections] ${message}\n`));
+    this.log = deps.log ?? lineLog('connections', 'info');
     this.onConnectionSaved = deps.onConnectionSaved;
     this.onNeedsReauth = deps.onNeedsReauth;
   }
@@ -525,7 +526,7 @@ export class PostgresConnectionService implements ConnectionService {
     } catch (error) {
       if (!(error instanceof TokenRequestError)) throw error;
       if (!error.permanent) {
-        this.log(`no first token for ${describe(scope)} yet (${error.message}); it is stored and retried`);
+        this.log(`no first token for ${describe(scope)} yet (${error.message}); it is stored and retried`, 'warn');
         return credentials;
       }
       throw new ServiceError(
@@ -589,6 +590,7 @@ export class PostgresConnectionService implements ConnectionService {
     } catch (error) {
       this.log(
         `after saving ${describe(scope)}, onConnectionSaved failed: ${error instanceof Error ? error.message : String(error)}`,
+        'warn',
       );
     }
     return row;
@@ -752,6 +754,7 @@ export class PostgresConnectionService implements ConnectionService {
         await this.onNeedsReauth?.({ scope, refreshError }).catch((error: unknown) => {
           this.log(
             `after marking ${describe(scope)} as needing re-authorisation, onNeedsReauth failed: ${error instanceof Error ? error.message : String(error)}`,
+            'warn',
           );
         });
       }
@@ -916,6 +919,7 @@ export class PostgresConnectionService implements ConnectionService {
         failed++;
         this.log(
           `background refresh of ${describe(scope)} failed: ${error instanceof Error ? error.message : String(error)}`,
+          'warn',
         );
       }
     }
@@ -940,7 +944,7 @@ export class PostgresConnectionService implements ConnectionService {
       code: codeLabel(failure.code),
       permanent: String(failure.permanent),
     });
-    this.log(`refresh of ${describe(scope)} failed: ${failure.message}`);
+    this.log(`refresh of ${describe(scope)} failed: ${failure.message}`, 'warn');
     return {
       row: updated,
       credentials: this.decrypt(updated),

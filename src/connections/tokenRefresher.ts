@@ -7,6 +7,7 @@
  * other worker processes never cause a second token request for one connection.
  */
 import type { PostgresConnectionService } from './connectionService.js';
+import { lineLog } from '../log.js';
 
 /** How often the refresher looks. */
 export const TOKEN_REFRESH_INTERVAL_MS = 60_000;
@@ -32,7 +33,7 @@ export function startTokenRefresher(
   const intervalMs = options.intervalMs ?? TOKEN_REFRESH_INTERVAL_MS;
   const windowMs = options.windowMs ?? TOKEN_REFRESH_WINDOW_MS;
   const limit = options.batch ?? TOKEN_REFRESH_BATCH;
-  const log = options.log ?? ((line: string) => console.warn(line));
+  const log = options.log ?? lineLog('token refresh');
   let running: Promise<{ refreshed: number; failed: number }> = Promise.resolve({ refreshed: 0, failed: 0 });
   const round = (): Promise<{ refreshed: number; failed: number }> => {
     running = running.then(async () => {

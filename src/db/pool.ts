@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { log } from '../log.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -27,7 +28,7 @@ export function createPool({ url, max = 10, applicationName = 'integration-servi
   });
   pool.on('error', (error) => {
     // An idle client lost its server; the pool drops it and the next query opens a fresh one.
-    process.stderr.write(`[db] idle connection lost: ${error.message}\n`);
+    log.warn({ component: 'db' }, `idle connection lost: ${error.message}`);
   });
   // A client checked out of the pool (a transaction, a COPY, a held lock) has no pool listener while
   // it is out: when the server dies (a SIGKILL of the postmaster, a failover) it emits 'error', and an
@@ -36,7 +37,7 @@ export function createPool({ url, max = 10, applicationName = 'integration-servi
   // it is released (it is no longer queryable).
   pool.on('connect', (client) => {
     client.on('error', (error) => {
-      process.stderr.write(`[db] connection lost: ${error.message}\n`);
+      log.warn({ component: 'db' }, `connection lost: ${error.message}`);
     });
   });
   return pool;

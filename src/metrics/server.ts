@@ -10,6 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectProcessMetrics, metricsRegistry } from './index.js';
+import { log } from '../log.js';
 
 export interface MetricsServerOptions {
   host: string;
@@ -75,7 +76,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((failure: unknown) => {
       if (!res.headersSent) error(res, 500, 'internal_error', 'The metrics could not be collected.');
-      console.error('[metrics] collecting failed:', failure instanceof Error ? failure.message : failure);
+      log.error({ component: 'metrics', err: failure }, 'collecting the metrics failed');
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -16,6 +16,7 @@
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.js';
 import { retentionDeletedRows, retentionLastSuccess } from '../metrics/index.js';
+import { lineLog } from '../log.js';
 
 /** How long each table keeps its rows, in milliseconds; null keeps them forever. */
 export interface RetentionPolicy {
@@ -100,7 +101,7 @@ export async function purgeExpired(options: PurgeOptions): Promise<PurgeCounts |
   const { db, policy } = options;
   const batchSize = options.batchSize ?? 5000;
   const now = (options.now ?? (() => new Date()))();
-  const log = options.log ?? ((line: string) => console.warn(line));
+  const log = options.log ?? lineLog('retention');
   const cutoff = (retention: number): Date => new Date(now.getTime() - retention);
   const client = await db.connect();
   try {

@@ -1,6 +1,11 @@
 /**
- * The logger of the Temporal runtime of the service's processes (the worker's log). It is the SDK's
- * DefaultLogger with one change: a run that fails the way runs are expected to fail (an action whose
+ * The logger of the Temporal runtime of the service's processes (the worker's log): the SDK's log lines
+ * (workers, workflows, activities) written to the service's pino logger (src/log.ts) with
+ * `component: "temporal"`, their attributes as fields, at the SDK's level mapped to pino's. The Temporal
+ * core's own (Rust) lines stay on stderr at WARN, as the SDK writes them: forwarding them would route
+ * every line through the SDK's 100 ms reordering buffer.
+ *
+ * One change to what the SDK logs: a run that fails the way runs are expected to fail (an action whose
  * script threw ActionError, answered to the caller as a 422) is one INFO line, not a WARN with a stack
  * trace. Other failures keep the SDK's WARN with the error. The failure type comes from the log
  * attribute that workflows/failureLog.ts adds, registered in the bundle by src/temporal/workflowBundle.ts.
@@ -14,7 +19,8 @@
  * enough: a worker that takes a run over replays its getConnection step from history and never learns
  * the credential it would have to hide.
  */
-import { DefaultLogger, Runtime, type LogLevel, type LogMetadata, type Logger } from '@temporalio/worker';
+import { Runtime, type LogLevel, type LogMetadata, type Logger } from '@temporalio/worker';
+import { log as serviceLog, type Logger as PinoLogger } from '../log.js';
 import { FAILURE_TYPE_ATTRIBUTE } from '../../workflows/failureLog.js';
 
 /** Failure types that are an ordinary outcome of a run, reported to whoever asked for it. */
@@ -71,27 +77,38 @@ function withheldError(error: unknown): string {
   return `${name}${code ? ` ${code}` : ''}: ${WITHHELD}`;
 }
 
+const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+
 class ServiceLogger implements Logger {
-  constructor(private readonly inner: Logger) {}
+  constructor(private readonly target: PinoLogger) {}
 
   log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    // Below the level nothing is built (an expected failure only ever goes down, from WARN to INFO).
+    if (!this.target.isLevelEnabled(PINO_LEVEL[level])) return;
     const scriptRun = SCRIPT_WORKFLOW_TYPES.has(String(meta?.['workflowType']));
     const type: unknown = meta?.[FAILURE_TYPE_ATTRIBUTE];
     if (message === WORKFLOW_FAILED && typeof type === 'string' && EXPECTED_FAILURE_TYPES.has(type)) {
       // One line: what failed, without the error object (its stack is the runtime's, not news). The
       // reason is the script's own message: the caller got it; the log does not.
       const what = `${String(meta?.['workflowType'] ?? 'workflow')} ${String(meta?.['workflowId'] ?? '')}`.trim();
-      this.inner.log('INFO', `${WORKFLOW_FAILED} as expected: ${type}: ${what} (${WITHHELD})`);
+      const fields: LogMetadata = { [FAILURE_TYPE_ATTRIBUTE]: type };
+      for (const name of ['namespace', 'taskQueue', 'workflowId', 'runId', 'workflowType'])
+        fields[name] = meta?.[name] as unknown;
+      this.write('INFO', `${WORKFLOW_FAILED} as expected: ${type}: ${what} (${WITHHELD})`, fields);
       return;
     }
     if (scriptRun && meta) {
       const kept: LogMetadata = { ...meta };
       if ('error' in kept) kept['error'] = withheldError(kept['error']);
       if (FAILURE_TYPE_ATTRIBUTE in kept) kept[FAILURE_TYPE_ATTRIBUTE] = safeType(type) ?? '(withheld)';
-      this.inner.log(level, message, kept);
+      this.write(level, message, kept);
       return;
     }
-    this.inner.log(level, message, meta);
+    this.write(level, message, meta);
+  }
+  // The SDK's LogTimestamp (a symbol key) is left out: JSON has no place for it, and pino stamps the line.
+  private write(level: LogLevel, message: string, meta?: LogMetadata): void {
+    this.target[PINO_LEVEL[level]]({ component: 'temporal', ...meta }, message);
   }
   trace(message: string, meta?: LogMetadata): void {
     this.log('TRACE', message, meta);
@@ -110,9 +127,9 @@ class ServiceLogger implements Logger {
   }
 }
 
-/** The service's logger over `inner` (the SDK's DefaultLogger at `level` when omitted). */
-export function createServiceLogger(level: LogLevel = 'WARN', inner: Logger = new DefaultLogger(level)): Logger {
-  return new ServiceLogger(inner);
+/** The Temporal SDK's logger of the service, writing to `target` (the process's logger by default). */
+export function createServiceLogger(target: PinoLogger = serviceLog): Logger {
+  return new ServiceLogger(target);
 }
 
 /** Where the Temporal SDK exports its own metrics (workers' slots, polls, task latencies), if anywhere. */
@@ -120,12 +137,16 @@ export type TemporalMetricsExport =
   { prometheus: { bindAddress: string } } | { otel: { url: string; http: boolean; metricsExportIntervalMs?: number } };
 
 /**
- * Installs the Temporal runtime with the service's logger and, when given, the SDK's metrics exporter
- * (docs/operations.md "Metrics"); call once per process, before any Worker.
+ * Installs the Temporal runtime with the service's logger (the process's logger, at its level, unless
+ * `logger` says otherwise) and, when given, the SDK's metrics exporter (docs/operations.md "Metrics");
+ * call once per process, before any Worker.
  */
-export function installServiceRuntime(level: LogLevel = 'WARN', metrics?: TemporalMetricsExport): void {
+export function installServiceRuntime(
+  options: { logger?: PinoLogger; metrics?: TemporalMetricsExport | undefined } = {},
+): void {
+  const { metrics } = options;
   Runtime.install({
-    logger: createServiceLogger(level),
+    logger: createServiceLogger(options.logger),
     ...(metrics
       ? {
           telemetryOptions: {

@@ -18,6 +18,7 @@ import type { Client } from '@temporalio/client';
 import { SCRIPT_INCIDENT_SIGNAL } from '../runtime/definitions.js';
 import { shareThreadMarks } from '../sandbox/workerSide.js';
 import { convict, INCIDENTS_TO_STOP } from './runaway.js';
+import { log } from '../log.js';
 
 export interface ScriptIncident {
   cause: string;
@@ -172,14 +173,23 @@ export async function reportIncidents(client: Client, blamed: Blamed[]): Promise
       try {
         if (incidents >= INCIDENTS_TO_STOP) {
           const verdict = await convict(client, workflowId, { incidents, heavy });
-          console.warn(`[worker] run ${workflowId} stopped after ${incidents} worker deaths: ${verdict.code}`);
+          log.warn(
+            { component: 'worker', workflowId },
+            `[worker] run ${workflowId} stopped after ${incidents} worker deaths: ${verdict.code}`,
+          );
         } else {
           await client.workflow.getHandle(workflowId).signal<[ScriptIncident]>(SCRIPT_INCIDENT_SIGNAL, { cause });
-          console.warn(`[worker] a worker died while run ${workflowId} was executing its script: incident recorded`);
+          log.warn(
+            { component: 'worker', workflowId },
+            `[worker] a worker died while run ${workflowId} was executing its script: incident recorded`,
+          );
         }
       } catch (error) {
         // The run may have ended since.
-        console.warn(`[worker] could not record an incident for run ${workflowId}: ${(error as Error).message}`);
+        log.warn(
+          { component: 'worker', workflowId },
+          `[worker] could not record an incident for run ${workflowId}: ${(error as Error).message}`,
+        );
       }
     }),
   );

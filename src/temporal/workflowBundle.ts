@@ -11,6 +11,7 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
+import { lineLog, log, type LineLog } from '../log.js';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -51,8 +52,8 @@ const quietBundlerLogger = {
   trace: () => undefined,
   debug: () => undefined,
   info: () => undefined,
-  warn: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
-  error: (message: string) => process.stderr.write(`[bundler] ${message}\n`),
+  warn: (message: string) => log.warn({ component: 'bundler' }, message),
+  error: (message: string) => log.error({ component: 'bundler' }, message),
 };
 
 /** What a prebuilt bundle was made from; stored beside it as `<bundle>.json`. */
@@ -231,10 +232,10 @@ export function readPrebuiltWorkflowBundle(
  * be written (a read-only install) is only logged.
  */
 export async function loadWorkflowBundle(
-  options: { bundlePath?: string; log?: (line: string) => void } = {},
+  options: { bundlePath?: string; log?: LineLog } = {},
 ): Promise<{ code: string }> {
   const bundlePath = options.bundlePath ?? (process.env[WORKFLOW_BUNDLE_VARIABLE] || DEFAULT_WORKFLOW_BUNDLE_PATH);
-  const log = options.log ?? ((line: string) => process.stderr.write(`[worker] ${line}\n`));
+  const log = options.log ?? lineLog('worker', 'info');
   const prebuilt = readPrebuiltWorkflowBundle(bundlePath);
   if (prebuilt.ok) return { code: prebuilt.code };
   const entry = prebuilt.entry && existsSync(prebuilt.entry) ? prebuilt.entry : WORKFLOWS_PATH;
@@ -248,6 +249,7 @@ export async function loadWorkflowBundle(
   } catch (error) {
     log(
       `bundled in ${seconds} s; could not write ${bundlePath} (${(error as Error).message}), so the next start bundles again`,
+      'warn',
     );
   }
   return { code: bundle.code };

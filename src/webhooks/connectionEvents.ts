@@ -14,6 +14,7 @@ import type { Client } from '@temporalio/client';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/connectionService.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { Pool } from '../db/pool.js';
+import { lineLog } from '../log.js';
 import { markDeliveryFailed, type DeliverWebhookInput } from './deliveries.js';
 import type { WebhookSettingsStore } from './settings.js';
 
@@ -36,7 +37,7 @@ export type ConnectionEventBody = Record<string, unknown> & {
 };
 
 export function createConnectionEvents(deps: ConnectionEventsDeps) {
-  const log = deps.log ?? ((message: string) => process.stderr.write(`[webhooks] ${message}\n`));
+  const log = deps.log ?? lineLog('webhooks');
 
   /** Records the delivery and starts its workflow; nothing when the environment has no webhook URL. */
   async function emit(scope: ConnectionScope, body: ConnectionEventBody): Promise<string | undefined> {

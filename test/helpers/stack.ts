@@ -6,10 +6,11 @@ import pg from 'pg';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { assertPostgresReachable } from '../../src/devstack/postgres.js';
 import { assertTemporalReachable } from '../../src/devstack/temporal.js';
+import { createLogger } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 
 // Worker state changes at INFO drown the test output; warnings and errors still show.
-installServiceRuntime('WARN');
+installServiceRuntime({ logger: createLogger({ level: 'warn', destination: 'stderr' }) });
 
 /** The servers the test run started (test/globalSetup.ts). */
 export function stack() {

@@ -3,8 +3,8 @@
  * normal 422 for the caller) is one line at INFO, without a stack; a run that fails unexpectedly is still
  * a WARN with its failure type. Neither shows the script's message (issue 16): a script that puts the
  * credential it read into its failure, in any of seven ways, leaves no trace of it in the worker's output. The worker runs in its own process with the logger the service installs
- * (src/temporal/logger.ts, as src/main.ts does) and the bundle the service runs (src/temporal/workflowBundle.ts),
- * at INFO so that the INFO line can be seen.
+ * (src/temporal/logger.ts into src/log.ts's JSON lines, as src/main.ts does) and the bundle the service runs
+ * (src/temporal/workflowBundle.ts), at INFO so that the INFO line can be seen.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
@@ -39,7 +39,7 @@ beforeAll(async () => {
     databaseUrl: h.dbUrl,
     taskQueue: h.taskQueue,
     apiBaseUrl: api.url,
-    env: { WORKER_LOG_LEVEL: 'INFO', WORKER_API_KEY: KEY },
+    env: { WORKER_LOG_LEVEL: 'info', WORKER_API_KEY: KEY },
   });
 });
 
@@ -48,12 +48,25 @@ afterAll(async () => {
   await worker.exited;
 });
 
-/** The log entries (one timestamped line and its continuation lines) the worker wrote about one workflow. */
-const entriesAbout = (workflowId: string): string[] =>
+interface Fields {
+  level: string;
+  message: string;
+  [field: string]: unknown;
+}
+/** A line of the worker's log: its fields, and the line as written. */
+type Entry = Fields & { raw: string };
+
+/** The log entries (JSON lines) the worker wrote about one workflow. */
+const entriesAbout = (workflowId: string): Entry[] =>
   worker
     .output()
-    .split(/\n(?=\d{4}-\d\d-\d\dT)/)
-    .filter((entry) => entry.includes(workflowId));
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.includes(workflowId))
+    .map((raw) => ({ ...(JSON.parse(raw) as Fields), raw }));
+
+/** The entry of a run's failure, if the worker wrote it yet. */
+const failureOf = (workflowId: string): Entry | undefined =>
+  entriesAbout(workflowId).find((entry) => entry.message.startsWith('Workflow failed'));
 
 describe('the worker log of failed runs', () => {
   it('logs an ActionError as one INFO line without a stack trace', async () => {
@@ -64,18 +77,16 @@ describe('the worker log of failed runs', () => {
     const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, 'expected-failure-log');
     const outcome = await control.runAction({ definition, connectionId: 'c1', input: { n: 7 } }, { workflowId });
     expect(outcome).toMatchObject({ ok: false, body: { error_type: 'action_script_failure' } });
-    const entries = await eventually(async () => {
-      const found = entriesAbout(workflowId).filter((entry) => /Workflow failed/.test(entry));
-      return found.length > 0 ? found : undefined;
-    }, 15_000);
-    expect(entries).toHaveLength(1);
-    const entry = entries[0]?.trim() ?? '';
-    expect(entry.split('\n')).toHaveLength(1);
+    const entry = await eventually(async () => failureOf(workflowId), 15_000);
+    expect(entriesAbout(workflowId).filter((found) => found.message.startsWith('Workflow failed'))).toHaveLength(1);
+    expect(entry.level).toBe('info');
     // The script's message ('issue is locked') went to the caller; the log does not repeat it.
-    expect(entry).toMatch(
-      /\[INFO\] Workflow failed as expected: action_script_failure: runAction action:\S+:expected-failure-log \(message withheld from the worker log .*\)$/,
+    expect(entry.message).toMatch(
+      /^Workflow failed as expected: action_script_failure: runAction action:\S+:expected-failure-log \(message withheld from the worker log .*\)$/,
     );
-    expect(entry).not.toContain('issue is locked');
+    // No error object, so no stack trace.
+    expect(entry).not.toHaveProperty('error');
+    expect(entry.raw).not.toContain('issue is locked');
   });
 
   it('still logs an unexpected failure (a script that throws a TypeError) as a WARN with its type', async () => {
@@ -85,15 +96,13 @@ describe('the worker log of failed runs', () => {
     await expect(
       control.runAction({ definition, connectionId: 'c1', input: {} }, { workflowId }),
     ).rejects.toMatchObject({ code: 'script_error' });
-    const entry = await eventually(
-      async () => entriesAbout(workflowId).find((candidate) => /\[WARN\] Workflow failed/.test(candidate)),
-      15_000,
-    );
+    const entry = await eventually(async () => failureOf(workflowId), 15_000);
+    expect([entry.level, entry.message]).toEqual(['warn', 'Workflow failed']);
     // Its type, not its message: the message of a script's error is the script's text.
-    expect(entry).toContain("failureType: 'script_error'"); // the attribute is there, the type is not an expected one
+    expect(entry['failureType']).toBe('script_error'); // the attribute is there, the type is not an expected one
     // The failure crossed a thread by structured clone: its class is a plain Error by then.
-    expect(entry).toContain(`error: 'Error: ${WITHHELD}'`);
-    expect(entry).not.toContain('Cannot read properties of null');
+    expect(entry['error']).toBe(`Error: ${WITHHELD}`);
+    expect(entry.raw).not.toContain('Cannot read properties of null');
   });
 
   it('never shows a credential the script read, whatever way its failure carries it', async () => {
@@ -136,13 +145,17 @@ describe('the worker log of failed runs', () => {
 
     // Every run's failure is logged (so the lines below are the ones that would have leaked) …
     const entries = await eventually(async () => {
-      const found = workflowIds.map((id) => entriesAbout(id).find((entry) => /Workflow failed/.test(entry)));
+      const found = workflowIds.map(failureOf);
       return found.every((entry) => entry !== undefined) ? found : undefined;
     }, 30_000);
-    for (const entry of entries) expect(entry).toMatch(/withheld from the worker log/);
-    expect(entries[0]).toMatch(/\[WARN\] Workflow failed/);
-    expect(entries[0]).toContain('script_error');
-    expect(entries[1]).toMatch(/\[INFO\] Workflow failed as expected: action_script_failure: runAction /);
+    for (const entry of entries) expect(entry.raw).toMatch(/withheld from the worker log/);
+    expect([entries[0]?.level, entries[0]?.message, entries[0]?.['failureType']]).toEqual([
+      'warn',
+      'Workflow failed',
+      'script_error',
+    ]);
+    expect(entries[1]?.level).toBe('info');
+    expect(entries[1]?.message).toMatch(/^Workflow failed as expected: action_script_failure: runAction /);
     // … and nothing the worker wrote holds the credential in any spelling.
     const output = worker.output();
     for (const form of [

@@ -4,12 +4,13 @@
  * once polling. Run with `tsx test/runtime/workerProcess.ts`.
  */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type LogLevel } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPool } from '../../src/db/pool.js';
 import { outboundPolicy } from '../../src/runtime/outbound.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
+import { LOG_LEVELS, log } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
@@ -20,9 +21,9 @@ function required(name: string): string {
   return value;
 }
 
-// The service's logger, as src/main.ts installs it; WORKER_LOG_LEVEL=INFO shows its INFO lines.
-const LEVELS: readonly LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
-installServiceRuntime(LEVELS.find((level) => level === process.env['WORKER_LOG_LEVEL']) ?? 'WARN');
+// The service's logger, as src/main.ts installs it (JSON lines on stdout); WORKER_LOG_LEVEL=info shows its INFO lines.
+log.level = LOG_LEVELS.find((level) => level === process.env['WORKER_LOG_LEVEL']) ?? 'warn';
+installServiceRuntime();
 const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
 // WORKER_API_KEY: the connections' credential, for the tests that look for it where it must not be.
 const connections = new TestConnections(
