@@ -6,6 +6,10 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { runCli } = await import('../src/cli/main.ts');
+// What the service's modules log (a bundler warning, a lost database connection) goes to stderr: stdout
+// is the command's answer (`export SERVICE_SECRET_KEY=$(service environments create … --database)`).
+const { setLogDestination } = await import('../src/log.ts');
+setLogDestination('stderr');
 process.exitCode = await runCli(process.argv.slice(2), {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { createLogger, LOG_CENSOR, readable, type LogLevelName } from './log.js';
+import { describe, expect, it, vi } from 'vitest';
+import { createLogger, log, LOG_CENSOR, readable, setLogDestination, type LogLevelName } from './log.js';
 import { loadSettings } from './settings.js';
 
 /** A logger of the service's shape whose lines are kept, parsed, instead of written. */
@@ -53,8 +53,11 @@ describe('the service log', () => {
       expect(entry[field]).toBe(LOG_CENSOR);
       expect((entry['connection'] as Record<string, unknown>)[field]).toBe(LOG_CENSOR);
     }
-    // What is not a secret stays readable.
+    // What is not a secret stays readable, and the caller's object is as it was.
     expect(entry).toMatchObject({ connection: { id: 'c1' }, headers: { accept: 'json' } });
+    const logged = { connection: { id: 'c2', client_secret: 'cs_kept_by_the_caller' } };
+    logger.info(logged, 'again');
+    expect(logged.connection.client_secret).toBe('cs_kept_by_the_caller');
   });
 
   it('leaves out what is below its level, and writes nothing when silent', () => {
@@ -79,6 +82,25 @@ describe('the service log', () => {
     logger.warn({ component: 'db', attempt: 2 }, 'connection lost');
     expect(readable(lines[0] ?? '')).toMatch(/^\d\d:\d\d:\d\d\.\d{3} WARN {2}\[db\] connection lost attempt=2\n$/);
     expect(readable('not json\n')).toBe('not json\n');
+  });
+
+  it("writes the process's log to stdout, or to stderr for a command whose stdout is its answer", () => {
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const text = (spy: typeof stdout) => spy.mock.calls.map(([chunk]) => String(chunk)).join('');
+    let written: string[];
+    try {
+      log.warn({ component: 'test' }, 'to stdout');
+      setLogDestination('stderr');
+      log.warn({ component: 'test' }, 'to stderr');
+      written = [text(stdout), text(stderr)];
+    } finally {
+      setLogDestination('stdout');
+      stdout.mockRestore();
+      stderr.mockRestore();
+    }
+    expect(written).toEqual([expect.stringContaining('to stdout'), expect.stringContaining('to stderr')]);
+    expect(written[0]).not.toContain('to stderr');
   });
 
   it('takes its level from SERVICE_LOG_LEVEL, info by default, and refuses an unknown one by name', () => {

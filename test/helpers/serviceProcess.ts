@@ -42,7 +42,9 @@ export function startService(env: Record<string, string>, options: { cwd?: strin
     if (name.startsWith('TEMPORAL_TLS') || name === 'TEMPORAL_API_KEY') delete base[name];
   const child = spawn(process.execPath, ['--import', TSX_LOADER, join(REPO, 'src/main.ts')], {
     cwd: options.cwd ?? REPO,
-    env: { ...base, SERVICE_LOG_LEVEL: 'silent', ...env },
+    // Warnings and errors only (no access log): the worker's and the pool's warnings stay in the output
+    // that the tests scan for secrets.
+    env: { ...base, SERVICE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
