@@ -10,7 +10,7 @@ import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPool } from '../../src/db/pool.js';
 import { outboundPolicy } from '../../src/runtime/outbound.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
-import { LOG_LEVELS, log } from '../../src/log.js';
+import { LOG_LEVELS, log, setLogDestination } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
@@ -21,8 +21,10 @@ function required(name: string): string {
   return value;
 }
 
-// The service's logger, as src/main.ts installs it (JSON lines on stdout); WORKER_LOG_LEVEL=info shows its INFO lines.
+// The service's logger, as src/main.ts installs it; WORKER_LOG_LEVEL=info shows its INFO lines. On stderr:
+// stdout says `ready` and nothing else (a warning saying "already" must not look like it).
 log.level = LOG_LEVELS.find((level) => level === process.env['WORKER_LOG_LEVEL']) ?? 'warn';
+setLogDestination('stderr');
 installServiceRuntime();
 const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
 // WORKER_API_KEY: the connections' credential, for the tests that look for it where it must not be.
