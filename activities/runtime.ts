@@ -188,7 +188,8 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      * answers from there and does not send the request again.
      */
     async httpRequest(scope: ConnectionScope, request: HttpRequestInput, step?: StepRef): Promise<HttpResult> {
-      requireConnection(await translated(caller), scope);
+      // Inside translated: a refused scope fails the step as `scope_denied`, final, not a retried error.
+      await translated(async () => requireConnection(await caller(), scope));
       const key = await translated(() => stepKey(step));
       const recalled = mayRepeat(step) ? await translated(() => ledger.recall<HttpResult>(key)) : undefined;
       if (recalled?.ok === true) return recalled.value;

@@ -106,6 +106,7 @@ describe('a script has no authority beyond its own run', () => {
     // Refused for the reason that matters, not by accident.
     for (const attack of [
       'getConnection',
+      'httpRequest',
       'getMetadata',
       'setMetadata',
       'saveRecordsAsSelf',
