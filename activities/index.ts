@@ -5,6 +5,7 @@ import { syncRunsStarted } from '../src/metrics/index.js';
 import type { SyncScope } from '../src/records/types.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
 import { createRunAuthorities } from '../src/temporal/runAuthority.js';
+import { createDeployActivities, type DeployActivityDeps } from './deploy.js';
 import { createRuntimeActivities, type RuntimeDeps } from './runtime.js';
 import { createSyncRunActivities } from './syncRuns.js';
 import { createWebhookActivities } from './webhooks.js';
@@ -17,7 +18,7 @@ export interface ActivityDeps {
    * What the script runtime's activities need (records cache, connections, script bundles, logs).
    * Without it the worker serves the health check only, and sync and action runs fail to schedule.
    */
-  runtime?: (Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor }) | undefined;
+  runtime?: (Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor; deploy?: DeployActivityDeps | undefined }) | undefined;
 }
 
 export interface HealthCheckRow {
@@ -81,6 +82,8 @@ export function createActivities({ db, runtime }: ActivityDeps) {
           // What the sync entity does after each run: the run history and the outbound webhooks.
           ...createSyncRunActivities({ runHistory: createRunHistory({ db }), authorities, secretsOf }),
           ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),
+          // A deploy's apply (workflows/applyDeployment.ts).
+          ...(runtime.deploy ? createDeployActivities({ ...runtime.deploy, authorities }) : {}),
         }
       : {}),
   };

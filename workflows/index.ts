@@ -3,3 +3,4 @@ export { checkHealth } from './checkHealth.js';
 export { runSync, runAction } from './runScript.js';
 export { manageSync } from './manageSync.js';
 export { deliverWebhook } from './deliverWebhook.js';
+export { applyDeployment } from './applyDeployment.js';

@@ -9,12 +9,13 @@
  * const activities = createActivities({ db, runtime: service.runtime });
  */
 import type { Client, ConnectionLike } from '@temporalio/client';
-import type { RuntimeDeps } from '../../activities/runtime.js';
+import type { ActivityDeps } from '../../activities/index.js';
 import { createConnections, type CreateConnectionsOptions } from '../connections/index.js';
 import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
 import { databaseCheck, temporalCheck } from '../health.js';
 import { createDeployments } from '../deploy/deployments.js';
+import { createPostgresDeploymentStore } from '../deploy/store.js';
 import { createPostgresRecordStore } from '../records/postgresRecordStore.js';
 import { createPostgresLogStore } from '../runtime/logStore.js';
 import { createRunHistory } from '../runtime/runHistory.js';
@@ -70,13 +71,16 @@ export function composeService(options: ComposeServiceOptions) {
     frequencyOf: (ref) => frequencies.get(ref),
   });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
+  const connectionIds = async (environmentId: string, integrationId: string) =>
+    (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
+  const deploymentStore = createPostgresDeploymentStore(db);
   const deployments = createDeployments({
-    db,
+    store: deploymentStore,
     scripts,
     records,
-    syncs,
-    connectionIds: async (environmentId, integrationId) =>
-      (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+    temporal,
+    taskQueue: options.taskQueue,
+    connectionIds,
     warnings: async (environmentId, config) =>
       webhookDeployWarnings(
         await connections.environments.get(environmentId),
@@ -118,7 +122,7 @@ export function composeService(options: ComposeServiceOptions) {
     readiness: { database: databaseCheck(db), temporal: temporalCheck(options.temporalChecks ?? temporal.connection) },
     publicUrl: (options.publicUrl ?? options.callbackUrl.replace(/\/oauth\/callback$/, '')).replace(/\/+$/, ''),
   };
-  const runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor } = {
+  const runtime: NonNullable<ActivityDeps['runtime']> = {
     records,
     connections: connections.service,
     environmentVariables: connections.variables,
@@ -128,6 +132,8 @@ export function composeService(options: ComposeServiceOptions) {
     encryptor,
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
+    // The apply workflow's activities (activities/deploy.ts).
+    deploy: { deployments: deploymentStore, records, syncs, connectionIds },
   };
   return { api, runtime, connections, deployments, records, scripts, logs, runHistory, syncs, events };
 }

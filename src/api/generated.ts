@@ -24,7 +24,6 @@ import {
   type DeclaredEndpoint,
 } from '../config/generatedEndpoints.js';
 import type { ModelConfig, ServiceConfig, TypeExpr } from '../config/types.js';
-import type { Pool } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
 import type { ExtraOperation } from './openapi.js';
@@ -79,19 +78,11 @@ const MAX_CACHED_TABLES = 200;
  * number (one indexed query); the table is rebuilt only when the version changes, so a deploy takes
  * effect on the next request of every API process.
  */
-export function createGeneratedRouting(deps: Pick<ApiDeps, 'db' | 'deployments'>) {
+export function createGeneratedRouting(deps: Pick<ApiDeps, 'deployments'>) {
   const tables = new Map<string, RoutingTable>();
 
-  async function currentVersion(db: Pool, environmentId: string): Promise<number | null> {
-    const { rows } = await db.query<{ version: number }>(
-      `SELECT version FROM deployments WHERE environment_id = $1 AND status IN ('applying', 'active')`,
-      [environmentId],
-    );
-    return rows[0]?.version ?? null;
-  }
-
   async function table(environmentId: string): Promise<RoutingTable | null> {
-    const version = await currentVersion(deps.db, environmentId);
+    const version = await deps.deployments.currentVersion(environmentId);
     if (version === null) return null;
     const cached = tables.get(environmentId);
     if (cached?.version === version) return cached;
@@ -112,10 +103,7 @@ export function createGeneratedRouting(deps: Pick<ApiDeps, 'db' | 'deployments'>
 
   /** Who declared this method and path in one of the last superseded deployments, for a clear error. */
   async function removedEndpoint(environmentId: string, integrationId: string, method: string, path: string) {
-    const { rows } = await deps.db.query<{ version: number; config: ServiceConfig }>(
-      `SELECT version, config FROM deployments WHERE environment_id = $1 AND status = 'superseded' ORDER BY version DESC LIMIT 5`,
-      [environmentId],
-    );
+    const rows = await deps.deployments.superseded(environmentId, 5);
     for (const row of rows) {
       const found = match(buildTable(row.version, row.config).byIntegration.get(integrationId), method, path);
       if (found) return { ...found.endpoint, version: row.version };
@@ -335,7 +323,7 @@ export function generatedOperations(config: ServiceConfig): ExtraOperation[] {
 
 const routings = new WeakMap<object, GeneratedRouting>();
 /** One routing (and its cache of tables) per API instance. */
-export function routingOf(deps: Pick<ApiDeps, 'db' | 'deployments'>): GeneratedRouting {
+export function routingOf(deps: Pick<ApiDeps, 'deployments'>): GeneratedRouting {
   let routing = routings.get(deps);
   if (!routing) {
     routing = createGeneratedRouting(deps);

@@ -2,31 +2,31 @@
  * Deployments: preview and apply a compiled service.yaml with its script bundles, and read what is
  * deployed (for the runtime's definitions, the API's generated endpoints and the dashboard).
  *
- * Apply writes the new version first (the desired state), then brings workflows and records in line,
- * then marks the version active. Invalid input changes nothing. A crash in the middle leaves the
- * version `applying`; the next deploy of the environment re-applies everything (each step is
- * idempotent: workflow ids are business keys, erasing twice erases nothing more). Deploys of one
- * environment are serialised by a Postgres advisory lock, across processes.
+ * Apply checks the request and plans it (src/deploy/plan.ts, pure), records the new version
+ * `applying` with its changes in one transaction (src/deploy/store.ts), then starts the apply
+ * workflow (workflows/applyDeployment.ts, id `deploy:<env>`), which brings the sync entities in line
+ * and marks the version `active`, and waits for it. Invalid input changes nothing. The workflow is
+ * durable: a worker that dies mid-apply is replaced and the apply finishes; a caller that stops
+ * waiting does not stop it. Deploys of one environment are serialised by a Postgres advisory lock
+ * (version numbers) and by the workflow id (one apply at a time); a deploy first waits for an apply
+ * still running. An apply that failed leaves its version `applying`, and the next deploy re-applies
+ * everything.
  */
+import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import { compileConfig, formatProblems } from '../config/index.js';
-import { modelsReferenced } from '../config/checkRecord.js';
-import type { ModelConfig, ServiceConfig, SyncConfig } from '../config/types.js';
-import type { Pool, PoolClient } from '../db/pool.js';
+import type { ServiceConfig } from '../config/types.js';
 import { ServiceError } from '../errors.js';
 import type { RecordStore } from '../records/types.js';
 import type { ActionDefinition, SyncDefinition } from '../runtime/definitions.js';
 import type { ScriptStore } from '../runtime/scriptStore.js';
 import { scriptHash } from '../runtime/scriptStore.js';
-import {
-  describeChange,
-  diffDeployments,
-  isDestructive,
-  scriptKey,
-  type DeployChange,
-  type DeployedState,
-  type ScriptRef,
-} from './diff.js';
+import { scriptKey, type DeployChange, type DeployedState } from './diff.js';
+import { applyWorkflowId, planDeployment, syncDefinition, type ApplyDeploymentInput, type ApplyStep } from './plan.js';
+import type { DeployedScript, Deployment, DeploymentStore } from './store.js';
+
+export { syncDefinition } from './plan.js';
+export type { DeployedScript, Deployment } from './store.js';
 
 export const deployRequestSchema = z
   .object({
@@ -52,24 +52,6 @@ export const deployRequestSchema = z
   .strict();
 export type DeployRequest = z.input<typeof deployRequestSchema>;
 
-export interface DeployedScript extends ScriptRef {
-  source: string;
-  sourcePath: string;
-}
-
-export interface Deployment {
-  environmentId: string;
-  version: number;
-  status: 'applying' | 'active' | 'superseded';
-  config: ServiceConfig;
-  yaml: string;
-  scripts: DeployedScript[];
-  changes: DeployChange[];
-  redeployOf: number | null;
-  createdAt: string;
-  activatedAt: string | null;
-}
-
 export interface PlannedChange {
   change: DeployChange;
   description: string;
@@ -90,125 +72,46 @@ export interface DeployPlan {
   warnings: string[];
 }
 
-/** What deploy needs of the sync workflows (src/temporal/syncControl.ts). */
-export interface SyncWorkflows {
-  ensureSync(definition: SyncDefinition, connectionId: string): Promise<string>;
-  stop(
-    ref: { environmentId: string; integrationId: string; connectionId: string; syncName: string },
-    reason: string,
-  ): Promise<void>;
-}
-
 export interface DeploymentsDeps {
-  db: Pool;
+  store: DeploymentStore;
   scripts: ScriptStore;
-  records: RecordStore;
-  syncs: SyncWorkflows;
+  records: Pick<RecordStore, 'countSyncRecords'>;
+  /** Starts the apply workflow and waits for it (the runtime's data converter). */
+  temporal: Client;
+  taskQueue: string;
   /** Connection ids of one integration of an environment. */
   connectionIds(environmentId: string, integrationId: string): Promise<string[]>;
-  /** How many workflow calls run at once while applying. @default 16 */
-  concurrency?: number;
   /**
    * What a deploy should say but does not refuse (a sync subscribed to webhooks that the environment
    * will not accept, say): shown by preview and apply, and by `service deploy`.
    */
   warnings?: (environmentId: string, config: ServiceConfig) => Promise<string[]>;
+  /** How long apply waits for its workflow (and for one still running before it). @default 15 minutes */
+  applyTimeoutMs?: number;
 }
 
-interface DeploymentRow {
-  environment_id: string;
-  version: number;
-  status: Deployment['status'];
-  config: ServiceConfig;
-  yaml: string;
-  scripts: DeployedScript[];
-  changes: DeployChange[];
-  redeploy_of: number | null;
-  created_at: Date;
-  activated_at: Date | null;
-}
+const DEFAULT_APPLY_TIMEOUT_MS = 15 * 60_000;
 
-const toDeployment = (row: DeploymentRow): Deployment => ({
-  environmentId: row.environment_id,
-  version: row.version,
-  status: row.status,
-  config: row.config,
-  yaml: row.yaml,
-  scripts: row.scripts,
-  changes: row.changes,
-  redeployOf: row.redeploy_of,
-  createdAt: row.created_at.toISOString(),
-  activatedAt: row.activated_at?.toISOString() ?? null,
-});
-
-/** The definition the workflows run, from the deployed config. */
-export function syncDefinition(
-  environmentId: string,
-  sync: SyncConfig,
-  hash: string,
-  models: readonly ModelConfig[],
-): SyncDefinition {
-  const validation = sync.recordValidation ?? 'off';
-  return {
-    environmentId,
-    integrationId: sync.integration,
-    syncName: sync.name,
-    syncType: sync.syncType,
-    runsMs: sync.runsMs,
-    autoStart: sync.autoStart,
-    trackDeletes: sync.trackDeletes,
-    models: sync.outputs.map((output) => output.model),
-    scriptHash: hash,
-    webhookSubscriptions: sync.webhookSubscriptions,
-    ...(validation === 'off'
-      ? {}
-      : {
-          recordValidation: {
-            mode: validation,
-            models: modelsReferenced(
-              models,
-              sync.outputs.map((output) => output.model),
-            ),
-          },
-        }),
-  };
-}
-
-// Fields whose change alters what the sync workflows run; the others are documentation.
-const DEFINITION_FIELDS = new Set([
-  'script',
-  'models',
-  'runs',
-  'sync_type',
-  'track_deletes',
-  'auto_start',
-  'webhook_subscriptions',
-  'record_validation',
-]);
-
-async function mapLimit<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
+/** `promise`, or `onTimeout()` thrown once `ms` passed. */
+async function within<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(onTimeout()), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function createDeployments(deps: DeploymentsDeps) {
-  const { db } = deps;
-  const concurrency = deps.concurrency ?? 16;
+  const { store } = deps;
+  const applyTimeoutMs = deps.applyTimeoutMs ?? DEFAULT_APPLY_TIMEOUT_MS;
 
-  async function current(environmentId: string, client: Pool | PoolClient = db): Promise<Deployment | null> {
-    const result = await client.query<DeploymentRow>(
-      `SELECT * FROM deployments WHERE environment_id = $1 AND status IN ('applying', 'active')`,
-      [environmentId],
-    );
-    const row = result.rows[0];
-    return row ? toDeployment(row) : null;
-  }
+  const current = (environmentId: string): Promise<Deployment | null> => store.current(environmentId);
 
   /** Compiles and checks a request; throws with every problem, changing nothing. */
   function prepare(request: DeployRequest): {
@@ -269,123 +172,100 @@ export function createDeployments(deps: DeploymentsDeps) {
     return { config, yaml: parsed.data.yaml, scripts, codes };
   }
 
-  async function plan(environmentId: string, next: DeployedState, previous: Deployment | null): Promise<DeployPlan> {
-    const changes = diffDeployments(previous, next);
-    const planned: PlannedChange[] = [];
-    const connectionCounts = new Map<string, number>();
-    const connectionsOf = async (integration: string): Promise<number> => {
-      if (!connectionCounts.has(integration)) {
-        connectionCounts.set(integration, (await deps.connectionIds(environmentId, integration)).length);
+  /** The pure plan with its reach (connections touched, records erased), and the apply's steps. */
+  async function plan(
+    environmentId: string,
+    next: DeployedState,
+    previous: Deployment | null,
+  ): Promise<{ plan: DeployPlan; steps: ApplyStep[] }> {
+    const core = planDeployment(previous, next);
+    const connectionCounts = new Map<string, Promise<number>>();
+    const connectionsOf = (integration: string): Promise<number> => {
+      let count = connectionCounts.get(integration);
+      if (!count) {
+        count = deps.connectionIds(environmentId, integration).then((ids) => ids.length);
+        connectionCounts.set(integration, count);
       }
-      return connectionCounts.get(integration) ?? 0;
+      return count;
     };
-    for (const change of changes) {
-      let recordsErased = 0;
-      if (change.kind === 'sync_removed') {
-        recordsErased = await countSyncRecords(environmentId, change.integration, change.sync);
-      }
+    const planned: PlannedChange[] = [];
+    for (const { change, description, destructive } of core.changes) {
       planned.push({
         change,
-        description: describeChange(change),
-        destructive: isDestructive(change),
+        description,
+        destructive,
         connections: change.kind.startsWith('sync') ? await connectionsOf(change.integration) : 0,
-        recordsErased,
+        recordsErased:
+          change.kind === 'sync_removed'
+            ? await deps.records.countSyncRecords({
+                environmentId,
+                integrationId: change.integration,
+                syncName: change.sync,
+              })
+            : 0,
       });
     }
     return {
-      version: (await latestVersion(environmentId)) + 1,
-      previousVersion: previous?.version ?? null,
-      changes: planned,
-      destructive: planned.some((change) => change.destructive),
-      warnings: (await deps.warnings?.(environmentId, next.config)) ?? [],
+      plan: {
+        version: (await store.latestVersion(environmentId)) + 1,
+        previousVersion: previous?.version ?? null,
+        changes: planned,
+        destructive: core.destructive,
+        warnings: (await deps.warnings?.(environmentId, next.config)) ?? [],
+      },
+      steps: core.steps,
     };
   }
 
-  async function countSyncRecords(environmentId: string, integrationId: string, syncName: string): Promise<number> {
-    const result = await db.query<{ count: string }>(
-      `SELECT count(*)::text AS count FROM records r JOIN record_scopes s ON s.scope_id = r.scope_id
-        WHERE s.environment_id = $1 AND s.integration_id = $2 AND r.sync_name = $3`,
-      [environmentId, integrationId, syncName],
-    );
-    return Number(result.rows[0]?.count ?? 0);
-  }
-
-  async function latestVersion(environmentId: string, client: Pool | PoolClient = db): Promise<number> {
-    const result = await client.query<{ version: number | null }>(
-      'SELECT max(version) AS version FROM deployments WHERE environment_id = $1',
-      [environmentId],
-    );
-    return result.rows[0]?.version ?? 0;
-  }
-
-  /** Holds the environment's deploy lock (session-level, so it spans the workflow calls) around `work`. */
-  async function withDeployLock<T>(environmentId: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await db.connect();
+  /** Waits for an apply of the environment that is still running (started by a process that died, say). */
+  async function settlePreviousApply(environmentId: string): Promise<void> {
+    const handle = deps.temporal.workflow.getHandle(applyWorkflowId(environmentId));
     try {
-      await client.query(`SELECT pg_advisory_lock(hashtext('deploy:' || $1))`, [environmentId]);
-      try {
-        return await work(client);
-      } finally {
-        await client.query(`SELECT pg_advisory_unlock(hashtext('deploy:' || $1))`, [environmentId]);
-      }
-    } finally {
-      client.release();
+      const { status } = await handle.describe();
+      if (status.name !== 'RUNNING') return;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return;
+      throw error;
     }
+    await within(
+      handle.result().catch(() => undefined),
+      applyTimeoutMs,
+      () =>
+        new ServiceError(
+          'deploy_in_progress',
+          'An earlier deploy of this environment is still being applied; try again once GET /deployments shows it active.',
+          { status: 409 },
+        ),
+    );
   }
 
-  async function reconcile(
-    environmentId: string,
-    deployment: { config: ServiceConfig; scripts: readonly ScriptRef[] },
-    changes: readonly DeployChange[],
-    everything: boolean,
-    onProgress: (message: string) => void,
-  ): Promise<void> {
-    const hashes = new Map(
-      deployment.scripts.map((script) => [scriptKey(script.integration, script.kind, script.name), script.hash]),
-    );
-    // Removals first: a removed sync stops before its records go, so no run writes after the erase.
-    for (const change of changes) {
-      if (change.kind !== 'sync_removed') continue;
-      const connections = await deps.connectionIds(environmentId, change.integration);
-      onProgress(`stopping ${change.integration}/${change.sync} for ${connections.length} connection(s)`);
-      await mapLimit(connections, concurrency, (connectionId) =>
-        deps.syncs.stop(
-          { environmentId, integrationId: change.integration, connectionId, syncName: change.sync },
-          `sync removed by deploy`,
-        ),
+  /** Starts the apply workflow of a recorded version and waits for it. */
+  async function runApply(input: ApplyDeploymentInput): Promise<void> {
+    const handle = await deps.temporal.workflow.start('applyDeployment', {
+      taskQueue: deps.taskQueue,
+      workflowId: applyWorkflowId(input.environmentId),
+      args: [input],
+      staticSummary: `apply deploy version ${input.version}`,
+    });
+    try {
+      await within(
+        handle.result(),
+        applyTimeoutMs,
+        () =>
+          new ServiceError(
+            'deploy_timeout',
+            `Version ${input.version} is recorded and still being applied after ${Math.round(applyTimeoutMs / 1000)} s; it goes on in the background and GET /deployments shows it active when done.`,
+            { status: 504 },
+          ),
       );
-      const erased = await deps.records.eraseSync({
-        environmentId,
-        integrationId: change.integration,
-        syncName: change.sync,
-      });
-      onProgress(`erased ${erased} record(s) of ${change.integration}/${change.sync}`);
-    }
-    const toEnsure = new Set<string>();
-    for (const change of changes) {
-      if (change.kind === 'sync_added') toEnsure.add(scriptKey(change.integration, 'sync', change.sync));
-      if (change.kind === 'sync_changed' && change.fields.some((field) => DEFINITION_FIELDS.has(field))) {
-        toEnsure.add(scriptKey(change.integration, 'sync', change.sync));
-      }
-    }
-    for (const integration of deployment.config.integrations) {
-      const syncs = integration.syncs.filter(
-        (sync) => everything || toEnsure.has(scriptKey(integration.id, 'sync', sync.name)),
+    } catch (error) {
+      if (!(error instanceof WorkflowFailedError)) throw error;
+      const cause = error.cause?.cause instanceof Error ? error.cause.cause : error.cause;
+      throw new ServiceError(
+        'deploy_failed',
+        `Applying version ${input.version} failed: ${cause?.message ?? error.message}. The version stays 'applying'; the next deploy re-applies everything.`,
+        { status: 500, cause: error },
       );
-      if (syncs.length === 0) continue;
-      const connections = await deps.connectionIds(environmentId, integration.id);
-      onProgress(
-        `starting or updating ${syncs.length} sync(s) of ${integration.id} for ${connections.length} connection(s)`,
-      );
-      const work = connections.flatMap((connectionId) => syncs.map((sync) => ({ connectionId, sync })));
-      let done = 0;
-      await mapLimit(work, concurrency, async ({ connectionId, sync }) => {
-        const hash = hashes.get(scriptKey(integration.id, 'sync', sync.name));
-        if (!hash) throw new ServiceError('deploy_inconsistent', `no script for sync ${integration.id}/${sync.name}`);
-        await deps.syncs.ensureSync(syncDefinition(environmentId, sync, hash, deployment.config.models), connectionId);
-        done++;
-        if (done % 1000 === 0) onProgress(`${done}/${work.length} sync workflows in line`);
-      });
     }
   }
 
@@ -395,7 +275,8 @@ export function createDeployments(deps: DeploymentsDeps) {
     /** The changes a deploy would make, with their reach; changes nothing. */
     async preview(environmentId: string, request: DeployRequest): Promise<DeployPlan> {
       const prepared = prepare(request);
-      return plan(environmentId, { config: prepared.config, scripts: prepared.scripts }, await current(environmentId));
+      const next = { config: prepared.config, scripts: prepared.scripts };
+      return (await plan(environmentId, next, await current(environmentId))).plan;
     },
 
     /**
@@ -405,14 +286,14 @@ export function createDeployments(deps: DeploymentsDeps) {
     async apply(
       environmentId: string,
       request: DeployRequest,
-      options: { allowDestructive?: boolean; redeployOf?: number; onProgress?: (message: string) => void } = {},
+      options: { allowDestructive?: boolean; redeployOf?: number } = {},
     ): Promise<{ plan: DeployPlan; deployment: Deployment }> {
       const prepared = prepare(request);
-      const onProgress = options.onProgress ?? (() => undefined);
-      return withDeployLock(environmentId, async (client) => {
-        const previous = await current(environmentId, client);
+      return store.withLock(environmentId, async () => {
+        await settlePreviousApply(environmentId);
+        const previous = await current(environmentId);
         const next = { config: prepared.config, scripts: prepared.scripts };
-        const deployPlan = await plan(environmentId, next, previous);
+        const { plan: deployPlan, steps } = await plan(environmentId, next, previous);
         if (deployPlan.destructive && !options.allowDestructive) {
           const destructive = deployPlan.changes
             .filter((change) => change.destructive)
@@ -424,65 +305,42 @@ export function createDeployments(deps: DeploymentsDeps) {
           );
         }
         for (const code of prepared.codes.values()) await deps.scripts.put(code, environmentId);
-        const changes = deployPlan.changes.map((planned) => planned.change);
-        await client.query('BEGIN');
-        try {
-          await client.query(
-            `UPDATE deployments SET status = 'superseded' WHERE environment_id = $1 AND status IN ('applying', 'active')`,
-            [environmentId],
-          );
-          await client.query(
-            `INSERT INTO deployments (environment_id, version, config, yaml, scripts, changes, status, redeploy_of)
-             VALUES ($1, $2, $3, $4, $5, $6, 'applying', $7)`,
-            [
-              environmentId,
-              deployPlan.version,
-              JSON.stringify(prepared.config),
-              prepared.yaml,
-              JSON.stringify(prepared.scripts),
-              JSON.stringify(changes),
-              options.redeployOf ?? null,
-            ],
-          );
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          throw error;
+        const changes: DeployChange[] = deployPlan.changes.map((planned) => planned.change);
+        await store.record(environmentId, {
+          version: deployPlan.version,
+          config: prepared.config,
+          yaml: prepared.yaml,
+          scripts: prepared.scripts,
+          changes,
+          redeployOf: options.redeployOf ?? null,
+        });
+        await runApply({ environmentId, version: deployPlan.version, steps });
+        const deployment = await current(environmentId);
+        if (deployment?.version !== deployPlan.version) {
+          throw new ServiceError('deploy_inconsistent', 'the deployment vanished while it was applied');
         }
-        onProgress(`version ${deployPlan.version} recorded; applying ${changes.length} change(s)`);
-        // A previous deploy that did not finish left its changes half applied: bring everything in line.
-        await reconcile(environmentId, next, changes, previous?.status === 'applying', onProgress);
-        await client.query(
-          `UPDATE deployments SET status = 'active', activated_at = now() WHERE environment_id = $1 AND version = $2`,
-          [environmentId, deployPlan.version],
-        );
-        const deployment = await current(environmentId, client);
-        if (!deployment) throw new ServiceError('deploy_inconsistent', 'the deployment vanished while it was applied');
-        onProgress(`version ${deployPlan.version} active`);
         return { plan: deployPlan, deployment };
       });
     },
 
     async list(environmentId: string): Promise<Omit<Deployment, 'config' | 'yaml' | 'scripts'>[]> {
-      const result = await db.query<DeploymentRow>(
-        'SELECT * FROM deployments WHERE environment_id = $1 ORDER BY version DESC LIMIT 100',
-        [environmentId],
-      );
-      return result.rows.map((row) => {
-        const { config: _config, yaml: _yaml, scripts: _scripts, ...rest } = toDeployment(row);
+      return (await store.list(environmentId, 100)).map((deployment) => {
+        const { config: _config, yaml: _yaml, scripts: _scripts, ...rest } = deployment;
         return rest;
       });
     },
 
     async get(environmentId: string, version: number): Promise<Deployment> {
-      const result = await db.query<DeploymentRow>(
-        'SELECT * FROM deployments WHERE environment_id = $1 AND version = $2',
-        [environmentId, version],
-      );
-      const row = result.rows[0];
-      if (!row) throw new ServiceError('deployment_not_found', `Environment has no deployment version ${version}.`);
-      return toDeployment(row);
+      const deployment = await store.get(environmentId, version);
+      if (!deployment) throw new ServiceError('deployment_not_found', `Environment has no deployment version ${version}.`);
+      return deployment;
     },
+
+    /** The version in force, by number only (the generated endpoints check it on every request). */
+    currentVersion: (environmentId: string): Promise<number | null> => store.currentVersion(environmentId),
+
+    /** The last superseded versions, newest first (to name an endpoint a deploy removed). */
+    superseded: (environmentId: string, limit: number) => store.superseded(environmentId, limit),
 
     /** The request that re-deploys an earlier version (its YAML and bundles), for rollbacks. */
     async requestFor(environmentId: string, version: number): Promise<DeployRequest> {

@@ -170,6 +170,15 @@ export function createPostgresRecordStore({
       return Number(result.rows[0]?.count ?? 0);
     },
 
+    async countSyncRecords({ environmentId, integrationId, syncName }) {
+      const result = await db.query<{ count: string }>(
+        `SELECT count(*)::text AS count FROM records r JOIN record_scopes s ON s.scope_id = r.scope_id
+          WHERE s.environment_id = $1 AND s.integration_id = $2 AND r.sync_name = $3`,
+        [environmentId, integrationId, syncName],
+      );
+      return Number(result.rows[0]?.count ?? 0);
+    },
+
     async eraseSync(options: EraseSyncOptions) {
       const connection = options.connectionId;
       const { detached, deleted } = await inTransaction(db, async (client) => {

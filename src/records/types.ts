@@ -106,6 +106,8 @@ export interface RecordStore {
   ): Promise<WriteSummary>;
   listRecords(options: ListRecordsOptions): Promise<RecordPage>;
   countRecords(options: RecordScope & { model: string; includeDeleted?: boolean }): Promise<number>;
+  /** Records a sync wrote, deleted ones included, across every connection (what removing it erases). */
+  countSyncRecords(options: { environmentId: string; integrationId: string; syncName: string }): Promise<number>;
   /**
    * Erases every record a sync wrote, for all connections (a deploy removed the sync), or for one
    * connection when `connectionId` is given (`sync_mode: full_refresh_and_clear_cache`). Also forgets

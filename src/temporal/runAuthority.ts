@@ -16,6 +16,7 @@
  * | `runAction`      | a verified `runSync` or `runAction` | its parent's, one level deeper          |
  * | `deliverWebhook` | a verified `manageSync`, or none    | its id `<run id>:webhook`                |
  * | `deliverWebhook` | none                                | its id `event:<env>:<uuid>` (a connection event the service recorded) |
+ * | `applyDeployment` | none                               | its id `deploy:<env>` (src/deploy/plan.ts)       |
  *
  * A workflow without a parent can only have been started by a Temporal client (the API, the deploy,
  * an operator), never by workflow code, so its id is a fact of the operator's. Environment ids hold no
@@ -82,7 +83,7 @@ export function rootActionId(
 
 /** The environment a root id names; undefined for an id of another shape. */
 function environmentOfRoot(rootId: string): string | undefined {
-  const match = /^(?:sync|action|event):([^:]+):/.exec(rootId);
+  const match = /^(?:sync|action|event|deploy):([^:]+)(?::|$)/.exec(rootId);
   return match?.[1];
 }
 
@@ -131,6 +132,8 @@ export function createRunAuthorities({ client }: { client: Client }): RunAuthori
         // A sync run's deliveries, or a connection event's (src/webhooks/connectionEvents.ts). An
         // `event:` root acts on nothing but the delivery rows recorded under its own id.
         deliverWebhook: /^(?:sync:[^:]+:.+:.+:[^:]+:run:[^:]+:webhook|event:[^:]+:[^:]+)$/,
+        // An environment's deploy apply (src/deploy/deployments.ts starts it); acts on that environment.
+        applyDeployment: /^deploy:[^:]+$/,
       };
       const shape = shapes[type];
       if (!environmentId || !shape?.test(caller.workflowId)) {

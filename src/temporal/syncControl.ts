@@ -69,29 +69,59 @@ export function createSyncControl({ client, taskQueue, frequencyOf }: SyncContro
     }
   }
 
+  /**
+   * Starts the sync's entity workflow for the connection unless it exists; never signals it.
+   * `startedBy` is kept in the entity's memo (see `startedBy`). Returns the definition it was given
+   * (the connection's own frequency applied) and whether this call started it.
+   */
+  async function startSync(
+    given: SyncDefinition,
+    connectionId: string,
+    options?: RunOptions,
+    startedBy?: string,
+  ): Promise<{ workflowId: string; started: boolean; definition: SyncDefinition }> {
+    const ref = { ...given, connectionId };
+    const override = await frequencyOf?.(ref);
+    // The entity takes a changed runsMs from `reconfigure` and moves its next run to last finish + it.
+    const definition = override ? { ...given, runsMs: override.frequencyMs } : given;
+    const input: ManageSyncInput = { definition, connectionId, options };
+    const workflowId = syncWorkflowId(ref);
+    try {
+      await client.workflow.start('manageSync', {
+        taskQueue,
+        workflowId,
+        args: [input],
+        staticSummary: `sync ${definition.syncName} for ${connectionId}`,
+        ...(startedBy === undefined ? {} : { memo: { startedBy } }),
+      });
+      return { workflowId, started: true, definition };
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      return { workflowId, started: false, definition };
+    }
+  }
+
   return {
+    startSync,
+
+    /** The `startedBy` an entity was started with (undefined: none, or no such entity). */
+    async startedBy(workflowId: string): Promise<string | undefined> {
+      try {
+        const memo = (await client.workflow.getHandle(workflowId).describe()).memo;
+        return typeof memo?.['startedBy'] === 'string' ? memo['startedBy'] : undefined;
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return undefined;
+        throw error;
+      }
+    },
+
     /**
      * Starts the sync's entity workflow for the connection, or hands a running one the definition
      * (a redeploy). `auto_start: false` starts it paused. Returns the workflow id.
      */
     async ensureSync(given: SyncDefinition, connectionId: string, options?: RunOptions): Promise<string> {
-      const ref = { ...given, connectionId };
-      const override = await frequencyOf?.(ref);
-      // The entity takes a changed runsMs from `reconfigure` and moves its next run to last finish + it.
-      const definition = override ? { ...given, runsMs: override.frequencyMs } : given;
-      const input: ManageSyncInput = { definition, connectionId, options };
-      const workflowId = syncWorkflowId(ref);
-      try {
-        await client.workflow.start('manageSync', {
-          taskQueue,
-          workflowId,
-          args: [input],
-          staticSummary: `sync ${definition.syncName} for ${connectionId}`,
-        });
-      } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-        await client.workflow.getHandle(workflowId).signal('reconfigure', definition);
-      }
+      const { workflowId, started, definition } = await startSync(given, connectionId, options);
+      if (!started) await client.workflow.getHandle(workflowId).signal('reconfigure', definition);
       return workflowId;
     },
 
