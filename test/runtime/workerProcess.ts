@@ -6,12 +6,16 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
+import type { DeployActivityDeps } from '../../activities/deploy.js';
+import { createConnections } from '../../src/connections/index.js';
+import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
 import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPool } from '../../src/db/pool.js';
 import { outboundPolicy } from '../../src/runtime/outbound.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { LOG_LEVELS, log, setLogDestination } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
+import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
 
@@ -41,15 +45,25 @@ const client = new Client({
   namespace: required('TEMPORAL_NAMESPACE'),
   dataConverter: createDataConverter({ db }),
 });
+const runtime = runtimeDeps(db, connections, new Map<string, ActionDefinition>(), client);
+// WORKER_DEPLOY=1: a deploy's apply too (activities/deploy.ts), over the real connections table.
+function deployActivities(deps: typeof runtime): DeployActivityDeps | undefined {
+  if (process.env['WORKER_DEPLOY'] !== '1') return undefined;
+  const stored = createConnections({ db, encryptor: deps.encryptor, callbackUrl: 'http://127.0.0.1/oauth/callback' });
+  return {
+    deployments: createPostgresDeploymentStore(db),
+    records: deps.records,
+    syncs: createSyncControl({ client, taskQueue: required('TASK_QUEUE') }),
+    connectionIds: async (environmentId, integrationId) =>
+      (await stored.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+  };
+}
 // Both queues, as the service's worker process serves them (src/main.ts).
 const workers = await createRuntimeWorkers({
   connection,
   namespace: required('TEMPORAL_NAMESPACE'),
   taskQueue: required('TASK_QUEUE'),
-  activities: createActivities({
-    db,
-    runtime: runtimeDeps(db, connections, new Map<string, ActionDefinition>(), client),
-  }),
+  activities: createActivities({ db, runtime: { ...runtime, deploy: deployActivities(runtime) } }),
   workflowBundle: { codePath: required('WORKFLOW_BUNDLE') },
   dataConverter: createDataConverter({ db }),
   tuning: process.env['WORKER_REUSE_V8'] === '0' ? { reuseV8Context: false } : {},

@@ -1,0 +1,236 @@
+/**
+ * A deploy's apply survives SIGKILL of its worker: two deploys over 300 connections (the first
+ * starts a sync entity for each, the second changes its frequency), the worker process killed with
+ * SIGKILL in the middle of each apply and started again. Each apply finishes, its version ends
+ * `active` (never left `applying`), and every connection's entity is configured exactly once per
+ * deploy: started once by the first, handed its new definition by exactly one `reconfigure` signal
+ * by the second, even for the batch that was in flight at the kill.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
+import { createConnections } from '../../src/connections/index.js';
+import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
+import { createDeployments, type DeployRequest } from '../../src/deploy/deployments.js';
+import { applyWorkflowId } from '../../src/deploy/plan.js';
+import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
+import type { SyncStatus } from '../../src/runtime/definitions.js';
+import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
+import { syncWorkflowId } from '../../src/temporal/connection.js';
+import type { ApplyProgress } from '../../workflows/applyDeployment.js';
+import { uniqueName, useDatabase } from '../helpers/stack.js';
+import { bundle, useRuntimeClient } from '../runtime/helpers.js';
+import { startWorkerProcess, type WorkerChild } from '../runtime/processWorker.js';
+import { runtimeDeps, TestConnections } from '../runtime/testConnections.js';
+
+const CONNECTIONS = 300;
+const INTEGRATION = 'crm';
+const SYNC = 'people';
+// Nothing is fetched (the syncs are created paused); the worker's outbound policy needs an address.
+const UNUSED_API = 'http://127.0.0.1:9';
+
+const request = (runs: string): DeployRequest => ({
+  yaml: `
+integrations:
+  ${INTEGRATION}:
+    syncs:
+      ${SYNC}:
+        description: People
+        output: Person
+        endpoint: GET /people
+        sync_type: full
+        runs: ${runs}
+        auto_start: false
+models:
+  Person:
+    id: string
+`,
+  scripts: [
+    {
+      integration: INTEGRATION,
+      kind: 'sync',
+      name: SYNC,
+      code: bundle(`async function (svc) { await svc.batchSave([], 'Person'); }`),
+    },
+  ],
+});
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, limitMs: number): Promise<T> {
+  const deadline = Date.now() + limitMs;
+  let lastError: unknown;
+  for (;;) {
+    // The workflow may not exist yet, or be between workers: try again.
+    const value = await probe().catch((error: unknown) => {
+      lastError = error;
+      return undefined;
+    });
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${limitMs} ms (last error: ${String(lastError)})`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await work(items[index] as T);
+      }
+    }),
+  );
+  return results;
+}
+
+/** How each entity was configured, from its history: started (by whom) and `reconfigure` signals. */
+async function configurations(client: Client, ids: readonly string[]) {
+  return mapLimit(ids, 8, async (workflowId) => {
+    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+    const events = history.events ?? [];
+    return {
+      workflowId,
+      starts: events.filter((event) => event.workflowExecutionStartedEventAttributes).length,
+      reconfigures: events.filter(
+        (event) => event.workflowExecutionSignaledEventAttributes?.signalName === 'reconfigure',
+      ).length,
+    };
+  });
+}
+
+describe('a deploy’s apply survives SIGKILL of its worker process', () => {
+  it(`${CONNECTIONS} connections, a kill in each of two applies: both versions end active, each entity configured exactly once per deploy`, async () => {
+    const { pool, url } = await useDatabase();
+    const client = await useRuntimeClient(pool);
+    const taskQueue = uniqueName('tq');
+    // The worker child's encryptor and records store (test/runtime/testConnections.ts).
+    const shared = runtimeDeps(pool, new TestConnections(), new Map(), client);
+    const connections = createConnections({
+      db: pool,
+      encryptor: shared.encryptor,
+      callbackUrl: 'http://127.0.0.1/oauth/callback',
+      catalog: loadProviderCatalog({
+        extra: {
+          'fake-crm': {
+            display_name: 'Fake CRM',
+            auth_mode: 'API_KEY',
+            api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+            base_url: `${UNUSED_API}/api`,
+          },
+        },
+      }),
+    });
+    const { environment } = await connections.environments.create({ name: 'deploy-crash' });
+    const env = environment.id;
+    await connections.integrations.upsert(env, { id: INTEGRATION, provider: 'fake-crm' });
+    const connectionIds = Array.from({ length: CONNECTIONS }, (_, i) => `c${String(i).padStart(4, '0')}`);
+    await mapLimit(connectionIds, 8, (connectionId) =>
+      connections.service.importConnection({
+        environmentId: env,
+        integrationId: INTEGRATION,
+        connectionId,
+        credentials: { type: 'API_KEY', apiKey: `key-${connectionId}` },
+      }),
+    );
+    const store = createPostgresDeploymentStore(pool);
+    const deployments = createDeployments({
+      store,
+      scripts: createPostgresScriptStore({ db: pool }),
+      records: shared.records,
+      temporal: client,
+      taskQueue,
+      connectionIds: async (environmentId, integrationId) =>
+        (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+      applyTimeoutMs: 240_000,
+    });
+    const entityIds = connectionIds.map((connectionId) =>
+      syncWorkflowId({ environmentId: env, integrationId: INTEGRATION, connectionId, syncName: SYNC }),
+    );
+    const startWorker = () =>
+      startWorkerProcess({ databaseUrl: url, taskQueue, apiBaseUrl: UNUSED_API, env: { WORKER_DEPLOY: '1' } });
+    let worker: WorkerChild = await startWorker();
+    afterAll(async () => {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      await mapLimit(entityIds, 8, (id) =>
+        client.workflow
+          .getHandle(id)
+          .terminate('test over')
+          .catch(() => undefined),
+      );
+    });
+
+    /** Runs a deploy, kills the worker once the apply is past its first batch and not done, restarts it. */
+    async function deployWithKill(
+      runs: string,
+      previousRunId?: string,
+    ): Promise<{ version: number; runId: string; killedAtDone: number; recoveryMs: number }> {
+      const applying = deployments.apply(env, request(runs));
+      applying.catch(() => undefined);
+      const handle = client.workflow.getHandle(applyWorkflowId(env));
+      const atKill = await until(
+        'the apply past its first batch',
+        async () => {
+          const { runId } = await handle.describe();
+          if (runId === previousRunId) return undefined;
+          const progress = await client.workflow
+            .getHandle(applyWorkflowId(env), runId)
+            .query<ApplyProgress>('progress');
+          return progress.done > 0 ? progress : undefined;
+        },
+        120_000,
+      );
+      worker.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      await worker.exited;
+      // Killed in the middle: the apply had not finished, and its version was recorded, not active.
+      expect(atKill.done).toBeLessThan(CONNECTIONS);
+      const described = await handle.describe();
+      expect(described.status.name).toBe('RUNNING');
+      expect((await store.current(env))?.status).toBe('applying');
+      worker = await startWorker();
+      const { deployment } = await applying;
+      return {
+        version: deployment.version,
+        runId: described.runId,
+        killedAtDone: atKill.done,
+        recoveryMs: Date.now() - killedAt,
+      };
+    }
+
+    const first = await deployWithKill('1h');
+    expect(first.version).toBe(1);
+    expect(await store.current(env)).toMatchObject({ version: 1, status: 'active' });
+    const afterFirst = await configurations(client, entityIds);
+    // Every entity started once, and none re-configured by the batch repeated after the kill.
+    expect(afterFirst.filter((entity) => entity.starts !== 1 || entity.reconfigures !== 0)).toEqual([]);
+
+    const second = await deployWithKill('2h', first.runId);
+    expect(second.version).toBe(2);
+    expect(await store.current(env)).toMatchObject({ version: 2, status: 'active' });
+    expect((await store.get(env, 1))?.status).toBe('superseded');
+    const afterSecond = await configurations(client, entityIds);
+    expect(afterSecond.filter((entity) => entity.starts !== 1 || entity.reconfigures !== 1)).toEqual([]);
+    // And each holds the new definition.
+    const frequencies = await mapLimit(entityIds, 8, async (id) =>
+      client.workflow.getHandle(id).query<SyncStatus>('status'),
+    );
+    expect(frequencies.filter((status) => status.frequencyMs !== 2 * 3_600_000)).toEqual([]);
+
+    // What the kills cost each apply: activity attempts repeated, workflow tasks that timed out.
+    const repeats = await Promise.all(
+      [first, second].map(async ({ runId }) => {
+        const events = (await client.workflow.getHandle(applyWorkflowId(env), runId).fetchHistory()).events ?? [];
+        return {
+          activities: events.filter((event) => (event.activityTaskStartedEventAttributes?.attempt ?? 1) > 1).length,
+          tasks: events.filter((event) => event.workflowTaskTimedOutEventAttributes).length,
+        };
+      }),
+    );
+    console.log(
+      `[deploy crash] ${CONNECTIONS} connections; killed at ${first.killedAtDone} and ${second.killedAtDone} done; ` +
+        `versions active ${Math.round(first.recoveryMs / 100) / 10} s and ${Math.round(second.recoveryMs / 100) / 10} s after each kill; ` +
+        `repeated activity attempts ${repeats.map((r) => r.activities).join(' and ')}, timed-out workflow tasks ${repeats.map((r) => r.tasks).join(' and ')}`,
+    );
+  }, 600_000);
+});
