@@ -160,11 +160,20 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
       );
     });
 
-    /** Runs a deploy, kills the worker once the apply is past its first batch and not done, restarts it. */
+    const exists = (id: string): Promise<boolean> =>
+      client.workflow
+        .getHandle(id)
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        );
+    /** Runs a deploy, kills the worker once the apply is past its first batch and `ready`, restarts it. */
     async function deployWithKill(
       runs: string,
-      previousRunId?: string,
-    ): Promise<{ version: number; runId: string; killedAtDone: number; recoveryMs: number }> {
+      previousRunId: string | undefined,
+      ready: () => Promise<boolean>,
+    ): Promise<{ version: number; runId: string; killedAtDone: number; startedAtKill: number; recoveryMs: number }> {
       const applying = deployments.apply(env, request(runs));
       applying.catch(() => undefined);
       const handle = client.workflow.getHandle(applyWorkflowId(env));
@@ -176,13 +185,15 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
           const progress = await client.workflow
             .getHandle(applyWorkflowId(env), runId)
             .query<ApplyProgress>('progress');
-          return progress.done > 0 ? progress : undefined;
+          return progress.done > 0 && (await ready()) ? progress : undefined;
         },
         120_000,
       );
       worker.child.kill('SIGKILL');
       const killedAt = Date.now();
       await worker.exited;
+      // Nothing starts an entity until the worker is back.
+      const startedAtKill = (await mapLimit(entityIds, 8, exists)).filter(Boolean).length;
       // Killed in the middle: the apply had not finished, and its version was recorded, not active.
       expect(atKill.done).toBeLessThan(CONNECTIONS);
       const described = await handle.describe();
@@ -194,18 +205,23 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
         version: deployment.version,
         runId: described.runId,
         killedAtDone: atKill.done,
+        startedAtKill,
         recoveryMs: Date.now() - killedAt,
       };
     }
 
-    const first = await deployWithKill('1h');
+    // The first kill in the middle of the second batch's starts (connections 50 to 99), so that its
+    // repeated attempt meets entities its first attempt started.
+    const first = await deployWithKill('1h', undefined, () => exists(entityIds[55]!));
+    expect(first.startedAtKill).toBeGreaterThan(50);
+    expect(first.startedAtKill).toBeLessThan(100);
     expect(first.version).toBe(1);
     expect(await store.current(env)).toMatchObject({ version: 1, status: 'active' });
     const afterFirst = await configurations(client, entityIds);
     // Every entity started once, and none re-configured by the batch repeated after the kill.
     expect(afterFirst.filter((entity) => entity.starts !== 1 || entity.reconfigures !== 0)).toEqual([]);
 
-    const second = await deployWithKill('2h', first.runId);
+    const second = await deployWithKill('2h', first.runId, () => Promise.resolve(true));
     expect(second.version).toBe(2);
     expect(await store.current(env)).toMatchObject({ version: 2, status: 'active' });
     expect((await store.get(env, 1))?.status).toBe('superseded');
@@ -228,7 +244,7 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
       }),
     );
     console.log(
-      `[deploy crash] ${CONNECTIONS} connections; killed at ${first.killedAtDone} and ${second.killedAtDone} done; ` +
+      `[deploy crash] ${CONNECTIONS} connections; killed at ${first.killedAtDone} (${first.startedAtKill} entities started) and ${second.killedAtDone} done; ` +
         `versions active ${Math.round(first.recoveryMs / 100) / 10} s and ${Math.round(second.recoveryMs / 100) / 10} s after each kill; ` +
         `repeated activity attempts ${repeats.map((r) => r.activities).join(' and ')}, timed-out workflow tasks ${repeats.map((r) => r.tasks).join(' and ')}`,
     );
