@@ -4,7 +4,8 @@
  * SIGKILL in the middle of each apply and started again. Each apply finishes, its version ends
  * `active` (never left `applying`), and every connection's entity is configured exactly once per
  * deploy: started once by the first, handed its new definition by exactly one `reconfigure` signal
- * by the second, even for the batch that was in flight at the kill.
+ * by the second, even for the batch that was in flight at the kill. And a caller that stops waiting
+ * (504 deploy_timeout) does not stop the apply.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
@@ -98,53 +99,63 @@ async function configurations(client: Client, ids: readonly string[]) {
   });
 }
 
+/** An environment with `count` connections of one integration, and deployments over it. */
+async function deployEnvironment(count: number, applyTimeoutMs: number) {
+  const { pool, url } = await useDatabase();
+  const client = await useRuntimeClient(pool);
+  const taskQueue = uniqueName('tq');
+  // The worker child's encryptor and records store (test/runtime/testConnections.ts).
+  const shared = runtimeDeps(pool, new TestConnections(), new Map(), client);
+  const connections = createConnections({
+    db: pool,
+    encryptor: shared.encryptor,
+    callbackUrl: 'http://127.0.0.1/oauth/callback',
+    catalog: loadProviderCatalog({
+      extra: {
+        'fake-crm': {
+          display_name: 'Fake CRM',
+          auth_mode: 'API_KEY',
+          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+          base_url: `${UNUSED_API}/api`,
+        },
+      },
+    }),
+  });
+  const { environment } = await connections.environments.create({ name: 'deploy-crash' });
+  const env = environment.id;
+  await connections.integrations.upsert(env, { id: INTEGRATION, provider: 'fake-crm' });
+  const connectionIds = Array.from({ length: count }, (_, i) => `c${String(i).padStart(4, '0')}`);
+  await mapLimit(connectionIds, 8, (connectionId) =>
+    connections.service.importConnection({
+      environmentId: env,
+      integrationId: INTEGRATION,
+      connectionId,
+      credentials: { type: 'API_KEY', apiKey: `key-${connectionId}` },
+    }),
+  );
+  const store = createPostgresDeploymentStore(pool);
+  const deploymentsDeps = {
+    store,
+    scripts: createPostgresScriptStore({ db: pool }),
+    records: shared.records,
+    temporal: client,
+    taskQueue,
+    connectionIds: async (environmentId: string, integrationId: string) =>
+      (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+  };
+  const deployments = createDeployments({ ...deploymentsDeps, applyTimeoutMs });
+  const entityIds = connectionIds.map((connectionId) =>
+    syncWorkflowId({ environmentId: env, integrationId: INTEGRATION, connectionId, syncName: SYNC }),
+  );
+  const waitingAtMost = (ms: number) => createDeployments({ ...deploymentsDeps, applyTimeoutMs: ms });
+  return { url, client, taskQueue, env, store, deployments, waitingAtMost, entityIds };
+}
+
 describe('a deploy’s apply survives SIGKILL of its worker process', () => {
   it(`${CONNECTIONS} connections, a kill in each of two applies: both versions end active, each entity configured exactly once per deploy`, async () => {
-    const { pool, url } = await useDatabase();
-    const client = await useRuntimeClient(pool);
-    const taskQueue = uniqueName('tq');
-    // The worker child's encryptor and records store (test/runtime/testConnections.ts).
-    const shared = runtimeDeps(pool, new TestConnections(), new Map(), client);
-    const connections = createConnections({
-      db: pool,
-      encryptor: shared.encryptor,
-      callbackUrl: 'http://127.0.0.1/oauth/callback',
-      catalog: loadProviderCatalog({
-        extra: {
-          'fake-crm': {
-            display_name: 'Fake CRM',
-            auth_mode: 'API_KEY',
-            api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-            base_url: `${UNUSED_API}/api`,
-          },
-        },
-      }),
-    });
-    const { environment } = await connections.environments.create({ name: 'deploy-crash' });
-    const env = environment.id;
-    await connections.integrations.upsert(env, { id: INTEGRATION, provider: 'fake-crm' });
-    const connectionIds = Array.from({ length: CONNECTIONS }, (_, i) => `c${String(i).padStart(4, '0')}`);
-    await mapLimit(connectionIds, 8, (connectionId) =>
-      connections.service.importConnection({
-        environmentId: env,
-        integrationId: INTEGRATION,
-        connectionId,
-        credentials: { type: 'API_KEY', apiKey: `key-${connectionId}` },
-      }),
-    );
-    const store = createPostgresDeploymentStore(pool);
-    const deployments = createDeployments({
-      store,
-      scripts: createPostgresScriptStore({ db: pool }),
-      records: shared.records,
-      temporal: client,
-      taskQueue,
-      connectionIds: async (environmentId, integrationId) =>
-        (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
-      applyTimeoutMs: 240_000,
-    });
-    const entityIds = connectionIds.map((connectionId) =>
-      syncWorkflowId({ environmentId: env, integrationId: INTEGRATION, connectionId, syncName: SYNC }),
+    const { url, client, taskQueue, env, store, deployments, entityIds } = await deployEnvironment(
+      CONNECTIONS,
+      240_000,
     );
     const startWorker = () =>
       startWorkerProcess({ databaseUrl: url, taskQueue, apiBaseUrl: UNUSED_API, env: { WORKER_DEPLOY: '1' } });
@@ -249,4 +260,51 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
         `repeated activity attempts ${repeats.map((r) => r.activities).join(' and ')}, timed-out workflow tasks ${repeats.map((r) => r.tasks).join(' and ')}`,
     );
   }, 600_000);
+
+  it('a caller that stops waiting does not stop the apply: 504, then 409 while it waits, then active once a worker serves it', async () => {
+    const { url, client, taskQueue, env, store, deployments, waitingAtMost, entityIds } = await deployEnvironment(
+      3,
+      3000,
+    );
+    // No worker yet: the apply waits in Temporal, and the request stops waiting after 3 s.
+    const timedOut: unknown = await deployments.apply(env, request('1h')).catch((error: unknown) => error);
+    expect(timedOut).toMatchObject({ code: 'deploy_timeout', status: 504 });
+    expect(await store.current(env)).toMatchObject({ version: 1, status: 'applying' });
+    // The next deploy waits for that apply first, within the same limit, and records nothing.
+    const refused: unknown = await deployments.apply(env, request('2h')).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'deploy_in_progress', status: 409 });
+    expect(await store.latestVersion(env)).toBe(1);
+
+    const worker = await startWorkerProcess({
+      databaseUrl: url,
+      taskQueue,
+      apiBaseUrl: UNUSED_API,
+      env: { WORKER_DEPLOY: '1' },
+    });
+    try {
+      // The first apply finishes on its own, and the next deploy goes through after it.
+      await until(
+        'version 1 active',
+        async () => ((await store.current(env))?.status === 'active' ? true : undefined),
+        120_000,
+      );
+      const { deployment } = await waitingAtMost(120_000).apply(env, request('2h'));
+      expect(deployment).toMatchObject({ version: 2, status: 'active' });
+      const statuses = await Promise.all(
+        entityIds.map((id) => client.workflow.getHandle(id).query<SyncStatus>('status')),
+      );
+      expect(statuses.map((status) => status.frequencyMs)).toEqual([7_200_000, 7_200_000, 7_200_000]);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      await Promise.all(
+        entityIds.map((id) =>
+          client.workflow
+            .getHandle(id)
+            .terminate('test over')
+            .catch(() => undefined),
+        ),
+      );
+    }
+  }, 300_000);
 });
