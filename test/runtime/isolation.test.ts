@@ -16,6 +16,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
+import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
@@ -73,7 +74,19 @@ describe('a script has no authority beyond its own run', () => {
       connection,
       namespace: temporalNamespace,
       taskQueue,
-      activities: createActivities({ db: h.pool, runtime: runtimeDeps(h.pool, connections, h.actions, h.client) }),
+      activities: createActivities({
+        db: h.pool,
+        runtime: {
+          ...runtimeDeps(h.pool, connections, h.actions, h.client),
+          // The deploy activities too, over the real stores, so that a refusal is the authority's.
+          deploy: {
+            deployments: createPostgresDeploymentStore(h.pool),
+            records,
+            syncs: createSyncControl({ client: h.client, taskQueue }),
+            connectionIds: () => Promise.resolve([VICTIM_CONNECTION]),
+          },
+        },
+      }),
       workflowBundle,
       dataConverter: createDataConverter({ db: h.pool }),
     });
@@ -121,6 +134,11 @@ describe('a script has no authority beyond its own run', () => {
       'recordSyncRun',
       'recordWebhookDeliveries',
       'childActionClaimingVictim',
+      'deployStopVictimSync',
+      'deployEraseVictimRecords',
+      'deployStartVictimSync',
+      'deployActivate',
+      'deployListConnections',
     ]) {
       expect({ attack, outcome: outcomes[attack] }).toEqual({ attack, outcome: 'refused: scope_denied' });
     }
