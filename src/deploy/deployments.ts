@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { compileConfig, formatProblems } from '../config/index.js';
 import type { ServiceConfig } from '../config/types.js';
 import { ServiceError } from '../errors.js';
+import { actionTaskQueue } from '../temporal/taskQueues.js';
 import type { RecordStore } from '../records/types.js';
 import type { ActionDefinition, SyncDefinition } from '../runtime/definitions.js';
 import type { ScriptStore } from '../runtime/scriptStore.js';
@@ -242,7 +243,9 @@ export function createDeployments(deps: DeploymentsDeps) {
   /** Starts the apply workflow of a recorded version and waits for it. */
   async function runApply(input: ApplyDeploymentInput): Promise<void> {
     const handle = await deps.temporal.workflow.start('applyDeployment', {
-      taskQueue: deps.taskQueue,
+      // A deployer waits on it like on an action: on the action queue, never behind a backlog of sync
+      // runs (its activities follow it there; the entities it starts go to the main queue).
+      taskQueue: actionTaskQueue(deps.taskQueue),
       workflowId: applyWorkflowId(input.environmentId),
       args: [input],
       staticSummary: `apply deploy version ${input.version}`,
