@@ -21,6 +21,7 @@ import { createPostgresLogStore } from '../runtime/logStore.js';
 import { createRunHistory } from '../runtime/runHistory.js';
 import { createPostgresScriptStore } from '../runtime/scriptStore.js';
 import { createSyncControl } from '../temporal/syncControl.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/connectionService.js';
 import type { ApiDeps } from './deps.js';
@@ -79,7 +80,7 @@ export function composeService(options: ComposeServiceOptions) {
     scripts,
     records,
     temporal,
-    taskQueue: options.taskQueue,
+    applyTaskQueue: actionTaskQueue(options.taskQueue),
     connectionIds,
     warnings: async (environmentId, config) =>
       webhookDeployWarnings(

@@ -17,7 +17,6 @@ import { z } from 'zod';
 import { compileConfig, formatProblems } from '../config/index.js';
 import type { ServiceConfig } from '../config/types.js';
 import { ServiceError } from '../errors.js';
-import { actionTaskQueue } from '../temporal/taskQueues.js';
 import type { RecordStore } from '../records/types.js';
 import type { ActionDefinition, SyncDefinition } from '../runtime/definitions.js';
 import type { ScriptStore } from '../runtime/scriptStore.js';
@@ -79,7 +78,11 @@ export interface DeploymentsDeps {
   records: Pick<RecordStore, 'countSyncRecords'>;
   /** Starts the apply workflow and waits for it (the runtime's data converter). */
   temporal: Client;
-  taskQueue: string;
+  /**
+   * The queue the apply runs on (its activities follow it; the entities it starts go to the main
+   * queue): the action queue, as a deployer waits on it like on an action, never behind sync runs.
+   */
+  applyTaskQueue: string;
   /** Connection ids of one integration of an environment. */
   connectionIds(environmentId: string, integrationId: string): Promise<string[]>;
   /**
@@ -243,9 +246,7 @@ export function createDeployments(deps: DeploymentsDeps) {
   /** Starts the apply workflow of a recorded version and waits for it. */
   async function runApply(input: ApplyDeploymentInput): Promise<void> {
     const handle = await deps.temporal.workflow.start('applyDeployment', {
-      // A deployer waits on it like on an action: on the action queue, never behind a backlog of sync
-      // runs (its activities follow it there; the entities it starts go to the main queue).
-      taskQueue: actionTaskQueue(deps.taskQueue),
+      taskQueue: deps.applyTaskQueue,
       workflowId: applyWorkflowId(input.environmentId),
       args: [input],
       staticSummary: `apply deploy version ${input.version}`,

@@ -17,6 +17,7 @@ import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import type { ApplyProgress } from '../../workflows/applyDeployment.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
 import { bundle, useRuntimeClient } from '../runtime/helpers.js';
@@ -139,7 +140,7 @@ async function deployEnvironment(count: number, applyTimeoutMs: number) {
     scripts: createPostgresScriptStore({ db: pool }),
     records: shared.records,
     temporal: client,
-    taskQueue,
+    applyTaskQueue: actionTaskQueue(taskQueue),
     connectionIds: async (environmentId: string, integrationId: string) =>
       (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
   };
