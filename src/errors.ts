@@ -54,7 +54,16 @@ export const ERROR_CODES = {
   credentials_type_mismatch: { status: 400, meaning: 'The credentials do not fit the provider’s authentication mode.' },
   database_unreachable: { status: 503, meaning: 'Postgres cannot be reached right now; retryable.' },
   decryption_failed: { status: 500, meaning: 'A stored secret could not be decrypted with the configured keys.' },
+  deploy_failed: {
+    status: 500,
+    meaning: 'Applying the deploy failed; it stays applying, and the next deploy re-applies every sync.',
+  },
+  deploy_in_progress: { status: 409, meaning: 'An earlier apply of the environment is still running.' },
   deploy_inconsistent: { status: 500, meaning: 'A deployment lacks a script its configuration declares.' },
+  deploy_timeout: {
+    status: 504,
+    meaning: 'The deploy is recorded and still being applied; GET /deployments shows it active when done.',
+  },
   deployment_not_found: { status: 404, meaning: 'The environment has no deployment of that version.' },
   destructive_change_not_confirmed: { status: 409, meaning: 'The deploy removes things and was not confirmed.' },
   environment_exists: { status: 409, meaning: 'An environment of that name exists.' },

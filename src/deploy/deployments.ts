@@ -238,7 +238,6 @@ export function createDeployments(deps: DeploymentsDeps) {
         new ServiceError(
           'deploy_in_progress',
           'An earlier deploy of this environment is still being applied; try again once GET /deployments shows it active.',
-          { status: 409 },
         ),
     );
   }
@@ -259,7 +258,6 @@ export function createDeployments(deps: DeploymentsDeps) {
           new ServiceError(
             'deploy_timeout',
             `Version ${input.version} is recorded and still being applied after ${Math.round(applyTimeoutMs / 1000)} s; it goes on in the background and GET /deployments shows it active when done.`,
-            { status: 504 },
           ),
       );
     } catch (error) {
@@ -268,7 +266,7 @@ export function createDeployments(deps: DeploymentsDeps) {
       throw new ServiceError(
         'deploy_failed',
         `Applying version ${input.version} failed: ${cause?.message ?? error.message}. The version stays 'applying'; the next deploy re-applies everything.`,
-        { status: 500, cause: error },
+        { cause: error },
       );
     }
   }
@@ -336,7 +334,8 @@ export function createDeployments(deps: DeploymentsDeps) {
 
     async get(environmentId: string, version: number): Promise<Deployment> {
       const deployment = await store.get(environmentId, version);
-      if (!deployment) throw new ServiceError('deployment_not_found', `Environment has no deployment version ${version}.`);
+      if (!deployment)
+        throw new ServiceError('deployment_not_found', `Environment has no deployment version ${version}.`);
       return deployment;
     },
 
