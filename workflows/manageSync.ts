@@ -37,6 +37,7 @@ import {
 } from '../src/runtime/definitions.js';
 import type { WebhookEvent } from '../src/runtime/public.js';
 import type { runSync } from './runScript.js';
+import { watchTaskQueue } from './taskQueues.js';
 import {
   applyEvent,
   createSyncEntity,
@@ -59,12 +60,16 @@ export const webhookSignal = defineSignal<[WebhookEvent]>('webhook');
 export const statusQuery = defineQuery<SyncStatus>('status');
 
 // The watchdog lives as long as the run it watches; it heartbeats every 5 s, so a lost worker is
-// noticed within 30 s and the watch resumes on another.
-const { watchRun } = proxyActivities<RuntimeActivities>({
-  startToCloseTimeout: '30 days',
-  heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
+// noticed within 30 s and the watch resumes on another. On a queue of its own (watchTaskQueue): one
+// per open run would otherwise take every activity slot of the main queue.
+function watchdogActivities(): Pick<RuntimeActivities, 'watchRun'> {
+  return proxyActivities<RuntimeActivities>({
+    taskQueue: watchTaskQueue(workflowInfo().taskQueue),
+    startToCloseTimeout: '30 days',
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  });
+}
 
 // Why a terminated run was stopped, when the watchdog could not say in time (its activity may have
 // been on the worker the run took down; a worker process can stop a run itself, scriptThreads.ts).
@@ -145,7 +150,7 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     runId = child.workflowId;
     entity = runStarted(entity, runId);
     watching = watchdog
-      .run(() => watchRun(child.workflowId))
+      .run(() => watchdogActivities().watchRun(child.workflowId))
       .then((found) => {
         verdict = found;
       })

@@ -15,3 +15,13 @@
 export function actionTaskQueue(taskQueue: string): string {
   return `${taskQueue}-actions`;
 }
+
+/**
+ * The queue of the sync runs' watchdogs (`watchRun`: one activity beside each open run, for as long as
+ * it runs). On the main queue they took every activity slot once ~100 runs were open, and the runs'
+ * own ordinary activities (the step ledger's `forgetSteps`) waited behind them forever: the runs
+ * never ended. A third Worker of each process serves this queue, with slots for thousands.
+ */
+export function watchTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-watch`;
+}

@@ -11,7 +11,7 @@ import {
 import { THREAD_MARKS_DIR_VARIABLE } from '../runtime/definitions.js';
 import { isThreadDeath, sandboxWorkerOptions } from '../sandbox/workerSide.js';
 import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
-import { actionTaskQueue } from '../../workflows/taskQueues.js';
+import { actionTaskQueue, watchTaskQueue } from '../../workflows/taskQueues.js';
 import { loadWorkflowBundle } from './workflowBundle.js';
 
 export { bundleWorkflows, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './workflowBundle.js';
@@ -73,11 +73,14 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
  * webhooks), `actions` polls its action queue (actionTaskQueue), with the same activities, bundle,
  * data converter and tuning. Two Workers, so the action runs have slots and a poller of their own and
  * never wait behind a sync backlog (docs/reliability.md, finding 4); one process, so a deployment
- * still runs a single worker process (an operator may start more, each serves both queues).
+ * still runs a single worker process (an operator may start more, each serves every queue). A third,
+ * `watch`, runs no workflow: it serves the sync runs' watchdogs (watchTaskQueue), one long activity
+ * per open run, with WATCH_SLOTS slots.
  */
 export interface RuntimeWorkers {
   main: Worker;
   actions: Worker;
+  watch: Worker;
   /**
    * Runs both until shutdown. When either stops (a failure, or a shutdown of only one), the other is
    * shut down too and a failure is rethrown: a process is never left serving one queue only, and its
@@ -88,6 +91,9 @@ export interface RuntimeWorkers {
   shutdown(): void;
 }
 
+/** Watchdogs one process holds at once: each mostly sleeps, heartbeating every 5 s. */
+export const WATCH_SLOTS = 10_000;
+
 export async function createRuntimeWorkers(options: CreateWorkerOptions): Promise<RuntimeWorkers> {
   // Loaded (or bundled) once for both: the code is the same.
   const workflowBundle = options.workflowBundle ?? (await loadWorkflowBundle());
@@ -97,14 +103,24 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
   );
   const main = await createWorker({ ...options, workflowBundle });
   const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
+  const watch = await Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: watchTaskQueue(options.taskQueue),
+    activities: options.activities,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    maxConcurrentActivityTaskExecutions: WATCH_SLOTS,
+  });
+  const all = [main, actions, watch];
   let shutdownRequested = false;
   const shutdown = (): void => {
     shutdownRequested = true;
-    for (const worker of [main, actions]) if (worker.getState() === 'RUNNING') worker.shutdown();
+    for (const worker of all) if (worker.getState() === 'RUNNING') worker.shutdown();
   };
   return {
     main,
     actions,
+    watch,
     shutdown,
     async run() {
       // The runs that workers of this host died executing, blamed when this process starts polling (a
@@ -119,7 +135,7 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
         await reportIncidents(client, orphans);
       }
       if (shutdownRequested) return;
-      const results = await Promise.allSettled([main, actions].map((worker) => worker.run().finally(shutdown)));
+      const results = await Promise.allSettled(all.map((worker) => worker.run().finally(shutdown)));
       const failed = results.find((result) => result.status === 'rejected');
       // After a workflow thread died the marks stay: the next process blames the run it was executing.
       // Any other end (a shutdown, a lost server) blames nobody.
