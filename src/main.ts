@@ -140,7 +140,10 @@ async function main(): Promise<void> {
     say(`migrations ${applied.length === 0 ? 'up to date' : `applied ${applied.length}`}`);
 
     // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
-    const encryptor = loadEncryptor(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {});
+    const encryptor = loadEncryptor({
+      env: settings,
+      ...(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {}),
+    });
     const dataConverter = createDataConverter({ db, encryptor });
     const temporalAt = { ...reach, address: stack.temporal.address };
     const clientConnection = await connectTemporal(temporalAt);
