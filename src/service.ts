@@ -14,6 +14,7 @@
  * `start()` then serves what this process's role asks (SERVICE_ROLE, unless overridden): the worker
  * (its health port, both runtime workers, and the background jobs: records maintenance, retention and
  * token refresh), then the API (listening on HOST:PORT, or on a server the caller already listens on).
+ * `prepare()` before it does all of the worker's start but polling (main's warm standby).
  * `workers` is set once the workers run; `done` settles when they stop (a failure rejects it). `stop()`
  * undoes everything `createService` and `start()` did, in reverse order; a pool passed in `overrides.db`
  * is the caller's and stays open.
@@ -30,14 +31,10 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkerOptions } from '@temporalio/worker';
-import { createActivities } from '../activities/index.js';
-import type { RuntimeDeps } from '../activities/runtime.js';
+import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { ApiDeps } from './api/deps.js';
 import { createApi } from './api/index.js';
-import { ensureConnectionSyncs } from './api/routes/shared.js';
-import { createConnectionEvents } from './api/webhooks/connectionEvents.js';
 import { webhookDeployWarnings } from './api/webhooks/inbound.js';
-import { createWebhookSettingsStore } from './api/webhooks/settings.js';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from './connections/connectionService.js';
 import { loadEncryptor, type Encryptor } from './connections/encryption.js';
 import { createConnections, type CreateConnectionsOptions } from './connections/index.js';
@@ -46,6 +43,7 @@ import { SyncFrequencyStore } from './connections/syncFrequencyStore.js';
 import { startTokenRefresher } from './connections/tokenRefresher.js';
 import { createPool, type Pool } from './db/pool.js';
 import { createDeployments } from './deploy/deployments.js';
+import { createPostgresDeploymentStore } from './deploy/store.js';
 import { ServiceError } from './errors.js';
 import { databaseCheck, startHealthServer, temporalCheck, type ReadinessChecks } from './health.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
@@ -65,9 +63,13 @@ import {
   type TemporalConnectionOptions,
 } from './temporal/connection.js';
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
+import { ensureConnectionSyncs } from './syncs/selection.js';
 import { createSyncControl } from './temporal/syncControl.js';
 import { createRuntimeWorkers, type CreateWorkerOptions, type RuntimeWorkers } from './temporal/worker.js';
 import { loadWorkflowBundle } from './temporal/workflowBundle.js';
+import { createConnectionEvents } from './webhooks/connectionEvents.js';
+import { createWebhookSettingsStore } from './webhooks/settings.js';
+import { actionTaskQueue } from '../workflows/taskQueues.js';
 
 /** What a caller (a test, a benchmark, main's local mode) gives instead of what the settings say. */
 export interface ServiceOverrides {
@@ -112,7 +114,7 @@ export interface ServiceParts {
   syncs: ReturnType<typeof createSyncControl>;
   events: ReturnType<typeof createConnectionEvents>;
   /** What createActivities takes besides the pool. */
-  runtime: Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor };
+  runtime: NonNullable<ActivityDeps['runtime']>;
 }
 
 export interface Service {
@@ -132,6 +134,12 @@ export interface Service {
   readonly apiUrl: string | undefined;
   /** Settles when the workers stop; a failure of either rejects it. Never settles without workers. */
   done: Promise<void>;
+  /**
+   * Everything of the worker but polling (connected, the workflow bundle loaded): a warm standby
+   * (src/main.ts) prepares, then starts when told to. Nothing without workers; `start()` prepares too.
+   */
+  prepare(): Promise<void>;
+  /** The worker (its health port, then polling, then the background jobs), then the API. */
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -167,13 +175,16 @@ export function composeParts(options: {
   const frequencies = new SyncFrequencyStore(db);
   const syncs = createSyncControl({ client: temporal, taskQueue, frequencyOf: (ref) => frequencies.get(ref) });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
+  const connectionIds = async (environmentId: string, integrationId: string) =>
+    (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
+  const deploymentStore = createPostgresDeploymentStore(db);
   const deployments = createDeployments({
-    db,
+    store: deploymentStore,
     scripts,
     records,
-    syncs,
-    connectionIds: async (environmentId, integrationId) =>
-      (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
+    temporal,
+    applyTaskQueue: actionTaskQueue(taskQueue),
+    connectionIds,
     warnings: async (environmentId, config) =>
       webhookDeployWarnings(
         await connections.environments.get(environmentId),
@@ -208,6 +219,8 @@ export function composeParts(options: {
     encryptor,
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
+    // The apply workflow's activities (activities/deploy.ts).
+    deploy: { deployments: deploymentStore, records, syncs, connectionIds },
   };
   return { connections, deployments, records, scripts, logs, runHistory, syncs, events, runtime };
 }
@@ -317,41 +330,53 @@ export async function createService(settings: Settings, overrides: ServiceOverri
     // A caller that never waits for `done` must not see an unhandled rejection.
     done.catch(() => undefined);
 
-    const startWorkers = async (): Promise<void> => {
-      // Before the workflow bundle is loaded (seconds): a probe sees the process alive, and not ready.
-      let pollers: ReadinessChecks[string] = async () => false;
-      if (settings.SERVICE_HEALTH_PORT !== undefined) {
-        const health = await startHealthServer({
-          host: settings.HOST,
-          port: settings.SERVICE_HEALTH_PORT,
-          checks: () => ({ database: databaseCheck(db), temporal: temporalCheck(temporalChecks), pollers }),
-        });
-        cleanups.push(() => health.close());
-      }
-      const workerConnection = await connectWorker(reach);
-      cleanups.push(() => workerConnection.close());
-      // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator (or the
-      // process, a test run) chose a folder. The workflow threads read it from the process environment.
-      process.env[THREAD_MARKS_DIR_VARIABLE] ||=
-        settings.SERVICE_THREAD_MARKS_DIR ??
-        threadMarksDirFor({
-          databaseUrl: settings.DATABASE_URL ?? '',
-          temporalAddress: address,
+    // Both workers poll their task queues while RUNNING; a failed or draining worker is not ready.
+    const pollers: ReadinessChecks[string] = async () =>
+      workers?.main.getState() === 'RUNNING' && workers.actions.getState() === 'RUNNING';
+    const startHealth = async (): Promise<void> => {
+      if (settings.SERVICE_HEALTH_PORT === undefined) return;
+      const health = await startHealthServer({
+        host: settings.HOST,
+        port: settings.SERVICE_HEALTH_PORT,
+        checks: () => ({ database: databaseCheck(db), temporal: temporalCheck(temporalChecks), pollers }),
+      });
+      cleanups.push(() => health.close());
+    };
+    // Connected, the workflow bundle loaded, the Workers created: everything but polling.
+    let prepared: Promise<RuntimeWorkers> | undefined;
+    const prepareWorkers = (): Promise<RuntimeWorkers> =>
+      (prepared ??= (async () => {
+        const workerConnection = await connectWorker(reach);
+        cleanups.push(() => workerConnection.close());
+        // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator (or the
+        // process, a test run) chose a folder. The workflow threads read it from the process environment.
+        process.env[THREAD_MARKS_DIR_VARIABLE] ||=
+          settings.SERVICE_THREAD_MARKS_DIR ??
+          threadMarksDirFor({
+            databaseUrl: settings.DATABASE_URL ?? '',
+            temporalAddress: address,
+            namespace,
+            taskQueue,
+          });
+        // Sync runs and action runs on queues of their own, both served by this process: a failure of
+        // either worker ends `done`, and with it main's process (a supervisor starts it again).
+        return createRuntimeWorkers({
+          connection: workerConnection,
           namespace,
           taskQueue,
+          activities,
+          workflowBundle:
+            overrides.workflowBundle ?? (await loadWorkflowBundle({ bundlePath: settings.SERVICE_WORKFLOW_BUNDLE })),
+          dataConverter,
+          ...(overrides.workerTuning ? { tuning: overrides.workerTuning } : {}),
         });
-      // Sync runs and action runs on queues of their own, both served by this process: a failure of
-      // either worker ends `done`, and with it main's process (a supervisor starts it again).
-      const started = await createRuntimeWorkers({
-        connection: workerConnection,
-        namespace,
-        taskQueue,
-        activities,
-        workflowBundle:
-          overrides.workflowBundle ?? (await loadWorkflowBundle({ bundlePath: settings.SERVICE_WORKFLOW_BUNDLE })),
-        dataConverter,
-        ...(overrides.workerTuning ? { tuning: overrides.workerTuning } : {}),
-      });
+      })());
+
+    const startWorkers = async (): Promise<void> => {
+      // The health port first: unless prepared already (a standby), before the workflow bundle is
+      // loaded (seconds), so that a probe sees the process alive, and not ready.
+      await startHealth();
+      const started = await prepareWorkers();
       workers = started;
       const running = started.run();
       running.then(settle.resolve, settle.reject);
@@ -359,8 +384,6 @@ export async function createService(settings: Settings, overrides: ServiceOverri
         started.shutdown();
         await running.catch(() => undefined);
       });
-      // Both workers poll their task queues while RUNNING; a failed or draining worker is not ready.
-      pollers = async () => started.main.getState() === 'RUNNING' && started.actions.getState() === 'RUNNING';
       if (overrides.backgroundJobs === false) return;
       // Every worker process also deletes what interrupted erases left in the records cache, and the
       // rows past their retention (docs/configuration.md "Retention"): the run history, logs, webhook
@@ -410,6 +433,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
     };
 
     let started = false;
+    const runsWorkers = overrides.workers ?? settings.SERVICE_ROLE !== 'api';
     return {
       settings,
       db,
@@ -427,10 +451,13 @@ export async function createService(settings: Settings, overrides: ServiceOverri
         return apiUrl;
       },
       done,
+      async prepare() {
+        if (runsWorkers) await prepareWorkers();
+      },
       async start() {
         if (started) throw new ServiceError('already_started', 'The service was started already.');
         started = true;
-        if (overrides.workers ?? settings.SERVICE_ROLE !== 'api') await startWorkers();
+        if (runsWorkers) await startWorkers();
         if (overrides.api ?? settings.SERVICE_ROLE !== 'worker') await startApi();
       },
       stop: stopAll,
