@@ -145,7 +145,7 @@ export interface Service {
 }
 
 /** What the API, the worker and the tests share: the composition of the stores over one pool and client. */
-export function composeParts(options: {
+function composeParts(options: {
   db: Pool;
   encryptor: Encryptor;
   temporal: Client;
