@@ -6,16 +6,14 @@
  */
 import { createPool } from '../db/pool.js';
 import { isServiceError } from '../errors.js';
-import { loadSettings } from '../settings.js';
 import { loadEncryptor } from './encryption.js';
 import { reencryptAll } from './reencrypt.js';
 
 async function main(): Promise<void> {
-  // The service's own settings, so that the keys and the database are read as the service reads them.
-  const settings = loadSettings();
-  const url = settings.DATABASE_URL;
+  // A command of its own (like the CLI): its input is its environment.
+  const url = process.env['DATABASE_URL'];
   if (!url) throw new Error('DATABASE_URL is not set: point it at the service database');
-  const encryptor = loadEncryptor({ env: settings });
+  const encryptor = loadEncryptor({ env: process.env });
   const db = createPool({ url, max: 2, applicationName: 'rotate-encryption-key' });
   try {
     const result = await reencryptAll(db, encryptor);
