@@ -231,7 +231,7 @@ export function publicUrls(settings: Settings): { publicUrl: string; callbackUrl
   return { publicUrl, callbackUrl: settings.SERVICE_CALLBACK_URL ?? `${publicUrl}/oauth/callback` };
 }
 
-/** Every deleted row past its retention (docs/configuration.md "Retention"), from the settings. */
+/** How long each kind of row is kept (docs/configuration.md "Retention"), from the settings. */
 function retentionPolicy(settings: Settings): RetentionPolicy {
   return {
     syncRuns: settings.RETENTION_SYNC_RUNS,
@@ -263,10 +263,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
     const encryptor =
       overrides.encryptor ??
       loadEncryptor({
-        env: {
-          SERVICE_ENCRYPTION_KEY: settings.SERVICE_ENCRYPTION_KEY,
-          SERVICE_ENCRYPTION_KEYS: settings.SERVICE_ENCRYPTION_KEYS,
-        },
+        env: settings,
         ...(overrides.encryptionKeyFile ? { generatedKeyFile: overrides.encryptionKeyFile } : {}),
       });
     const dataConverter = createDataConverter({
