@@ -48,7 +48,6 @@ import { ServiceError } from './errors.js';
 import { databaseCheck, startHealthServer, temporalCheck, type ReadinessChecks } from './health.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
 import { createPostgresRecordStore } from './records/postgresRecordStore.js';
-import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
 import { createPostgresLogStore } from './runtime/logStore.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
@@ -345,16 +344,6 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       (prepared ??= (async () => {
         const workerConnection = await connectWorker(reach);
         cleanups.push(() => workerConnection.close());
-        // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator (or the
-        // process, a test run) chose a folder. The workflow threads read it from the process environment.
-        process.env[THREAD_MARKS_DIR_VARIABLE] ||=
-          settings.SERVICE_THREAD_MARKS_DIR ??
-          threadMarksDirFor({
-            databaseUrl: settings.DATABASE_URL ?? '',
-            temporalAddress: address,
-            namespace,
-            taskQueue,
-          });
         // Sync runs and action runs on queues of their own, both served by this process: a failure of
         // either worker ends `done`, and with it main's process (a supervisor starts it again).
         return createRuntimeWorkers({
@@ -365,6 +354,15 @@ export async function createService(settings: Settings, overrides: ServiceOverri
           workflowBundle:
             overrides.workflowBundle ?? (await loadWorkflowBundle({ bundlePath: settings.SERVICE_WORKFLOW_BUNDLE })),
           dataConverter,
+          // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator chose a folder.
+          threadMarksDir:
+            settings.SERVICE_THREAD_MARKS_DIR ??
+            threadMarksDirFor({
+              databaseUrl: settings.DATABASE_URL ?? '',
+              temporalAddress: address,
+              namespace,
+              taskQueue,
+            }),
           ...(overrides.workerTuning ? { tuning: overrides.workerTuning } : {}),
         });
       })());

@@ -116,6 +116,8 @@ export async function startApiHarness(
     TEMPORAL_TASK_QUEUE: taskQueue,
     SERVICE_PUBLIC_URL: baseUrl,
     SERVICE_ADMIN_KEY: adminKey,
+    // The test run's folder of thread marks (test/globalSetup.ts).
+    SERVICE_THREAD_MARKS_DIR: process.env['SERVICE_THREAD_MARKS_DIR'],
   });
   const service = await createService(settings, {
     db: pool,
