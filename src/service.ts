@@ -450,7 +450,8 @@ export async function createService(settings: Settings, overrides: ServiceOverri
         if (runsWorkers) await prepareWorkers();
       },
       async start() {
-        if (started) throw new ServiceError('already_started', 'The service was started already.');
+        // A caller's mistake, not an error the service answers with.
+        if (started) throw new Error('createService: start() was called twice');
         started = true;
         if (runsWorkers) await startWorkers();
         if (overrides.api ?? settings.SERVICE_ROLE !== 'worker') await startApi();
