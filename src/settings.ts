@@ -121,8 +121,6 @@ export const settingsSchema = z.object({
   SERVICE_WORKFLOW_BUNDLE: optionalText,
   /** Folder of the worker's thread marks (src/temporal/scriptThreads.ts); by default one per install. */
   SERVICE_THREAD_MARKS_DIR: optionalText,
-  /** `silent` turns the API's JSON access log off (src/api/logger.ts). */
-  SERVICE_LOG_LEVEL: optionalText,
   /** `0`: with SERVICE_ROLE=all the worker runs in this process instead of a supervised child. */
   SERVICE_SUPERVISE_WORKER: optionalText,
   /** Set to `1` by a SERVICE_ROLE=all process for its worker child: it prints nothing its parent printed. */
