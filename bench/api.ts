@@ -11,24 +11,19 @@
  *    (one request at a time; the action runs as a workflow on a worker in this process).
  */
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { from as copyFrom } from 'pg-copy-streams';
-import { createActivities } from '../activities/index.js';
-import { createApi } from '../src/api/index.js';
 import { log } from '../src/log.js';
-import { composeService } from '../src/api/compose.js';
 import { createClient } from '../src/client/index.js';
 import { Encryptor } from '../src/connections/encryption.js';
 import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
 import { startTemporal } from '../src/devstack/temporal.js';
 import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
-import { createDataConverter } from '../src/runtime/payloadStorage.js';
-import { createRuntimeWorkers } from '../src/temporal/worker.js';
+import { createService } from '../src/service.js';
+import { loadSettings } from '../src/settings.js';
 import { useBenchDatabase } from './lib/database.js';
 import { formatCount, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
 
@@ -92,50 +87,35 @@ async function main(): Promise<void> {
     console.log(`Temporal ${temporalServer.version}`);
 
     // ---- the service, composed as the composition root would --------------------------------------
-    const encryptor = new Encryptor([randomBytes(32)]);
-    const dataConverter = createDataConverter({ db: pool });
-    const clientConnection = await Connection.connect({ address: temporalServer.address });
-    stops.push(() => clientConnection.close());
-    const temporal = new Client({ connection: clientConnection, namespace: temporalServer.namespace, dataConverter });
-    const taskQueue = 'bench-api';
-    const service = composeService({
-      db: pool,
-      encryptor,
-      temporal,
-      taskQueue,
-      callbackUrl: 'http://127.0.0.1:1/oauth/callback',
-      catalog: loadProviderCatalog({
-        extra: {
-          [INTEGRATION]: {
-            display_name: 'Bench',
-            auth_mode: 'API_KEY',
-            api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-            base_url: 'http://127.0.0.1:1',
-          },
-        },
+    const service = await createService(
+      loadSettings({
+        TEMPORAL_ADDRESS: temporalServer.address,
+        TEMPORAL_NAMESPACE: temporalServer.namespace,
+        TEMPORAL_TASK_QUEUE: 'bench-api',
+        PORT: '0',
+        RATE_LIMIT_PER_SECOND: '1000000',
       }),
-      log: () => undefined,
-    });
-    const { connections, records } = service;
-    const workerConnection = await NativeConnection.connect({ address: temporalServer.address });
-    const workers = await createRuntimeWorkers({
-      connection: workerConnection,
-      namespace: temporalServer.namespace,
-      taskQueue,
-      dataConverter,
-      activities: createActivities({ db: pool, runtime: service.runtime }),
-    });
-    const running = workers.run();
-    stops.push(async () => {
-      workers.shutdown();
-      await running;
-      await workerConnection.close();
-    });
-    const app = createApi({ ...service.api, rateLimit: { perSecond: 1_000_000 } });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    stops.push(() => new Promise((resolve) => server.close(() => resolve())));
-    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      {
+        db: pool,
+        encryptor: new Encryptor([randomBytes(32)]),
+        catalog: loadProviderCatalog({
+          extra: {
+            [INTEGRATION]: {
+              display_name: 'Bench',
+              auth_mode: 'API_KEY',
+              api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+              base_url: 'http://127.0.0.1:1',
+            },
+          },
+        }),
+        log: () => undefined,
+        backgroundJobs: false,
+      },
+    );
+    stops.push(() => service.stop());
+    await service.start();
+    const { connections, records } = service.parts;
+    const baseUrl = service.apiUrl ?? '';
 
     const { environment, secretKey } = await connections.environments.create({ name: 'bench' });
     // Node's fetch keeps connections alive, as an application's client would.

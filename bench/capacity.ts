@@ -27,7 +27,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { createClient } from '../src/client/index.js';
@@ -37,6 +37,7 @@ import { startPostgres } from '../src/devstack/postgres.js';
 import { startTopology } from '../src/devstack/topology.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { buildWorkflowBundle, saveWorkflowBundle } from '../src/temporal/workflowBundle.js';
+import { connectTemporal } from '../src/temporal/connection.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { pool, processSample } from './lib/loadParts.js';
 import { percentile } from './lib/stats.js';
@@ -215,7 +216,7 @@ async function main(): Promise<void> {
     const admin = new pg.Client({ connectionString: postgres.adminUrl, application_name: 'bench-capacity' });
     await admin.connect();
     stops.unshift(() => admin.end());
-    const connection = await Connection.connect({ address: topology.temporal.address });
+    const connection = await connectTemporal({ address: topology.temporal.address });
     stops.unshift(() => connection.close());
     const temporal = new Client({
       connection,

@@ -18,16 +18,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { spawn } from 'node:child_process';
-import { Client, Connection } from '@temporalio/client';
-import { createApi } from '../src/api/index.js';
-import { composeService } from '../src/api/compose.js';
 import { createClient } from '../src/client/index.js';
-import { Encryptor } from '../src/connections/encryption.js';
-import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
 import { createPool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
 import { startStack } from '../src/devstack/index.js';
-import { createDataConverter } from '../src/runtime/payloadStorage.js';
+import { createService } from '../src/service.js';
+import { loadSettings } from '../src/settings.js';
 import { recordFigures } from '../test/chaos/lib/figures.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { pool, processSample } from './lib/loadParts.js';
@@ -109,19 +105,19 @@ async function main(): Promise<void> {
     const key = randomBytes(32);
 
     // The worker under measurement: the service's own process, worker role only.
+    const serviceEnv = {
+      DATABASE_URL: stack.postgres.url,
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_NAMESPACE: stack.temporal.namespace,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      SERVICE_ENCRYPTION_KEY: key.toString('base64'),
+      SERVICE_PROVIDERS_FILE: providers,
+      // The fake API only (docs/operations.md "Outbound requests").
+      SERVICE_OUTBOUND_ALLOW: `127.0.0.1:${(fake.address() as AddressInfo).port}`,
+      DATABASE_POOL_SIZE: '20',
+    };
     const worker = spawn(process.execPath, ['--import', TSX_LOADER, join(ROOT, 'src', 'main.ts')], {
-      env: {
-        ...process.env,
-        SERVICE_ROLE: 'worker',
-        DATABASE_URL: stack.postgres.url,
-        TEMPORAL_ADDRESS: stack.temporal.address,
-        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-        SERVICE_ENCRYPTION_KEY: key.toString('base64'),
-        SERVICE_PROVIDERS_FILE: providers,
-        // The fake API only (docs/operations.md "Outbound requests").
-        SERVICE_OUTBOUND_ALLOW: `127.0.0.1:${(fake.address() as AddressInfo).port}`,
-        DATABASE_POOL_SIZE: '20',
-      },
+      env: { ...process.env, ...serviceEnv, SERVICE_ROLE: 'worker' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     stops.unshift(async () => {
@@ -143,39 +139,26 @@ async function main(): Promise<void> {
     }, 1000);
     stops.unshift(async () => clearInterval(sampler));
 
-    // The API in this process (not measured), as the composition root builds it.
-    // The worker encrypts every payload with the service key: the API's client must read them.
-    const encryptor = new Encryptor([key]);
-    const dataConverter = createDataConverter({ db, encryptor });
-    const connection = await Connection.connect({ address: stack.temporal.address });
-    stops.unshift(() => connection.close());
-    const temporal = new Client({ connection, namespace: stack.temporal.namespace, dataConverter });
-    const service = composeService({
-      db,
-      encryptor,
-      temporal,
-      taskQueue: TASK_QUEUE,
-      callbackUrl: 'http://127.0.0.1:1/oauth/callback',
-      catalog: loadProviderCatalog({ extraFile: providers }),
-      log: () => undefined,
-    });
-    const app = createApi({
-      ...service.api,
-      rateLimit: { perSecond: 100_000 },
-      // Request lines would flood the output; errors still show.
-      logger: { info: () => undefined, error: (message, fields) => console.error(message, fields) },
-    });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    stops.unshift(async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    });
-    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const { environment, secretKey } = await service.connections.environments.create({ name: 'load' });
+    // The API in this process (not measured), built by the composition root from the worker's settings
+    // (the worker encrypts every payload with the service key: the API's client must read them).
+    const service = await createService(
+      loadSettings({ ...serviceEnv, SERVICE_ROLE: 'api', PORT: '0', RATE_LIMIT_PER_SECOND: '100000' }),
+      {
+        db,
+        log: () => undefined,
+        // Request lines would flood the output; errors still show.
+        apiDeps: { logger: { info: () => undefined, error: (message, fields) => console.error(message, fields) } },
+      },
+    );
+    stops.unshift(() => service.stop());
+    await service.start();
+    const baseUrl = service.apiUrl ?? '';
+    const { connections, deployments } = service.parts;
+    const { temporal } = service;
+    const { environment, secretKey } = await connections.environments.create({ name: 'load' });
     const api = createClient({ baseUrl, secretKey });
     await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
-    await service.deployments.apply(environment.id, request(['alpha']), { allowDestructive: false });
+    await deployments.apply(environment.id, request(['alpha']), { allowDestructive: false });
 
     let started = Date.now();
     const ids = Array.from({ length: N }, (_, i) => `conn-${String(i).padStart(5, '0')}`);
@@ -190,7 +173,7 @@ async function main(): Promise<void> {
     log(`imported ${N} connections (each starts its sync) in ${round(importS, 1)} s`);
 
     started = Date.now();
-    await service.deployments.apply(environment.id, request(['alpha', 'beta']), { allowDestructive: false });
+    await deployments.apply(environment.id, request(['alpha', 'beta']), { allowDestructive: false });
     const deployS = (Date.now() - started) / 1000;
     log(`deploy adding a second sync to all ${N} connections: ${round(deployS, 1)} s`);
 

@@ -18,13 +18,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
-import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger } from '@temporalio/worker';
 import { Encryptor } from '../src/connections/encryption.js';
 import { createEncryptionCodec } from '../src/runtime/payloadStorage.js';
 import type { RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
 import { syncRunId } from '../src/temporal/runAuthority.js';
+import { connectTemporal } from '../src/temporal/connection.js';
 import { cpuDelta, cpuSnapshot, parentOf, type CpuSnapshot } from './lib/cpu.js';
 import { installStepProbe, type ProbeReport, type SpanStats } from './lib/stepProbe.js';
 import { formatCount, line, nowMs, timed } from './lib/stats.js';
@@ -287,9 +287,8 @@ async function runSync(variant: Variant, total = records): Promise<{ rate: numbe
 
 // History reads on a connection of their own: one page (one batch of events) of a run's history can
 // exceed gRPC's default 4 MiB for a received message.
-const historyConnection = await Connection.connect({
-  address: bench.temporalAddress,
-  channelArgs: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
+const historyConnection = await connectTemporal({ address: bench.temporalAddress }, undefined, {
+  'grpc.max_receive_message_length': 64 * 1024 * 1024,
 });
 
 /** A run's history, page by page. */

@@ -10,6 +10,14 @@ const { runCli } = await import('../src/cli/main.ts');
 // is the command's answer (`export SERVICE_SECRET_KEY=$(service environments create … --database)`).
 const { setLogDestination } = await import('../src/log.ts');
 setLogDestination('stderr');
+// The outbound request policy of the CLI's process (dryrun, test): SERVICE_OUTBOUND_ALLOW, as the service reads it.
+const { configureOutboundPolicy, OutboundPolicy } = await import('../src/runtime/outbound.ts');
+try {
+  configureOutboundPolicy(new OutboundPolicy(process.env.SERVICE_OUTBOUND_ALLOW ?? ''));
+} catch (error) {
+  process.stderr.write(`service: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+}
 process.exitCode = await runCli(process.argv.slice(2), {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),

@@ -8,35 +8,20 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@temporalio/client';
-import { createActivities } from '../activities/index.js';
-import { composeService } from './api/compose.js';
-import { createApi } from './api/index.js';
-import { loadEncryptor } from './connections/encryption.js';
-import { createPool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 import { DevStackError, startStack, type Stack } from './devstack/index.js';
 import { redactUrl } from './devstack/postgres.js';
 import { isServiceError, ServiceError } from './errors.js';
-import { databaseCheck, startHealthServer, temporalCheck, type ReadinessChecks } from './health.js';
-import { startRecordsMaintenance } from './records/maintenance.js';
-import { startTokenRefresher } from './connections/tokenRefresher.js';
-import { createPostgresRecordStore } from './records/postgresRecordStore.js';
-import { THREAD_MARKS_DIR_VARIABLE } from './runtime/definitions.js';
 import { configureOutboundPolicy, OutboundPolicy } from './runtime/outbound.js';
-import { createDataConverter } from './runtime/payloadStorage.js';
 import { startMetricsServer } from './metrics/server.js';
-import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
 import { log } from './log.js';
+import { createService, publicUrls, type Service } from './service.js';
 import { loadSettings, type Settings } from './settings.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
-import { checksConnection, connectTemporal, connectWorker, temporalConnectionOptions } from './temporal/connection.js';
+import { temporalConnectionOptions } from './temporal/connection.js';
 import { installServiceRuntime, type TemporalMetricsExport } from './temporal/logger.js';
-import { threadMarksDirFor } from './temporal/scriptThreads.js';
-import { createRuntimeWorkers } from './temporal/worker.js';
 
 const DEV_ENVIRONMENT = 'dev';
 
@@ -48,7 +33,7 @@ async function main(): Promise<void> {
   const dataDir = resolve(settings.SERVICE_DATA_DIR);
   const local = !settings.DATABASE_URL || !settings.TEMPORAL_ADDRESS;
   // The worker child of a supervised `all` process: its parent already said where everything is.
-  const child = process.env['SERVICE_SUPERVISED_CHILD'] === '1';
+  const child = settings.SERVICE_SUPERVISED_CHILD === '1';
   // A supervised worker child starts as a warm standby: everything loaded and connected, it polls only
   // once its supervisor says so (when the worker before it died), so that a killed worker is replaced in
   // well under a second instead of the seconds a process start takes (issue 17's recovery).
@@ -82,7 +67,7 @@ async function main(): Promise<void> {
   // With SERVICE_ROLE=all the worker runs in a child process that is restarted when it dies: a
   // script that exhausts memory or never yields can take its worker process down
   // (docs/architecture.md), and must not take the API with it.
-  const supervise = settings.SERVICE_ROLE === 'all' && process.env['SERVICE_SUPERVISE_WORKER'] !== '0';
+  const supervise = settings.SERVICE_ROLE === 'all' && settings.SERVICE_SUPERVISE_WORKER !== '0';
   const runsWorker = settings.SERVICE_ROLE === 'worker' || (settings.SERVICE_ROLE === 'all' && !supervise);
   // The service's logger for the SDK's lines too, where an expected run failure (an ActionError) is one
   // INFO line; and the SDK's worker metrics, from the process that runs the worker (docs/operations.md "Metrics").
@@ -134,32 +119,25 @@ async function main(): Promise<void> {
     if (stack.temporal.uiUrl) say(`Web UI     ${stack.temporal.uiUrl}`);
     say(`Postgres   ${redactUrl(stack.postgres.url)}  (${stack.postgres.version})`);
 
-    const db = createPool({ url: stack.postgres.url, max: settings.DATABASE_POOL_SIZE });
-    cleanups.push(() => db.end());
-    const applied = await migrate(db);
+    const service = await createService(
+      {
+        ...settings,
+        DATABASE_URL: stack.postgres.url,
+        TEMPORAL_ADDRESS: stack.temporal.address,
+        TEMPORAL_NAMESPACE: stack.temporal.namespace,
+      },
+      {
+        temporalConnection: reach ?? {},
+        // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
+        ...(local ? { encryptionKeyFile: join(dataDir, 'encryption.key') } : {}),
+        workers: runsWorker,
+        apiDeps: { dashboard: { temporalUiUrl: stack.temporal.uiUrl, temporalNamespace: stack.temporal.namespace } },
+      },
+    );
+    cleanups.push(() => service.stop());
+    const applied = await migrate(service.db);
     say(`migrations ${applied.length === 0 ? 'up to date' : `applied ${applied.length}`}`);
 
-    // Outside local mode a missing SERVICE_ENCRYPTION_KEY is an error; locally one is generated once.
-    const encryptor = loadEncryptor(local ? { generatedKeyFile: join(dataDir, 'encryption.key') } : {});
-    const dataConverter = createDataConverter({ db, encryptor });
-    const temporalAt = { ...reach, address: stack.temporal.address };
-    const clientConnection = await connectTemporal(temporalAt);
-    cleanups.push(() => clientConnection.close());
-    const temporalChecks = checksConnection(temporalAt);
-    cleanups.push(() => temporalChecks.close());
-    const temporal = new Client({ connection: clientConnection, namespace: stack.temporal.namespace, dataConverter });
-    const publicUrl = settings.SERVICE_PUBLIC_URL ?? `http://${settings.HOST}:${settings.PORT}`;
-    const service = composeService({
-      db,
-      encryptor,
-      temporal,
-      taskQueue: settings.TEMPORAL_TASK_QUEUE,
-      callbackUrl: process.env['SERVICE_CALLBACK_URL'] ?? `${publicUrl}/oauth/callback`,
-      publicUrl,
-      temporalChecks,
-    });
-
-    let workerDone: Promise<void> = new Promise<void>(() => undefined);
     const queues = `${settings.TEMPORAL_TASK_QUEUE}, ${actionTaskQueue(settings.TEMPORAL_TASK_QUEUE)}`;
     if (supervise) {
       const supervisor = superviseWorker(settings.SERVICE_WORKER_STANDBY === 'true', {
@@ -168,120 +146,48 @@ async function main(): Promise<void> {
         TEMPORAL_NAMESPACE: stack.temporal.namespace,
         // Locally the key was generated into the data folder; the child reads the same key.
         SERVICE_ENCRYPTION_KEY:
-          process.env['SERVICE_ENCRYPTION_KEY'] || readFileSync(join(dataDir, 'encryption.key'), 'utf8').trim(),
+          settings.SERVICE_ENCRYPTION_KEY ?? readFileSync(join(dataDir, 'encryption.key'), 'utf8').trim(),
         // The worker is a process of its own, with metrics of its own: on the next port.
         ...(settings.METRICS_PORT ? { METRICS_PORT: String(settings.METRICS_PORT + 1) } : {}),
       });
-      cleanups.push(() => supervisor.stop());
+      // Stopped after the API closed (cleanups run in reverse), before the stack stops.
+      cleanups.splice(cleanups.length - 1, 0, () => supervisor.stop());
       console.log(`worker     task queues ${queues} (child process, restarted if it dies)`);
-    } else if (settings.SERVICE_ROLE !== 'api') {
-      // Before the workflow bundle is built (seconds): a probe sees the process alive, and not ready.
-      let pollers: ReadinessChecks[string] = async () => false;
-      const startHealth = async (): Promise<void> => {
-        if (settings.SERVICE_HEALTH_PORT === undefined) return;
-        const health = await startHealthServer({
-          host: settings.HOST,
-          port: settings.SERVICE_HEALTH_PORT,
-          checks: () => ({ database: databaseCheck(db), temporal: temporalCheck(temporalChecks), pollers }),
-        });
-        cleanups.push(() => health.close());
+    }
+    if (standby) {
+      // Loaded and connected; the health and metrics ports wait until this process takes over.
+      await service.prepare();
+      process.send?.('standing-by');
+      await activation;
+      activated = true;
+      await startMetrics();
+    }
+    // The worker (when this process runs it: health port, polling, background jobs), then the API.
+    await service.start();
+    if (standby) {
+      // Polling: the supervisor may start the next standby. The channel no longer keeps this process up.
+      process.send?.('polling');
+      process.channel?.unref();
+    }
+    if (runsWorker) {
+      if (settings.SERVICE_HEALTH_PORT !== undefined)
         say(`health     http://${settings.HOST}:${settings.SERVICE_HEALTH_PORT}/readyz`);
-      };
-      if (!standby) await startHealth();
-      const workerConnection = await connectWorker(temporalAt);
-      // Thread marks (src/temporal/scriptThreads.ts) of this install only, unless the operator chose a folder.
-      process.env[THREAD_MARKS_DIR_VARIABLE] ||= threadMarksDirFor({
-        databaseUrl: stack.postgres.url,
-        temporalAddress: stack.temporal.address,
-        namespace: stack.temporal.namespace,
-        taskQueue: settings.TEMPORAL_TASK_QUEUE,
-      });
-      // Sync runs and action runs on queues of their own, both served by this process: a failure of
-      // either worker ends workerDone, and with it the process (a supervisor starts it again).
-      const workers = await createRuntimeWorkers({
-        connection: workerConnection,
-        namespace: stack.temporal.namespace,
-        taskQueue: settings.TEMPORAL_TASK_QUEUE,
-        activities: createActivities({ db, runtime: service.runtime }),
-        dataConverter,
-      });
-      if (standby) {
-        process.send?.('standing-by');
-        await activation;
-        activated = true;
-        await startHealth();
-        await startMetrics();
-      }
-      workerDone = workers.run();
-      if (standby) {
-        // Polling: the supervisor may start the next standby. The channel no longer keeps this process up.
-        process.send?.('polling');
-        process.channel?.unref();
-      }
-      // Both workers poll their task queues while RUNNING; a failed or draining worker is not ready.
-      pollers = async () => workers.main.getState() === 'RUNNING' && workers.actions.getState() === 'RUNNING';
-      // Every worker process also deletes what interrupted erases left in the records cache, and the
-      // rows past their retention (docs/configuration.md "Retention"): the run history, logs, webhook
-      // deliveries, claim-checked payloads no history can refer to, and the step ledger's leftovers
-      // (by default after an hour, far longer than a run waits for a worker to take it over:
-      // docs/architecture.md, "Exact resume").
-      const retention: RetentionPolicy = {
-        syncRuns: settings.RETENTION_SYNC_RUNS,
-        scriptLogs: settings.RETENTION_SCRIPT_LOGS,
-        webhookDeliveries: settings.RETENTION_WEBHOOK_DELIVERIES,
-        payloadBlobs: settings.RETENTION_PAYLOAD_BLOBS,
-        stepLedger: settings.RETENTION_STEP_LEDGER,
-      };
-      const horizon = temporalHorizon(temporal);
-      const maintenance = startRecordsMaintenance(createPostgresRecordStore({ db }), {
-        also: {
-          'rows past their retention': async () => {
-            const counts = await purgeExpired({ db, policy: retention, horizon });
-            return Object.values(counts ?? {}).reduce((sum, count) => sum + count, 0);
-          },
-        },
-      });
-      // And renews access tokens before they expire (docs/connections.md "Background refresh").
-      const tokenRefresher = startTokenRefresher(service.connections.service);
-      cleanups.push(async () => {
-        await tokenRefresher.stop();
-        await maintenance.stop();
-        workers.shutdown();
-        await workerDone;
-        await workerConnection.close();
-      });
       say(`worker     task queues ${queues}`);
     }
-
     if (settings.SERVICE_ROLE !== 'worker') {
-      const app = createApi({
-        ...service.api,
-        rateLimit: { perSecond: settings.RATE_LIMIT_PER_SECOND },
-        bodyLimit: settings.BODY_LIMIT,
-        adminKey: settings.SERVICE_ADMIN_KEY,
-        dashboard: { temporalUiUrl: stack.temporal.uiUrl, temporalNamespace: stack.temporal.namespace },
-      });
-      const server: Server = app.listen(settings.PORT, settings.HOST);
-      await new Promise<void>((resolve, reject) => {
-        server.once('listening', resolve);
-        server.once('error', reject);
-      });
-      cleanups.push(async () => {
-        server.closeAllConnections();
-        await new Promise((resolve) => server.close(resolve));
-      });
+      const { publicUrl } = publicUrls(settings);
       console.log(`API        ${publicUrl}   (reference: ${publicUrl}/reference, dashboard: ${publicUrl}/dashboard)`);
     }
 
     if (local && !child) {
-      const key = await ensureDevEnvironment(service.connections.environments, dataDir);
+      const key = await ensureDevEnvironment(service.parts.connections.environments, dataDir);
       console.log(`secret key ${key}   (environment "${DEV_ENVIRONMENT}"; send it as Authorization: Bearer …)`);
     } else if (settings.SERVICE_ROLE !== 'worker') {
       // A new deployment has no environment yet, so nothing could call the API: make the first one (once,
       // under a lock, however many API processes start at once) with the declared key, or a generated key
       // shown this once (only a hash is stored; `service environment rotate-key` replaces a lost one).
       const declared = settings.SERVICE_FIRST_SECRET_KEY;
-      const first = await service.connections.environments.createFirst({
+      const first = await service.parts.connections.environments.createFirst({
         name: settings.SERVICE_FIRST_ENVIRONMENT,
         secretKey: declared,
       });
@@ -294,7 +200,7 @@ async function main(): Promise<void> {
       }
     }
     say('ready. Ctrl-C stops everything.');
-    await Promise.race([stopped, workerDone]);
+    await Promise.race([stopped, service.done]);
   } finally {
     await stopAll();
     say('stopped.');
@@ -408,7 +314,7 @@ function superviseWorker(withStandby: boolean, env: Record<string, string>): { s
  * so the key itself is kept beside the local cluster (mode 0600) to be printed at every start.
  */
 async function ensureDevEnvironment(
-  environments: ReturnType<typeof composeService>['connections']['environments'],
+  environments: Service['parts']['connections']['environments'],
   dataDir: string,
 ): Promise<string> {
   const keyFile = join(dataDir, 'dev-secret-key');

@@ -45,6 +45,12 @@ export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
+/** A path or name that an empty value leaves unset (Compose passes `${VAR:-}` as ''). */
+const optionalText = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value));
+
 const hostPort = z
   .string()
   .regex(/^(\[[0-9a-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/i, 'expected host:port, such as 127.0.0.1:9465');
@@ -100,6 +106,35 @@ export const settingsSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   /** Public base URL of the API, as end users' browsers and OAuth providers reach it. */
   SERVICE_PUBLIC_URL: z.url().optional(),
+  /** The redirect URI registered with OAuth providers; by default SERVICE_PUBLIC_URL + `/oauth/callback`. */
+  SERVICE_CALLBACK_URL: z.url().optional(),
+  /**
+   * Base64 of the 32-byte key that encrypts secrets at rest; required outside local mode (checked by
+   * loadEncryptor, src/connections/encryption.ts, which names the variable in its errors).
+   */
+  SERVICE_ENCRYPTION_KEY: optionalText,
+  /** Older keys, comma separated, still read during a rotation (docs/connections.md). */
+  SERVICE_ENCRYPTION_KEYS: optionalText,
+  /** YAML of extra or replacement providers, beside the built-in catalog. */
+  SERVICE_PROVIDERS_FILE: optionalText,
+  /** The prebuilt workflow bundle; by default dist/workflow-bundle.js (src/temporal/workflowBundle.ts). */
+  SERVICE_WORKFLOW_BUNDLE: optionalText,
+  /** Folder of the worker's thread marks (src/temporal/scriptThreads.ts); by default one per install. */
+  SERVICE_THREAD_MARKS_DIR: optionalText,
+  /** `0`: with SERVICE_ROLE=all the worker runs in this process instead of a supervised child. */
+  SERVICE_SUPERVISE_WORKER: optionalText,
+  /** Set to `1` by a SERVICE_ROLE=all process for its worker child: it prints nothing its parent printed. */
+  SERVICE_SUPERVISED_CHILD: optionalText,
+  /**
+   * The local stack of `npm start` (src/devstack): where `initdb` and `postgres` are, the Temporal CLI,
+   * the cache of built binaries, and `1` to silence its progress lines. The dev stack reads them from
+   * the environment it also hands to the processes it spawns; they are declared here so that every
+   * variable the service reads is in one schema and parsed at start.
+   */
+  PG_BIN_DIR: optionalText,
+  TEMPORAL_CLI_PATH: optionalText,
+  SERVICE_CACHE_DIR: optionalText,
+  SERVICE_DEVSTACK_QUIET: optionalText,
   /** Folder of local state for `npm start` (Temporal's SQLite file, the Postgres cluster, the dev key). */
   SERVICE_DATA_DIR: z.string().min(1).default('.service-data'),
   /** Most connections of the Postgres pool of this process. */

@@ -8,12 +8,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
 import { EnvironmentStore } from '../src/connections/environmentStore.js';
 import { freePort } from '../src/devstack/process.js';
+import { connectTemporal } from '../src/temporal/connection.js';
 import { eventually } from './helpers/eventually.js';
 import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from './helpers/pagedApi.js';
 import { productionEnv, startService, type ServiceProcess } from './helpers/serviceProcess.js';
@@ -44,7 +45,7 @@ beforeAll(async () => {
   await service.waitFor(/^ready\. Ctrl-C stops everything\./m, 300_000, 'the service to be ready');
   const { secretKey } = await new EnvironmentStore(pool).create({ name: 'standby' });
   api = createClient({ baseUrl: `http://127.0.0.1:${port}`, secretKey });
-  connection = await Connection.connect({ address: stack().temporalAddress });
+  connection = await connectTemporal({ address: stack().temporalAddress });
   await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
   await api.deploy.apply({
     yaml: YAML,

@@ -13,14 +13,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createApi } from '../src/api/index.js';
-import { composeService } from '../src/api/compose.js';
 import { createClient } from '../src/client/index.js';
-import { Encryptor } from '../src/connections/encryption.js';
-import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
-import { createDataConverter } from '../src/runtime/payloadStorage.js';
+import { createService } from '../src/service.js';
+import { loadSettings } from '../src/settings.js';
 import { bundle } from './api/fixtures.js';
 import { eventually } from './helpers/eventually.js';
 import { stack, uniqueName, useDatabase } from './helpers/stack.js';
@@ -150,37 +146,21 @@ describe('a worker process that gets SIGTERM during a request', () => {
     const [first, second] = await Promise.all([startWorker(env), startWorker(env)]);
     const byPid = new Map([first, second].map((worker) => [worker.child.pid, worker]));
 
-    // The API's composition in this process: environment, integration, deployment, connection.
-    const encryptor = new Encryptor([key]);
-    const connection = await Connection.connect({ address: temporalAddress });
-    afterAll(() => connection.close());
-    const temporal = new Client({
-      connection,
-      namespace: temporalNamespace,
-      dataConverter: createDataConverter({ db: pool, encryptor }),
-    });
-    const service = composeService({
+    // The API of the service in this process, from the workers' own settings (same database, key,
+    // providers and task queue): environment, integration, deployment, connection.
+    const service = await createService(loadSettings({ ...env, SERVICE_ROLE: 'api', PORT: '0' }), {
       db: pool,
-      encryptor,
-      temporal,
-      taskQueue,
-      callbackUrl: 'http://127.0.0.1:1/oauth/callback',
-      catalog: loadProviderCatalog({ extraFile: providers }),
       log: () => undefined,
+      apiDeps: { logger: { info: () => undefined, error: () => undefined } },
     });
-    const server = createApi({ ...service.api, logger: { info: () => undefined, error: () => undefined } }).listen(
-      0,
-      '127.0.0.1',
-    );
-    await new Promise((resolve) => server.once('listening', resolve));
-    afterAll(async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    });
-    const { environment, secretKey } = await service.connections.environments.create({ name: 'shutdown' });
-    const api = createClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, secretKey });
+    afterAll(() => service.stop());
+    await service.start();
+    const { temporal } = service;
+    const { connections, deployments, syncs } = service.parts;
+    const { environment, secretKey } = await connections.environments.create({ name: 'shutdown' });
+    const api = createClient({ baseUrl: service.apiUrl ?? '', secretKey });
     await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
-    await service.deployments.apply(
+    await deployments.apply(
       environment.id,
       { yaml: YAML, scripts: [{ integration: INTEGRATION, kind: 'sync', name: 'items', code: SYNC }] },
       { allowDestructive: false },
@@ -227,7 +207,7 @@ describe('a worker process that gets SIGTERM during a request', () => {
 
     const ref = { environmentId: environment.id, integrationId: INTEGRATION, connectionId: 'c1', syncName: 'items' };
     const result = await eventually(
-      async () => (await service.syncs.status(ref)).latestResult ?? undefined,
+      async () => (await syncs.status(ref)).latestResult ?? undefined,
       120_000,
       'the run to finish',
     );

@@ -59,7 +59,7 @@ export interface ApiDeps {
   bodyLimit?: string | undefined;
   rateLimit?: RateLimitOptions | undefined;
   logger?: Logger | undefined;
-  /** What GET /readyz checks; by default the database only. composeService adds Temporal. */
+  /** What GET /readyz checks; by default the database only. createService (src/service.ts) adds Temporal. */
   readiness?: ReadinessChecks | undefined;
   /** The dashboard at /dashboard: where the Temporal Web UI is, for links from runs. */
   dashboard?: Omit<DashboardOptions, 'environments'> | undefined;

@@ -126,7 +126,8 @@ function parseKey(value: string, where: string): Buffer {
 }
 
 export interface LoadEncryptorOptions {
-  env?: NodeJS.ProcessEnv;
+  /** The settings (src/settings.ts) that name the keys; the environment itself has the same shape. */
+  env: { SERVICE_ENCRYPTION_KEY?: string | undefined; SERVICE_ENCRYPTION_KEYS?: string | undefined };
   /**
    * Local mode only (`npm start` without SERVICE_ENCRYPTION_KEY): the key is generated once into
    * `<file>` (mode 0600) and reused. Leave unset in production, where a missing key is an error.
@@ -138,7 +139,7 @@ export interface LoadEncryptorOptions {
  * The encryptor from the environment: SERVICE_ENCRYPTION_KEY (base64, 32 bytes) encrypts; the
  * comma-separated SERVICE_ENCRYPTION_KEYS are older keys kept for decrypting during a rotation.
  */
-export function loadEncryptor({ env = process.env, generatedKeyFile }: LoadEncryptorOptions = {}): Encryptor {
+export function loadEncryptor({ env, generatedKeyFile }: LoadEncryptorOptions): Encryptor {
   const current = env['SERVICE_ENCRYPTION_KEY'];
   const older = (env['SERVICE_ENCRYPTION_KEYS'] ?? '')
     .split(',')

@@ -1,10 +1,10 @@
 /**
- * Builds the connections area from its dependencies. The service composes it in src/api/compose.ts
- * (composeService), which hands `service` and `variables` to the runtime's activities and the rest to
+ * Builds the connections area from its dependencies. The service composes it in src/service.ts
+ * (createService), which hands `service` and `variables` to the runtime's activities and the rest to
  * the API.
  *
  * @example
- * const connections = createConnections({ db, encryptor: loadEncryptor(), callbackUrl: 'https://svc.example.com/oauth/callback' });
+ * const connections = createConnections({ db, encryptor: loadEncryptor({ env: loadSettings() }), callbackUrl: 'https://svc.example.com/oauth/callback' });
  * app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
  */
 import type { Pool } from '../db/pool.js';
@@ -22,7 +22,7 @@ export interface CreateConnectionsOptions {
   encryptor: Encryptor;
   /** Absolute URL of GET /oauth/callback as the providers' OAuth apps know it (SERVICE_CALLBACK_URL). */
   callbackUrl: string;
-  /** @default loadProviderCatalog() (built-ins plus SERVICE_PROVIDERS_FILE) */
+  /** @default loadProviderCatalog(): the built-ins (the service adds SERVICE_PROVIDERS_FILE's: src/service.ts) */
   catalog?: ProviderCatalog;
   fetch?: Fetch;
   now?: () => Date;

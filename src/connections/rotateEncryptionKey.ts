@@ -10,9 +10,10 @@ import { loadEncryptor } from './encryption.js';
 import { reencryptAll } from './reencrypt.js';
 
 async function main(): Promise<void> {
+  // A command of its own (like the CLI): its input is its environment.
   const url = process.env['DATABASE_URL'];
   if (!url) throw new Error('DATABASE_URL is not set: point it at the service database');
-  const encryptor = loadEncryptor();
+  const encryptor = loadEncryptor({ env: process.env });
   const db = createPool({ url, max: 2, applicationName: 'rotate-encryption-key' });
   try {
     const result = await reencryptAll(db, encryptor);

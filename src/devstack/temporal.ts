@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { Connection, type TLSConfig } from '@temporalio/client';
+import type { TLSConfig } from '@temporalio/client';
+import { probeConnection } from '../temporal/connection.js';
 import { tlsHandshakeProblem } from '../temporal/tlsProbe.js';
 import { DevStackError, freePort, freePorts, log, run, waitUntil } from './process.js';
 
@@ -128,12 +129,7 @@ async function buildTemporalCli(
 }
 
 async function answers(address: string, namespace: string, reach: ReachOptions = {}): Promise<boolean> {
-  const connection = await Connection.connect({
-    address,
-    connectTimeout: 1000,
-    ...(reach.tls ? { tls: reach.tls } : {}),
-    ...(reach.apiKey !== undefined ? { apiKey: reach.apiKey } : {}),
-  });
+  const connection = await probeConnection({ ...reach, address }, 1000);
   try {
     await connection.workflowService.describeNamespace({ namespace });
     return true;

@@ -9,10 +9,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import pg from 'pg';
 import { stringify } from 'yaml';
+import { probeConnection } from '../temporal/connection.js';
 import { DevStackError, freePort, log, run, waitUntil } from './process.js';
 import { cacheDir, isExecutable, type TemporalServer } from './temporal.js';
 
@@ -244,7 +244,7 @@ function serverConfig(options: {
 }
 
 async function namespaceUsable(address: string, namespace: string): Promise<boolean> {
-  const connection = await Connection.connect({ address, connectTimeout: 2000 });
+  const connection = await probeConnection({ address }, 2000);
   try {
     // Resolves the namespace through the server's namespace cache, as starting a workflow does.
     await connection.workflowService.listWorkflowExecutions({ namespace, pageSize: 1 });
@@ -255,7 +255,7 @@ async function namespaceUsable(address: string, namespace: string): Promise<bool
 }
 
 async function ensureNamespace(address: string, namespace: string): Promise<void> {
-  const connection = await Connection.connect({ address, connectTimeout: 5000 });
+  const connection = await probeConnection({ address }, 5000);
   try {
     await connection.workflowService.describeNamespace({ namespace }).catch(async () => {
       await connection.workflowService

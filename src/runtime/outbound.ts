@@ -359,11 +359,12 @@ function guardedAgent<T extends http.Agent>(Base: new (options: http.AgentOption
 let processPolicy: OutboundPolicy | undefined;
 
 /**
- * The policy of this process: the one `configureOutboundPolicy` set, else one read once from
- * SERVICE_OUTBOUND_ALLOW (processes that do not start through src/main.ts: test workers, tools).
+ * The policy of this process: the one `configureOutboundPolicy` set (src/main.ts from the settings'
+ * SERVICE_OUTBOUND_ALLOW, bin/service.js from the CLI's environment), else the default refusals with
+ * nothing allowed (test workers open their fake servers with `allow`).
  */
 export function outboundPolicy(): OutboundPolicy {
-  processPolicy ??= new OutboundPolicy(process.env[OUTBOUND_ALLOW_SETTING] ?? '');
+  processPolicy ??= new OutboundPolicy('');
   return processPolicy;
 }
 

@@ -7,9 +7,10 @@ import { syncEntityId } from './runAuthority.js';
 import { tlsHandshakeProblem } from './tlsProbe.js';
 
 /**
- * The only module that knows how the service reaches Temporal: address, namespace, TLS and API key,
- * task queues and workflow ids. Every connection of the service (the API's client, the worker's
- * native connection, the dev stack's reachability check) is made from `TemporalConnectionOptions`.
+ * The only module that opens connections to Temporal: every connection of the service, its tests and
+ * benchmarks (the API's client, the worker's native connection, readiness checks, the dev stack's
+ * probes) is made here from `TemporalConnectionOptions` (address, TLS and API key). Task queues are in
+ * taskQueues.ts; workflow ids here and in runAuthority.ts.
  */
 export interface TemporalSettings {
   address: string;
@@ -168,18 +169,33 @@ async function connectError(options: TemporalConnectionOptions, error: unknown):
   );
 }
 
+/**
+ * A client connection as the SDK makes it, its failure untranslated: for the dev stack's probes, which
+ * try again and again while a server starts and report on their own when it never answers.
+ */
+export async function probeConnection(
+  options: TemporalConnectionOptions,
+  connectTimeoutMs: number,
+  channelArgs?: Record<string, number | string>,
+): Promise<Connection> {
+  return Connection.connect({
+    address: options.address,
+    connectTimeout: connectTimeoutMs,
+    ...(channelArgs ? { channelArgs } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+  });
+}
+
 /** A client connection (the API, the workers' helpers); fails with a message naming address and TLS. */
 export async function connectTemporal(
   options: TemporalConnectionOptions,
   connectTimeoutMs = 10_000,
+  /** gRPC channel arguments (a benchmark reading huge histories raises the received-message limit). */
+  channelArgs?: Record<string, number | string>,
 ): Promise<Connection> {
   try {
-    return await Connection.connect({
-      address: options.address,
-      connectTimeout: connectTimeoutMs,
-      ...(options.tls ? { tls: options.tls } : {}),
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-    });
+    return await probeConnection(options, connectTimeoutMs, channelArgs);
   } catch (error) {
     throw await connectError(options, error);
   }

@@ -27,9 +27,6 @@ export const WORKFLOW_INTERCEPTOR_MODULES: readonly string[] = [join(REPO_ROOT, 
 /** Where `npm run bundle:workflows` writes the bundle; its manifest is beside it (`.json`). */
 export const DEFAULT_WORKFLOW_BUNDLE_PATH = join(REPO_ROOT, 'dist', 'workflow-bundle.js');
 
-/** Setting: the prebuilt bundle a worker loads (a second worker build runs another one, for example). */
-export const WORKFLOW_BUNDLE_VARIABLE = 'SERVICE_WORKFLOW_BUNDLE';
-
 const MANIFEST_VERSION = 1;
 
 /**
@@ -232,9 +229,10 @@ export function readPrebuiltWorkflowBundle(
  * be written (a read-only install) is only logged.
  */
 export async function loadWorkflowBundle(
-  options: { bundlePath?: string; log?: LineLog } = {},
+  options: { bundlePath?: string | undefined; log?: LineLog } = {},
 ): Promise<{ code: string }> {
-  const bundlePath = options.bundlePath ?? (process.env[WORKFLOW_BUNDLE_VARIABLE] || DEFAULT_WORKFLOW_BUNDLE_PATH);
+  // The path comes from the settings (SERVICE_WORKFLOW_BUNDLE, parsed at start: src/service.ts).
+  const bundlePath = options.bundlePath || DEFAULT_WORKFLOW_BUNDLE_PATH;
   const log = options.log ?? lineLog('worker', 'info');
   const prebuilt = readPrebuiltWorkflowBundle(bundlePath);
   if (prebuilt.ok) return { code: prebuilt.code };

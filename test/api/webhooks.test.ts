@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
 import { createWebhookActivities } from '../../activities/webhooks.js';
 import { createRunAuthorities, syncEntityId } from '../../src/temporal/runAuthority.js';
@@ -29,6 +29,7 @@ import {
   startFakeServer,
   type ApiHarness,
 } from './helpers/harness.js';
+import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
 const WORKFLOW = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'deliverWebhook.ts');
 
@@ -52,7 +53,7 @@ beforeAll(async () => {
   );
   await deployWithConnection(h, 'k');
   const { temporalAddress, temporalNamespace } = stack();
-  const connection = await Connection.connect({ address: temporalAddress });
+  const connection = await connectTemporal({ address: temporalAddress });
   temporal = new Client({ connection, namespace: temporalNamespace });
   // The service's own workflows carry encrypted payloads: reading their results needs its converter.
   const serviceClient = new Client({
@@ -87,7 +88,7 @@ beforeAll(async () => {
   taskQueue = uniqueName('webhooks');
   // Bundled here from workflows/deliverWebhook.ts, until workflows/index.ts exports it.
   const workflowBundle = await bundleWorkflows(WORKFLOW);
-  const workerConnection = await NativeConnection.connect({ address: temporalAddress });
+  const workerConnection = await connectWorker({ address: temporalAddress });
   const worker = await Worker.create({
     connection: workerConnection,
     namespace: temporalNamespace,

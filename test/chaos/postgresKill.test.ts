@@ -7,15 +7,14 @@
  * records); CHAOS_FULL=1 runs 30,000. It owns its stack.
  */
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { composeService } from '../../src/api/compose.js';
-import { createApi } from '../../src/api/index.js';
 import { Encryptor } from '../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
+import { createService } from '../../src/service.js';
+import { loadSettings } from '../../src/settings.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { bundle, ENVIRONMENT, INTEGRATION, json, startFakeApi, syncDefinition } from '../runtime/helpers.js';
 import { recordFigures, size } from './lib/figures.js';
@@ -56,34 +55,39 @@ describe('Postgres killed with SIGKILL in the middle of a sync', () => {
     });
 
     // The API of the service in this process, over the same database.
-    const service = composeService({
-      db: own.pool,
-      encryptor: new Encryptor([randomBytes(32)]),
-      temporal: own.client,
-      taskQueue: 'chaos-pgkill',
-      callbackUrl: 'http://127.0.0.1:1/oauth/callback',
-      catalog: loadProviderCatalog({
-        extra: {
-          [INTEGRATION]: {
-            display_name: 'Fake API',
-            auth_mode: 'API_KEY',
-            api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-            base_url: api.url,
-          },
-        },
+    const service = await createService(
+      loadSettings({
+        DATABASE_URL: own.databaseUrl,
+        TEMPORAL_ADDRESS: own.temporalAddress,
+        TEMPORAL_NAMESPACE: own.namespace,
+        TEMPORAL_TASK_QUEUE: 'chaos-pgkill',
+        SERVICE_ROLE: 'api',
+        PORT: '0',
       }),
-      log: () => undefined,
-    });
-    const server = createApi({ ...service.api, logger: { info: () => undefined, error: () => undefined } }).listen(
-      0,
-      '127.0.0.1',
+      {
+        db: own.pool,
+        encryptor: new Encryptor([randomBytes(32)]),
+        catalog: loadProviderCatalog({
+          extra: {
+            [INTEGRATION]: {
+              display_name: 'Fake API',
+              auth_mode: 'API_KEY',
+              api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+              base_url: api.url,
+            },
+          },
+        }),
+        log: () => undefined,
+        apiDeps: { logger: { info: () => undefined, error: () => undefined } },
+      },
     );
-    await new Promise((resolve) => server.once('listening', resolve));
-    const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    await service.start();
+    const apiUrl = service.apiUrl ?? '';
+    const { connections } = service.parts;
     // The environment the runtime tests' definitions name, so that the API reads the run's records.
-    const { secretKey } = await service.connections.environments.create({ name: 'chaos', id: ENVIRONMENT });
-    await service.connections.integrations.upsert(ENVIRONMENT, { id: INTEGRATION, provider: INTEGRATION });
-    await service.connections.service.importConnection({
+    const { secretKey } = await connections.environments.create({ name: 'chaos', id: ENVIRONMENT });
+    await connections.integrations.upsert(ENVIRONMENT, { id: INTEGRATION, provider: INTEGRATION });
+    await connections.service.importConnection({
       environmentId: ENVIRONMENT,
       integrationId: INTEGRATION,
       connectionId: CONNECTION,
@@ -198,8 +202,7 @@ describe('Postgres killed with SIGKILL in the middle of a sync', () => {
       expect(result.recordCounts).toEqual({ Record: TOTAL });
     } finally {
       await workers.stop();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await service.stop();
     }
   }, 900_000);
 });

@@ -8,12 +8,13 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Connection, Client } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { bundle, deployRequest, INTEGRATION, PROVIDER, SERVICE_YAML } from '../api/fixtures.js';
 import { eventually, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
 import { stack } from '../helpers/stack.js';
 import { useLogScan } from '../connections/helpers/logScan.js';
 import { recordFigures } from './lib/figures.js';
+import { connectTemporal } from '../../src/temporal/connection.js';
 
 const secret = (tag: string) => `sk_${tag}_${randomBytes(12).toString('hex')}`;
 const KEY_A1 = secret('a1');
@@ -425,7 +426,7 @@ describe('security', () => {
     for (const { row } of blobs.rows) scan('payload store', row);
 
     const { temporalAddress, temporalNamespace } = stack();
-    const connection = await Connection.connect({ address: temporalAddress });
+    const connection = await connectTemporal({ address: temporalAddress });
     let histories = 0;
     let events = 0;
     try {

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, inject } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { assertPostgresReachable } from '../../src/devstack/postgres.js';
 import { assertTemporalReachable } from '../../src/devstack/temporal.js';
 import { createLogger } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
+import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
 // Worker state changes at INFO drown the test output; warnings and errors still show.
 installServiceRuntime({ logger: createLogger({ level: 'warn', destination: 'stderr' }) });
@@ -68,7 +69,7 @@ export async function useTemporalClient(): Promise<Client> {
   await assertTemporalReachable(temporalAddress, temporalNamespace, 3000).catch((error: unknown) => {
     throw new Error(`the test harness's Temporal server is gone: ${(error as Error).message}`);
   });
-  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
+  const connection = await connectTemporal({ address: temporalAddress }, 3000);
   afterAll(() => connection.close());
   return new Client({ connection, namespace: temporalNamespace });
 }
@@ -83,7 +84,7 @@ export async function useWorker(
 ): Promise<{ taskQueue: string; worker: Worker }> {
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = options.taskQueue ?? uniqueName('tq');
-  const connection = await NativeConnection.connect({ address: temporalAddress });
+  const connection = await connectWorker({ address: temporalAddress });
   const worker = await Worker.create({
     connection,
     namespace: temporalNamespace,

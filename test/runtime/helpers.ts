@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { Encryptor } from '../../src/connections/encryption.js';
 import type { ConnectionService } from '../../src/connections/types.js';
@@ -22,6 +22,7 @@ import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/tempor
 import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
+import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
 export { ENVIRONMENT, INTEGRATION, TestConnections };
 
@@ -42,7 +43,7 @@ export interface RuntimeHarness {
 /** A client with the runtime's data converter (results kept in Postgres must be readable). */
 export async function useRuntimeClient(pool: Pool, encryptor?: Encryptor): Promise<Client> {
   const { temporalAddress, temporalNamespace } = stack();
-  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
+  const connection = await connectTemporal({ address: temporalAddress }, 3000);
   afterAll(() => connection.close());
   return new Client({
     connection,
@@ -75,7 +76,7 @@ export async function useRuntime(
   let actionWorker: Worker | undefined;
   if (options.worker !== false) {
     const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-    const connection = await NativeConnection.connect({ address: temporalAddress });
+    const connection = await connectWorker({ address: temporalAddress });
     const workers = await createRuntimeWorkers({
       connection,
       namespace: temporalNamespace,

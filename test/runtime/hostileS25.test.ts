@@ -4,7 +4,7 @@
  * lead owns: see the test's comment).
  */
 import { randomBytes } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileConfig } from '../../src/config/validate.js';
@@ -21,6 +21,7 @@ import {
   syncDefinition,
   useRuntime,
 } from './helpers.js';
+import { connectTemporal } from '../../src/temporal/connection.js';
 
 const APPID = '9f8e7d6c5b4a39281706f5e4d3c2b1a0';
 const SLACK = 'aB3dE6gH9jK2mN5pQ8sT1vW4';
@@ -52,7 +53,7 @@ describe('HOSTILE s25 on the real stack', () => {
 
     // Read as the Web UI does: Temporal's default converter, no codec, no key.
     const { temporalAddress, temporalNamespace } = stack();
-    const connection = await Connection.connect({ address: temporalAddress });
+    const connection = await connectTemporal({ address: temporalAddress });
     afterAll(() => connection.close());
     const history = await new Client({ connection, namespace: temporalNamespace }).workflow
       .getHandle(workflowId)

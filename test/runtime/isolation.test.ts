@@ -13,7 +13,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
 import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
@@ -29,6 +28,7 @@ import { stack, uniqueName } from '../helpers/stack.js';
 import { actionDefinition, bundle, ENVIRONMENT, INTEGRATION, syncDefinition, useRuntime } from './helpers.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
 import type { Victim } from './fixtures/hostileWorkflows.js';
+import { connectWorker } from '../../src/temporal/connection.js';
 
 const HOSTILE_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hostileWorkflows.ts');
 const VICTIM_ENV = 'victim-env';
@@ -68,7 +68,7 @@ describe('a script has no authority beyond its own run', () => {
 
     const workflowBundle = await bundleWorkflows(HOSTILE_WORKFLOWS);
     const { temporalAddress, temporalNamespace } = stack();
-    const connection = await NativeConnection.connect({ address: temporalAddress });
+    const connection = await connectWorker({ address: temporalAddress });
     const taskQueue = uniqueName('hostile');
     const workers = await createRuntimeWorkers({
       connection,

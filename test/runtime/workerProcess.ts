@@ -3,8 +3,7 @@
  * sync) or that let a script exhaust its memory. Configured through the environment; prints `ready`
  * once polling. Run with `tsx test/runtime/workerProcess.ts`.
  */
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import { createActivities } from '../../activities/index.js';
 import type { DeployActivityDeps } from '../../activities/deploy.js';
 import { createConnections } from '../../src/connections/index.js';
@@ -18,6 +17,7 @@ import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
+import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -38,8 +38,8 @@ const connections = new TestConnections(
 );
 // The fake API of the test that started this worker, and no other local address.
 outboundPolicy().allow(new URL(required('API_BASE_URL')).host);
-const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
-const clientConnection = await Connection.connect({ address: required('TEMPORAL_ADDRESS') });
+const connection = await connectWorker({ address: required('TEMPORAL_ADDRESS') });
+const clientConnection = await connectTemporal({ address: required('TEMPORAL_ADDRESS') });
 const client = new Client({
   connection: clientConnection,
   namespace: required('TEMPORAL_NAMESPACE'),

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
@@ -21,6 +21,7 @@ import { buildWorkflowBundle, saveWorkflowBundle } from '../../src/temporal/work
 import { eventually } from '../helpers/eventually.js';
 import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from '../helpers/pagedApi.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
+import { connectTemporal } from '../../src/temporal/connection.js';
 
 const V2_ENTRY = resolve(import.meta.dirname, 'fixtures', 'workflowsV2.ts');
 
@@ -53,7 +54,7 @@ beforeAll(async () => {
   });
   const { secretKey } = await new EnvironmentStore(pool).create({ name: 'topology' });
   api = createClient({ baseUrl: topology.apiUrl, secretKey });
-  temporalConnection = await Connection.connect({ address: topology.temporal.address });
+  temporalConnection = await connectTemporal({ address: topology.temporal.address });
   temporal = new Client({
     connection: temporalConnection,
     namespace: topology.temporal.namespace,

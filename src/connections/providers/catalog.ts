@@ -239,10 +239,10 @@ export interface LoadCatalogOptions {
   extra?: Record<string, unknown> | undefined;
 }
 
-/** Built-in providers, then SERVICE_PROVIDERS_FILE's (or `extraFile`'s), then `extra`. */
+/** Built-in providers, then `extraFile`'s (the service passes SERVICE_PROVIDERS_FILE: src/service.ts), then `extra`. */
 export function loadProviderCatalog(options: LoadCatalogOptions = {}): ProviderCatalog {
   const providers = new Map<string, Provider>(Object.entries(readProvidersFile(BUILTIN_PROVIDERS_FILE)));
-  const extraFile = options.extraFile ?? process.env['SERVICE_PROVIDERS_FILE'];
+  const { extraFile } = options;
   if (extraFile)
     for (const [name, provider] of Object.entries(readProvidersFile(extraFile))) providers.set(name, provider);
   if (options.extra) {

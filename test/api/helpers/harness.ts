@@ -8,18 +8,15 @@ import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import { createActivities } from '../../../activities/index.js';
-import { createApi, type ApiDeps } from '../../../src/api/index.js';
-import { composeService } from '../../../src/api/compose.js';
+import type { Client } from '@temporalio/client';
+import type { ApiDeps } from '../../../src/api/index.js';
 import type { DeployRequest } from '../../../src/deploy/deployments.js';
 import { createClient, ServiceApiError, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
 import { Encryptor } from '../../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
 import type { Pool } from '../../../src/db/pool.js';
-import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
-import { createRuntimeWorkers } from '../../../src/temporal/worker.js';
+import { createService, type Service, type ServiceOverrides } from '../../../src/service.js';
+import { loadSettings } from '../../../src/settings.js';
 import { allowOutbound } from '../../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
@@ -83,8 +80,8 @@ export interface ApiHarness {
   /** The service admin key the API was given (SERVICE_ADMIN_KEY), and a client with it. */
   adminKey: string;
   admin: ServiceClient;
-  /** The composed service, for tests that reach below the API (the connection service, say). */
-  service: ReturnType<typeof composeService>;
+  /** The service, for tests that reach below the API (its parts: the connection service, say). */
+  service: Service;
   /** The worker's task queue, and a Temporal client with the service's data converter. */
   taskQueue: string;
   temporal: Client;
@@ -97,8 +94,8 @@ export async function startApiHarness(
     proxy?: ApiDeps['proxy'];
     /** More catalog entries (an OAuth provider, say), beside the fake API's. */
     providers?: Record<string, unknown>;
-    /** Passed to composeService (the connection events of docs/api.md "Connection events", say). */
-    compose?: Partial<Parameters<typeof composeService>[0]>;
+    /** Passed to createService. */
+    overrides?: ServiceOverrides;
   } = {},
 ): Promise<ApiHarness> {
   const { pool, url: dbUrl } = await useDatabase();
@@ -108,18 +105,23 @@ export async function startApiHarness(
   server.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const encryptor = new Encryptor([randomBytes(32)]);
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = uniqueName('tq');
-  const dataConverter = createDataConverter({ db: pool, encryptor });
-  const clientConnection = await Connection.connect({ address: temporalAddress, connectTimeout: 3000 });
-  const temporal = new Client({ connection: clientConnection, namespace: temporalNamespace, dataConverter });
-  const service = composeService({
+  const logs: string[] = [];
+  const adminKey = `admin_${randomBytes(24).toString('base64url')}`;
+  const settings = loadSettings({
+    DATABASE_URL: dbUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: temporalNamespace,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    SERVICE_PUBLIC_URL: baseUrl,
+    SERVICE_ADMIN_KEY: adminKey,
+    // The test run's folder of thread marks (test/globalSetup.ts).
+    SERVICE_THREAD_MARKS_DIR: process.env['SERVICE_THREAD_MARKS_DIR'],
+  });
+  const service = await createService(settings, {
     db: pool,
-    encryptor,
-    temporal,
-    taskQueue,
-    callbackUrl: `${baseUrl}/oauth/callback`,
+    encryptor: new Encryptor([randomBytes(32)]),
     catalog: loadProviderCatalog({
       extra: {
         [PROVIDER]: {
@@ -132,43 +134,29 @@ export async function startApiHarness(
       },
     }),
     log: () => undefined,
-    ...options.compose,
-  });
-  const { connections, deployments } = service;
-
-  const workerConnection = await NativeConnection.connect({ address: temporalAddress });
-  const workers = await createRuntimeWorkers({
-    connection: workerConnection,
-    namespace: temporalNamespace,
-    taskQueue,
-    activities: createActivities({ db: pool, runtime: service.runtime }),
+    server,
     workflowBundle: { codePath: workflowBundlePath },
-    dataConverter,
-  });
-  const running = workers.run();
-
-  const logs: string[] = [];
-  const adminKey = `admin_${randomBytes(24).toString('base64url')}`;
-  const deps: ApiDeps = {
-    ...service.api,
-    adminKey,
-    proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
-    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
-    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
-    logger: {
-      info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
-      error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+    // The tests that need them start the token refresher and the maintenance themselves.
+    backgroundJobs: false,
+    connectTimeoutMs: 3000,
+    apiDeps: {
+      proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
+      ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+      ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+      logger: {
+        info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+        error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
+      },
     },
-  };
-  server.on('request', createApi(deps));
+    ...options.overrides,
+  });
+  const { connections, deployments } = service.parts;
+  await service.start();
 
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-    workers.shutdown();
-    await running;
-    await workerConnection.close();
-    await clientConnection.close();
+    await service.stop();
   });
 
   const a = await connections.environments.create({ name: 'env-a' });
@@ -180,7 +168,7 @@ export async function startApiHarness(
     dbUrl,
     baseUrl,
     fake,
-    deps,
+    deps: service.api,
     api: createClient({ baseUrl, secretKey: envA.secretKey }),
     apiB: createClient({ baseUrl, secretKey: envB.secretKey }),
     anonymous: createClient({ baseUrl }),
@@ -194,7 +182,7 @@ export async function startApiHarness(
     admin: createClient({ baseUrl, secretKey: adminKey }),
     service,
     taskQueue,
-    temporal,
+    temporal: service.temporal,
   };
 }
 

@@ -11,7 +11,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll } from 'vitest';
 import { createPool, type Pool } from '../../../src/db/pool.js';
 import { migrate } from '../../../src/db/migrate.js';
@@ -20,6 +20,7 @@ import { freePort, run, sleep } from '../../../src/devstack/process.js';
 import { startTemporal, type TemporalServer } from '../../../src/devstack/temporal.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
 import { bundleWorkflows } from '../../../src/temporal/worker.js';
+import { connectTemporal } from '../../../src/temporal/connection.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(here, '..', '..', '..');
@@ -111,7 +112,7 @@ export async function startOwnStack(): Promise<OwnStack> {
   await migrate(pool);
   const workflowBundlePath = join(dir, 'workflows.js');
   writeFileSync(workflowBundlePath, (await bundleWorkflows()).code);
-  const connection = await Connection.connect({ address: temporal.address, connectTimeout: 5000 });
+  const connection = await connectTemporal({ address: temporal.address }, 5000);
   const client = new Client({
     connection,
     namespace: temporal.namespace,
