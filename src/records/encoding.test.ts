@@ -8,7 +8,7 @@ function errorOf(fn: () => unknown): ServiceError {
   try {
     fn();
   } catch (error) {
-    if (error instanceof ServiceError) return error;
+    if (error instanceof ServiceError) return error as ServiceError;
     throw error;
   }
   throw new Error('expected a ServiceError');
