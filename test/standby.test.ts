@@ -93,6 +93,9 @@ describe("npm start's warm standby worker", () => {
         300_000,
         `standby ${kill + 1} to be ready`,
       );
+      // The run's request for page 6 is held, so that no other request is in flight at the kill: the
+      // next request is the standby's.
+      fake.hold(id, 5);
       await trigger(api, id);
       await eventually(async () => (fake.pagesSeen(id) >= 6 ? true : undefined), 120_000, `page 6 of ${id}`);
       const [active, ...others] = await pollerPids().then((pids) => pids.filter((pid) => !killed.has(pid)));
@@ -102,6 +105,7 @@ describe("npm start's warm standby worker", () => {
       process.kill(active!, 'SIGKILL');
       killed.add(active!);
       const killedAt = Date.now();
+      fake.open(id);
       await eventually(
         async () => (fake.requests(id) > requestsAtKill ? true : undefined),
         120_000,
