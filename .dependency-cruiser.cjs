@@ -40,21 +40,7 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    knownViolations: [
-      // src/records/postgresRecordStore.ts writes through the step ledger (src/runtime/stepLedger.ts:
-      // onceInTransaction) while src/runtime/definitions.ts and runHistory.ts take the type WriteSummary
-      // from src/records/types.ts. Removed by moving the step ledger out of src/runtime (into src/records,
-      // or a store of its own that the record store is given), issue 20 point 2.
-      { from: 'src/records', to: 'src/runtime', rule: { name: 'no-bidirectional-folders', severity: 'error' } },
-      // src/connections takes the script-facing types (ConnectionRecord, Credentials, EnvironmentVariable)
-      // from src/runtime/public.ts, which must stay self-contained (it is packed on its own), and the
-      // outbound request policy and redaction from src/runtime; src/runtime takes ConnectionScope
-      // (http.ts, logStore.ts) and the type Encryptor (stepLedger.ts, payloadStorage.ts) from
-      // src/connections. Removed by moving outbound.ts and redaction.ts to a folder of their own and
-      // giving src/runtime its own scope and cipher interfaces, so src/runtime imports nothing of
-      // src/connections.
-      { from: 'src/connections', to: 'src/runtime', rule: { name: 'no-bidirectional-folders', severity: 'error' } },
-    ],
+    knownViolations: [],
     reporterOptions: {
       archi: { collapsePattern: '^(src/[^/]+|workflows|activities|scripts|bench|bin)' },
     },

@@ -26,7 +26,7 @@ import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/ru
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
 import { budgetFunctionName, instrumentScript } from '../src/runtime/instrument.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
-import { createStepLedger, type StepKey } from '../src/runtime/stepLedger.js';
+import { createStepLedger, type StepKey } from '../src/steps/stepLedger.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { HttpRequestInput, HttpResult } from '../src/runtime/svcTypes.js';
 
@@ -47,7 +47,7 @@ export interface RuntimeDeps {
   resolveAction: ActionResolver;
   /** A client of the same namespace: the runaway watchdog inspects and terminates runs with it. */
   temporal: Client;
-  /** Encrypts the step ledger's recorded responses (src/runtime/stepLedger.ts). */
+  /** Encrypts the step ledger's recorded responses (src/steps/stepLedger.ts). */
   encryptor: Encryptor;
   /** Verifies which run calls an activity (src/temporal/runAuthority.ts); built from `temporal` when omitted. */
   authorities?: RunAuthorities | undefined;

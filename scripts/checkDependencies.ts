@@ -170,7 +170,7 @@ export function formatReport({ violations, known, staleKnown }: DependencyReport
   lines.push(
     '',
     failed === 0
-      ? `dependencies: ok (no import cycle; no two folders importing each other except the ${known.length} listed in ${CONFIG_NAME})`
+      ? `dependencies: ok (no import cycle; no two folders importing each other${known.length > 0 ? ` except the ${known.length} listed in ${CONFIG_NAME}` : ''})`
       : `dependencies: ${failed} problem(s) against the rules of ${CONFIG_NAME}`,
   );
   return `${lines.join('\n').trimStart()}\n`;

@@ -1,43 +1,12 @@
 /**
  * What the rest of the service (the runtime's activities, the API) needs from connections. The
- * implementation lives beside this file; the runtime codes against this interface only.
+ * implementation lives beside this file. The runtime declares the part it needs itself
+ * (src/runtime/connectionAccess.ts), so that it never imports this folder.
  */
+import type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 
-export interface ConnectionScope {
-  environmentId: string;
-  /** The integration id (provider_config_key). */
-  integrationId: string;
-  connectionId: string;
-}
-
-/** A request ready to send: absolute URL, credentials injected (header, query or OAuth 1 signature). */
-export interface AuthorizedRequest {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  /**
-   * The connection's credential values in every form they can be echoed in (redaction.ts): whatever
-   * of the request or its answer is kept or shown (an error message, a failure's details) has them
-   * replaced by `[redacted]`.
-   */
-  secrets?: string[] | undefined;
-}
-
-export interface RequestToAuthorize {
-  method: string;
-  /** Path (or absolute URL) of the request. */
-  endpoint: string;
-  /** Base URL to use instead of the provider catalog's; only a host of the provider (its base URL's, or `allowed_hosts`). */
-  baseUrlOverride?: string | undefined;
-  headers: Record<string, string>;
-  params: Record<string, string | number>;
-  /**
-   * The fields of an `application/x-www-form-urlencoded` body, when the request has one: OAuth 1.0a
-   * signs them (RFC 5849 section 3.4.1.3.1). Ignored by the other auth modes.
-   */
-  formParams?: Record<string, string> | undefined;
-}
+export type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 
 export interface ConnectionService {
   /**

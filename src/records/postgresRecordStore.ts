@@ -19,7 +19,7 @@ import type {
   WriteStep,
   WriteSummary,
 } from './types.js';
-import { onceInTransaction } from '../runtime/stepLedger.js';
+import { onceInTransaction } from '../steps/stepLedger.js';
 
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1000;
@@ -52,7 +52,7 @@ interface PreparedRecord {
 
 const zeroSummary = (): WriteSummary => ({ added: 0, updated: 0, deleted: 0, unchanged: 0 });
 
-/** The write once per step when a step is given (src/runtime/stepLedger.ts), else simply the write. */
+/** The write once per step when a step is given (src/steps/stepLedger.ts), else simply the write. */
 function once<T>(client: PoolClient, step: WriteStep | undefined, work: () => Promise<T>): Promise<T> {
   return step ? onceInTransaction(client, step, work) : work();
 }

@@ -39,7 +39,7 @@ export interface WriteSummary {
   unchanged: number;
 }
 
-/** A write done once per step of a run (src/runtime/stepLedger.ts): Temporal's run id and the step's index. */
+/** A write done once per step of a run (src/steps/stepLedger.ts): Temporal's run id and the step's index. */
 export interface WriteStep {
   runId: string;
   step: number;

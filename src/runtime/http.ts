@@ -5,7 +5,7 @@
  */
 import axios, { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ConnectionScope, ConnectionService } from '../connections/types.js';
+import type { ConnectionScope, RequestAuthorizer } from './connectionAccess.js';
 import { redactSecrets, redactValue } from './redaction.js';
 import { isServiceError } from '../errors.js';
 import { OUTBOUND_REFUSED, outboundPolicy, outboundRefusal } from './outbound.js';
@@ -82,7 +82,7 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
  * credential value of the connection redacted.
  */
 export async function sendRequest(
-  connections: ConnectionService,
+  connections: RequestAuthorizer,
   scope: ConnectionScope,
   { method, config }: HttpRequestInput,
 ): Promise<HttpResult> {

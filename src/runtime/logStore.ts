@@ -1,5 +1,5 @@
 import { redactSecrets } from './redaction.js';
-import type { ConnectionScope } from '../connections/types.js';
+import type { ConnectionScope } from './connectionAccess.js';
 import type { Pool } from '../db/pool.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import type { Encryptor } from '../connections/encryption.js';
 import type { Pool } from '../db/pool.js';
 import { clearSummary } from './stepSummary.js';
 
@@ -104,7 +103,16 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
  * sit in clear in a workflow history. Step names (summaries, src/runtime/stepSummary.ts) stay
  * readable in the Web UI; payloads show as ciphertext there.
  */
-export function createEncryptionCodec(encryptor: Encryptor): PayloadCodec {
+/**
+ * What the codec needs of the service's Encryptor (src/connections/encryption.ts), declared here so that
+ * src/runtime does not import src/connections.
+ */
+export interface PayloadCipher {
+  encrypt(plaintext: string, purpose: 'temporal_payload'): string;
+  decrypt(ciphertext: string, purpose: 'temporal_payload'): string;
+}
+
+export function createEncryptionCodec(encryptor: PayloadCipher): PayloadCodec {
   return {
     async encode(payloads) {
       return payloads.map((payload) => {
@@ -159,7 +167,7 @@ export function createDataConverter({
 }: {
   db: Pool;
   threshold?: number;
-  encryptor?: Encryptor;
+  encryptor?: PayloadCipher;
 }) {
   const claimCheck = createClaimCheckCodec({ db, ...(threshold === undefined ? {} : { threshold }) });
   return {
