@@ -7,9 +7,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, type Logger, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
@@ -18,6 +18,7 @@ import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { outboundPolicy } from '../src/runtime/outbound.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
+import { connectTemporal, connectWorker } from '../src/temporal/connection.js';
 import { bundleWorkflows, createRuntimeWorkers, type RuntimeWorkers } from '../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js';
 
@@ -72,14 +73,14 @@ export async function startRuntimeBench(
   // The fake API only: the outbound request policy keeps refusing every other local address.
   outboundPolicy().allow(new URL(apiUrl).host);
 
-  const clientConnection = await Connection.connect({ address: stack.temporal.address });
+  const clientConnection = await connectTemporal({ address: stack.temporal.address });
   const standard = createDataConverter({ db: pool });
   const client = new Client({
     connection: clientConnection,
     namespace: stack.temporal.namespace,
     dataConverter: options.clientDataConverter?.(standard) ?? standard,
   });
-  const workerConnection = await NativeConnection.connect({ address: stack.temporal.address });
+  const workerConnection = await connectWorker({ address: stack.temporal.address });
   const taskQueue = 'bench-runtime';
   const activities = {
     ...createActivities({

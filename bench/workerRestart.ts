@@ -17,10 +17,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { startStack } from '../src/devstack/index.js';
 import { freePort } from '../src/devstack/process.js';
+import { connectTemporal } from '../src/temporal/connection.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -38,7 +38,7 @@ const entry = resolve(values.entry ?? join(root, 'src', 'main.ts'));
 const stack = await startStack({ ephemeral: true });
 const dataDir = mkdtempSync(join(tmpdir(), 'worker-restart-'));
 const taskQueue = `restart-${randomBytes(4).toString('hex')}`;
-const connection = await Connection.connect({ address: stack.temporal.address });
+const connection = await connectTemporal({ address: stack.temporal.address });
 let output = '';
 const spawnedAt = Date.now();
 const service = spawn(join(root, 'node_modules', '.bin', 'tsx'), [entry], {
@@ -52,7 +52,8 @@ const service = spawn(join(root, 'node_modules', '.bin', 'tsx'), [entry], {
     DATABASE_URL: stack.postgres.url,
     SERVICE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     SERVICE_DATA_DIR: dataDir,
-    SERVICE_LOG_LEVEL: 'silent',
+    // The supervisor's lines (a restart's back-off) are warnings; the access log stays quiet.
+    SERVICE_LOG_LEVEL: 'warn',
     SERVICE_WORKER_STANDBY: String(withStandby),
     PORT: String(await freePort()),
   },

@@ -261,7 +261,10 @@ function superviseWorker(withStandby: boolean, env: Record<string, string>): { s
       if (code === 0) return;
       // A standby that cannot start (Postgres or Temporal unreachable) is tried again, with the back-off.
       delay = Math.min(Math.max(delay * 2, 1000), 30_000);
-      console.error(`worker standby exited (${signal ?? `code ${code}`}); starting another in ${delay / 1000} s`);
+      log.warn(
+        { component: 'supervisor', code, signal },
+        `worker standby exited (${signal ?? `code ${code}`}); starting another in ${delay / 1000} s`,
+      );
       setTimeout(startStandby, delay);
     });
   };
@@ -281,11 +284,17 @@ function superviseWorker(withStandby: boolean, env: Record<string, string>): { s
       if (alive(standby)) {
         const next = standby;
         standby = undefined;
-        console.error(`worker exited (${signal ?? `code ${code}`}); the standby takes over`);
+        log.warn(
+          { component: 'supervisor', code, signal },
+          `worker exited (${signal ?? `code ${code}`}); the standby takes over`,
+        );
         activate(next);
         return;
       }
-      console.error(`worker exited (${signal ?? `code ${code}`}); starting it again in ${delay / 1000} s`);
+      log.warn(
+        { component: 'supervisor', code, signal },
+        `worker exited (${signal ?? `code ${code}`}); starting it again in ${delay / 1000} s`,
+      );
       setTimeout(() => {
         if (!stopping) activate(spawnChild());
       }, delay);
