@@ -10,6 +10,8 @@
  * run's history records: a replay evaluates exactly the same code.
  */
 import { parse, type Node } from 'acorn';
+import { simple } from 'acorn-walk';
+import MagicString from 'magic-string';
 
 /** The parameter name the instrumented code calls; chosen so no bundle clashes with it. */
 export function budgetFunctionName(code: string): string {
@@ -18,36 +20,16 @@ export function budgetFunctionName(code: string): string {
   return name;
 }
 
-interface Insertion {
-  at: number;
-  text: string;
-  /** Order among insertions at one position: closers (1) before openers (0) of a following node. */
-  order: number;
-}
-
 type AnyNode = Node & Record<string, unknown>;
-
-function isNode(value: unknown): value is AnyNode {
-  return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
-}
-
-function children(node: AnyNode): AnyNode[] {
-  const found: AnyNode[] = [];
-  for (const key of Object.keys(node)) {
-    if (key === 'type' || key === 'start' || key === 'end' || key === 'loc') continue;
-    const value = node[key];
-    if (Array.isArray(value)) {
-      for (const item of value) if (isNode(item)) found.push(item);
-    } else if (isNode(value)) {
-      found.push(value);
-    }
-  }
-  return found;
-}
 
 /**
  * Returns the bundle with budget calls inserted, or throws a SyntaxError (with its position) when the
  * bundle does not parse.
+ *
+ * The walk visits a node after its children, so a nested loop's insertions are made before its
+ * parent's. Where two insertions meet at one position, an opener goes before the openers already there
+ * (the outer brace outside the inner one) and after every closer (the previous node's `}` or `)`), and
+ * a closer goes after the closers already there (inner first).
  */
 export function instrumentScript(code: string, budget: string): string {
   const call = `${budget}();`;
@@ -57,15 +39,18 @@ export function instrumentScript(code: string, budget: string): string {
     sourceType: 'script',
     allowHashBang: true,
     allowReturnOutsideFunction: true,
-  }) as unknown as AnyNode;
-  const insertions: Insertion[] = [];
+  });
+  const output = new MagicString(code);
+  const open = (at: number, text: string): void => void output.prependRight(at, text);
+  const close = (at: number, text: string): void => void output.appendLeft(at, text);
 
   // A statement body: inside its braces, or wrapped in braces of its own.
-  function guardStatement(body: AnyNode): void {
+  function guardStatement(body: Node): void {
     if (body.type === 'BlockStatement') {
-      insertions.push({ at: body.start + 1, text: call, order: 0 });
+      open(body.start + 1, call);
     } else {
-      insertions.push({ at: body.start, text: `{${call}`, order: 0 }, { at: body.end, text: '}', order: 1 });
+      open(body.start, `{${call}`);
+      close(body.end, '}');
     }
   }
 
@@ -73,43 +58,31 @@ export function instrumentScript(code: string, budget: string): string {
   function guardFunction(body: AnyNode): void {
     if (body.type !== 'BlockStatement') {
       // An expression-bodied arrow: (budget(), expression).
-      insertions.push({ at: body.start, text: `(${budget}(),`, order: 0 }, { at: body.end, text: ')', order: 1 });
+      open(body.start, `(${budget}(),`);
+      close(body.end, ')');
       return;
     }
-    const statements = body['body'] as AnyNode[];
     let at = body.start + 1;
     let afterDirective = false;
-    for (const statement of statements) {
+    for (const statement of body['body'] as AnyNode[]) {
       if (statement.type !== 'ExpressionStatement' || typeof statement['directive'] !== 'string') break;
       at = statement.end;
       afterDirective = true;
     }
     // A directive may end without a semicolon ('use strict' then a new line): supply one.
-    insertions.push({ at, text: afterDirective ? `;${call}` : call, order: 0 });
+    open(at, afterDirective ? `;${call}` : call);
   }
 
-  const stack: AnyNode[] = [program];
-  while (stack.length > 0) {
-    const node = stack.pop()!;
-    switch (node.type) {
-      case 'ForStatement':
-      case 'ForInStatement':
-      case 'ForOfStatement':
-      case 'WhileStatement':
-      case 'DoWhileStatement':
-        guardStatement(node['body'] as AnyNode);
-        break;
-      case 'FunctionDeclaration':
-      case 'FunctionExpression':
-      case 'ArrowFunctionExpression':
-        guardFunction(node['body'] as AnyNode);
-        break;
-    }
-    stack.push(...children(node));
-  }
-
-  insertions.sort((a, b) => b.at - a.at || a.order - b.order);
-  let result = code;
-  for (const { at, text } of insertions) result = result.slice(0, at) + text + result.slice(at);
-  return result;
+  const loop = (node: Node & { body: Node }): void => guardStatement(node.body);
+  const fn = (node: Node & { body: Node }): void => guardFunction(node.body as AnyNode);
+  simple(program, {
+    ForStatement: loop,
+    ForInStatement: loop,
+    ForOfStatement: loop,
+    WhileStatement: loop,
+    DoWhileStatement: loop,
+    // FunctionDeclaration, FunctionExpression and ArrowFunctionExpression all walk as `Function`.
+    Function: fn,
+  });
+  return output.toString();
 }
