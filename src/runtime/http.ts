@@ -3,12 +3,12 @@
  * connection service, send once, and classify the outcome for Temporal's retry policy. One call is one
  * attempt; the activity retry policy (attempts = retries + 1, exponential back-off) does the rest.
  */
-import axios, { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
+import { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConnectionScope, RequestAuthorizer } from './connectionAccess.js';
 import { redactSecrets, redactValue } from './redaction.js';
 import { isServiceError } from '../errors.js';
-import { OUTBOUND_REFUSED, outboundPolicy, outboundRefusal } from './outbound.js';
+import { OUTBOUND_REFUSED, outboundRefusal, policyRequest } from './outbound.js';
 import type { RequestConfig } from './public.js';
 import { REQUEST_ERROR_TYPES, type HttpRequestInput, type HttpResult, type HttpFailureDetails } from './svcTypes.js';
 
@@ -104,7 +104,6 @@ export async function sendRequest(
   const secrets = first.secrets ?? [];
   // The connection service built the URL with the query, credentials included: redact before it is kept.
   const request = { method, url: redactUrl(first.url, secrets) };
-  const agents = outboundPolicy().httpAgents();
   let authorized = first;
   let data = config.data;
   try {
@@ -113,7 +112,7 @@ export async function sendRequest(
       // Axios asks for compressed bodies by default; without `decompress` the body would arrive compressed.
       const hasAcceptEncoding = Object.keys(headers).some((key) => key.toLowerCase() === 'accept-encoding');
       if (config.decompress !== true && !hasAcceptEncoding) headers['Accept-Encoding'] = 'identity';
-      const response = await axios.request({
+      const response = await policyRequest({
         method: authorized.method,
         url: authorized.url,
         headers,
@@ -121,14 +120,8 @@ export async function sendRequest(
         responseType: axiosResponseType(config),
         decompress: config.decompress === true,
         timeout: REQUEST_TIMEOUT_MS,
-        maxRedirects: 0,
-        httpAgent: agents.http,
-        httpsAgent: agents.https,
-        proxy: false,
         maxContentLength: Infinity,
         maxBodyLength: Infinity,
-        validateStatus: () => true,
-        transitional: { clarifyTimeoutError: false },
       });
       const location = response.headers['location'] as unknown;
       if (REDIRECT_STATUSES.has(response.status) && typeof location === 'string' && location !== '') {

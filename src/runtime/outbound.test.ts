@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -162,5 +163,70 @@ describe('connections through the policy agents', () => {
       body: 'a=b',
     });
     expect([response.status, await response.text()]).toEqual([200, 'internal secret']);
+  });
+});
+
+describe('policyFetch, as fetch answers', () => {
+  let server: Server;
+  let port = 0;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/slow') return void setTimeout(() => res.end('late'), 5_000).unref();
+      if (req.url === '/gzip') {
+        res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/json' });
+        return void res.end(gzipSync('{"access_token":"t"}'));
+      }
+      res.writeHead(201, { 'x-echo-method': req.method ?? '', 'set-cookie': ['a=1', 'b=2'] });
+      req.pipe(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+    configureOutboundPolicy(new OutboundPolicy(`127.0.0.1:${port}`));
+  });
+  afterAll(async () => {
+    configureOutboundPolicy(new OutboundPolicy(''));
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('sends the body, answers status, headers and body, and ignores an environment proxy', async () => {
+    const proxy = process.env['HTTP_PROXY'];
+    process.env['HTTP_PROXY'] = 'http://127.0.0.1:9'; // nothing listens there: used, it would fail
+    try {
+      const response = await policyFetch(`http://127.0.0.1:${port}/echo`, { method: 'PUT', body: 'payload' });
+      expect([response.status, response.headers.get('x-echo-method'), await response.text()]).toEqual([
+        201,
+        'PUT',
+        'payload',
+      ]);
+      expect(response.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+    } finally {
+      if (proxy === undefined) delete process.env['HTTP_PROXY'];
+      else process.env['HTTP_PROXY'] = proxy;
+    }
+  });
+
+  it('decompresses a gzip body', async () => {
+    const response = await policyFetch(`http://127.0.0.1:${port}/gzip`);
+    expect(await response.json()).toEqual({ access_token: 't' });
+  });
+
+  it('rejects with the signal reason on a timeout, and with a TypeError naming the cause when nothing listens', async () => {
+    const timedOut = await policyFetch(`http://127.0.0.1:${port}/slow`, { signal: AbortSignal.timeout(100) }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect((timedOut as Error).name).toBe('TimeoutError');
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    configureOutboundPolicy(new OutboundPolicy(`127.0.0.1:${port},127.0.0.1:${closedPort}`));
+    const failed = await policyFetch(`http://127.0.0.1:${closedPort}/`).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(TypeError);
+    expect((failed as Error).message).toMatch(/^fetch failed: .*ECONNREFUSED/);
   });
 });

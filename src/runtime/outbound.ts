@@ -14,6 +14,7 @@
  * blocks (`10.1.0.0/16`, `fd00::/8`), each optionally with a port (`127.0.0.1:4010`, `[::1]:8080`,
  * `tracker.local:443`). A host-name entry opens that name whatever it resolves to.
  */
+import axios, { type AxiosRequestConfig, type AxiosResponse } from 'axios';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import http, { type ClientRequestArgs } from 'node:http';
 import https from 'node:https';
@@ -379,50 +380,63 @@ export function refusedError(refusal: OutboundRefusedError): ServiceError {
 }
 
 /**
- * `fetch` through the policy: for the service's own outbound calls (OAuth token requests, outbound
- * webhooks). Redirects are not followed. Refused connections reject with a TypeError whose `cause`
- * is the OutboundRefusedError, as fetch's own network errors do.
+ * The one HTTP client of the service's server code (`svc` requests, the proxy, OAuth token requests,
+ * outbound webhooks): axios through the policy's agents. Environment proxies are ignored (a proxy
+ * would connect on the service's behalf, past the check), no redirect is followed (a caller that
+ * follows them authorises each hop: src/runtime/http.ts), and every status is an answer, not an error.
+ * The caller's options come first; the agents cannot be replaced.
+ */
+export function policyRequest<T = unknown>(config: AxiosRequestConfig): Promise<AxiosResponse<T>> {
+  const agents = outboundPolicy().httpAgents();
+  return axios.request<T>({
+    maxRedirects: 0,
+    proxy: false,
+    validateStatus: () => true,
+    // A timeout keeps axios's ECONNABORTED code, which the callers' retry rules know.
+    transitional: { clarifyTimeoutError: false },
+    ...config,
+    httpAgent: agents.http,
+    httpsAgent: agents.https,
+  });
+}
+
+/**
+ * `fetch` through the policy, for the callers written against fetch (OAuth token requests, outbound
+ * webhooks): `policyRequest` underneath. Redirects are not followed. As fetch does, a compressed body
+ * is decompressed, a network error rejects with a TypeError whose `cause` chain holds the error (an
+ * OutboundRefusedError for a refused address), and an aborted signal rejects with its reason.
  */
 export const policyFetch: typeof fetch = async (input, init) => {
   const request = new Request(input, init);
-  const url = new URL(request.url);
-  const agents = outboundPolicy().httpAgents();
   const body = request.body === null ? undefined : Buffer.from(await request.arrayBuffer());
   const headers: Record<string, string> = {};
   request.headers.forEach((value, name) => (headers[name] = value));
-  const transport = url.protocol === 'https:' ? https : http;
-  return new Promise<Response>((resolve, reject) => {
-    const outgoing = transport.request(
-      url,
-      {
-        method: request.method,
-        headers,
-        agent: url.protocol === 'https:' ? agents.https : agents.http,
-        signal: request.signal,
-      },
-      (incoming) => {
-        const chunks: Buffer[] = [];
-        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-        incoming.on('error', (error) => reject(new TypeError('fetch failed', { cause: error })));
-        incoming.on('end', () => {
-          const responseHeaders = new Headers();
-          for (const [name, value] of Object.entries(incoming.headers)) {
-            if (value === undefined) continue;
-            for (const item of Array.isArray(value) ? value : [value]) responseHeaders.append(name, item);
-          }
-          const status = incoming.statusCode ?? 502;
-          const noBody = status === 204 || status === 304 || request.method === 'HEAD';
-          resolve(
-            new Response(noBody ? null : Buffer.concat(chunks), {
-              status,
-              statusText: incoming.statusMessage ?? '',
-              headers: responseHeaders,
-            }),
-          );
-        });
-      },
-    );
-    outgoing.on('error', (error) => reject(new TypeError('fetch failed', { cause: error })));
-    outgoing.end(body);
+  let response: AxiosResponse<ArrayBuffer>;
+  try {
+    response = await policyRequest<ArrayBuffer>({
+      method: request.method,
+      url: request.url,
+      headers,
+      data: body,
+      responseType: 'arraybuffer',
+      decompress: true,
+      maxContentLength: Infinity,
+      maxBodyLength: Infinity,
+      signal: request.signal,
+    });
+  } catch (error) {
+    if (request.signal.aborted) throw request.signal.reason;
+    throw new TypeError(`fetch failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  const responseHeaders = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value === undefined || value === null) continue;
+    for (const item of Array.isArray(value) ? value : [value]) responseHeaders.append(name, String(item));
+  }
+  const noBody = response.status === 204 || response.status === 304 || request.method === 'HEAD';
+  return new Response(noBody ? null : Buffer.from(response.data), {
+    status: response.status,
+    statusText: response.statusText ?? '',
+    headers: responseHeaders,
   });
 };

@@ -9,11 +9,11 @@
  * status, headers (hop-by-hop ones dropped) and body bytes as received.
  */
 import type { Request } from 'express';
-import axios, { AxiosError } from 'axios';
+import { AxiosError } from 'axios';
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
 import { isRetryableStatus, parseRetryAfter, RETRYABLE_NETWORK_CODES } from '../../runtime/http.js';
-import { outboundPolicy, outboundRefusal, refusedError } from '../../runtime/outbound.js';
+import { outboundRefusal, policyRequest, refusedError } from '../../runtime/outbound.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute, type HttpMethod } from '../route.js';
 import { readBodyBytes } from '../body.js';
@@ -119,25 +119,18 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
           headers,
           params: {},
         });
-        const agents = outboundPolicy().httpAgents();
         for (let attempt = 0; ; attempt++) {
           let delay = Math.min(maximumMs, initialMs * 2 ** attempt);
           try {
-            const response = await axios.request<Buffer>({
+            // The outbound request policy (src/runtime/outbound.ts): the address is checked as connected.
+            const response = await policyRequest<Buffer>({
               method: authorized.method,
               url: authorized.url,
               headers: authorized.headers,
               data: body,
               responseType: 'arraybuffer',
               decompress: false,
-              maxRedirects: 0,
-              // The outbound request policy (src/runtime/outbound.ts): the address is checked as connected.
-              httpAgent: agents.http,
-              httpsAgent: agents.https,
-              proxy: false,
               timeout: timeoutMs,
-              validateStatus: () => true,
-              transitional: { clarifyTimeoutError: false },
             });
             if (attempt < retries && isRetryableStatus(response.status, retryOn)) {
               const retryAfter = parseRetryAfter(String(response.headers['retry-after'] ?? ''));
