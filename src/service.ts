@@ -47,12 +47,12 @@ import { createPostgresDeploymentStore } from './deploy/store.js';
 import { ServiceError } from './errors.js';
 import { databaseCheck, startHealthServer, temporalCheck, type ReadinessChecks } from './health.js';
 import { startRecordsMaintenance } from './records/maintenance.js';
-import { createPostgresRecordStore } from './records/postgresRecordStore.js';
-import { createPostgresLogStore } from './runtime/logStore.js';
+import { createPostgresRecordStore, recordEnvironmentHoldings } from './records/postgresRecordStore.js';
+import { createPostgresLogStore, logEnvironmentHoldings } from './runtime/logStore.js';
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
-import { createRunHistory } from './runtime/runHistory.js';
-import { createPostgresScriptStore } from './runtime/scriptStore.js';
+import { createRunHistory, runHistoryEnvironmentHoldings } from './runtime/runHistory.js';
+import { createPostgresScriptStore, scriptEnvironmentHoldings } from './runtime/scriptStore.js';
 import type { Settings } from './settings.js';
 import {
   checksConnection,
@@ -165,6 +165,12 @@ function composeParts(options: {
     onNeedsReauth: (event) => onNeedsReauth(event),
     ...(options.catalog ? { catalog: options.catalog } : {}),
     ...(options.log ? { log: options.log } : {}),
+    environmentHoldings: [
+      recordEnvironmentHoldings,
+      logEnvironmentHoldings,
+      runHistoryEnvironmentHoldings,
+      scriptEnvironmentHoldings,
+    ],
   });
   const records = createPostgresRecordStore({ db });
   // A script's svc.log lines are stored without its connection's credential values.

@@ -8,6 +8,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { z } from 'zod';
 import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
+import type { EnvironmentHoldings } from '../db/environmentHoldings.js';
 
 export interface Environment {
   id: string;
@@ -112,7 +113,14 @@ async function insertEnvironment(
 }
 
 export class EnvironmentStore {
-  constructor(private readonly db: Pool) {}
+  /**
+   * @param holdings every other module's rows of an environment (src/service.ts passes them); without
+   *   them `delete` refuses to run, since it would leave those rows behind.
+   */
+  constructor(
+    private readonly db: Pool,
+    private readonly holdings?: readonly EnvironmentHoldings[],
+  ) {}
 
   /** Creates an environment and returns its secret key: the only time the key is readable. */
   async create(input: { name: string; id?: string }): Promise<{ environment: Environment; secretKey: string }> {
@@ -166,35 +174,41 @@ export class EnvironmentStore {
    * (DELETE /connections/:id), which a plain row delete could not do, so the caller does that first.
    */
   async delete(id: string): Promise<{ environment: Environment; removed: Record<string, number> }> {
+    const holdings = this.holdings;
+    if (!holdings) throw new Error("EnvironmentStore.delete needs every module's holdings: construct it with them");
     return inTransaction(this.db, async (client) => {
       const { rows } = await client.query<EnvironmentRow>('SELECT * FROM environments WHERE id = $1 FOR UPDATE', [id]);
       if (!rows[0]) throw unknownEnvironment(id);
       const environment = toEnvironment(rows[0]);
-      // Connections and record scopes hold no foreign key to the environment: counted under the row
-      // lock, which a connection insert does not take, so a connect racing this delete is refused by
-      // the integrations' foreign key (RESTRICT) when the cascade reaches them.
-      const counts = await client.query<{ connections: string; record_scopes: string }>(
-        `SELECT (SELECT count(*) FROM connections WHERE environment_id = $1) AS connections,
-                (SELECT count(*) FROM record_scopes WHERE environment_id = $1) AS record_scopes`,
+      // Connections and the other modules' rows hold no foreign key to the environment: counted under
+      // the row lock, which a connection insert does not take, so a connect racing this delete is
+      // refused by the integrations' foreign key (RESTRICT) when the cascade reaches them.
+      const counts = await client.query<{ connections: string }>(
+        'SELECT count(*) AS connections FROM connections WHERE environment_id = $1',
         [id],
       );
       const connections = Number(counts.rows[0]?.connections ?? 0);
-      const scopes = Number(counts.rows[0]?.record_scopes ?? 0);
-      if (connections > 0 || scopes > 0) {
+      if (connections > 0) {
         throw new ServiceError(
           'environment_not_empty',
-          connections > 0
-            ? `environment '${environment.name}' still has ${connections} connection(s): delete them first (DELETE /connections/:id with this environment's key stops their syncs and erases their records)`
-            : `environment '${environment.name}' still has records of ${scopes} deleted connection(s) being erased; try again shortly`,
-          { details: { connections, record_scopes: scopes } },
+          `environment '${environment.name}' still has ${connections} connection(s): delete them first (DELETE /connections/:id with this environment's key stops their syncs and erases their records)`,
+          { details: { connections } },
         );
       }
-      const removed: Record<string, number> = {};
-      // The tables that name the environment without a foreign key to it; the rest cascade below.
-      for (const table of ['script_logs', 'sync_runs', 'record_sync_runs', 'script_bundle_environments']) {
-        const result = await client.query(`DELETE FROM ${table} WHERE environment_id = $1`, [id]);
-        removed[table] = result.rowCount ?? 0;
+      for (const holding of holdings) {
+        const blocker = await holding.blocker?.(client, id);
+        if (blocker) {
+          throw new ServiceError(
+            'environment_not_empty',
+            `environment '${environment.name}' still has ${blocker.message}`,
+            {
+              details: { connections, [blocker.key]: blocker.count },
+            },
+          );
+        }
       }
+      const removed: Record<string, number> = {};
+      for (const holding of holdings) Object.assign(removed, await holding.remove(client, id));
       try {
         const integrations = await client.query('DELETE FROM integrations WHERE environment_id = $1', [id]);
         removed['integrations'] = integrations.rowCount ?? 0;

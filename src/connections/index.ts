@@ -7,6 +7,7 @@
  * const connections = createConnections({ db, encryptor: loadEncryptor({ env: loadSettings() }), callbackUrl: 'https://svc.example.com/oauth/callback' });
  * app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
  */
+import type { EnvironmentHoldings } from '../db/environmentHoldings.js';
 import type { Pool } from '../db/pool.js';
 import { PostgresConnectionService, type ConnectionSavedEvent, type NeedsReauthEvent } from './connectionService.js';
 import type { Encryptor } from './encryption.js';
@@ -29,6 +30,8 @@ export interface CreateConnectionsOptions {
   log?: (message: string) => void;
   onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
   onNeedsReauth?: (event: NeedsReauthEvent) => Promise<void>;
+  /** The other modules' rows of an environment, which deleting it removes (src/db/environmentHoldings.ts). */
+  environmentHoldings?: readonly EnvironmentHoldings[];
 }
 
 export function createConnections(options: CreateConnectionsOptions) {
@@ -56,7 +59,7 @@ export function createConnections(options: CreateConnectionsOptions) {
   });
   return {
     catalog,
-    environments: new EnvironmentStore(db),
+    environments: new EnvironmentStore(db, options.environmentHoldings),
     variables: new PostgresEnvironmentVariableStore(db, encryptor),
     integrations,
     service,

@@ -5,6 +5,7 @@
  */
 import { ServiceError } from '../errors.js';
 import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
+import { deleteEnvironmentRows, type EnvironmentHoldings } from '../db/environmentHoldings.js';
 import { METADATA_KEY, canonicalRecordJson, contentHash, decodeCursor, encodeCursor, recordKey } from './encoding.js';
 import type {
   EraseSyncOptions,
@@ -521,3 +522,25 @@ function toPage(rows: ListRow[], limit: number): RecordPage {
   const last = page[page.length - 1];
   return { records, next_cursor: rows.length > limit && last ? encodeCursor(last.position) : null };
 }
+
+/**
+ * The records module's share of an environment (src/db/environmentHoldings.ts). Scopes left means a
+ * deleted connection's records are still being erased: the environment waits for that. The records'
+ * part of run history goes with the environment.
+ */
+export const recordEnvironmentHoldings: EnvironmentHoldings = {
+  async blocker(client, environmentId) {
+    const { rows } = await client.query<{ n: string }>(
+      'SELECT count(*) AS n FROM record_scopes WHERE environment_id = $1',
+      [environmentId],
+    );
+    const count = Number(rows[0]?.n ?? 0);
+    if (count === 0) return undefined;
+    return {
+      key: 'record_scopes',
+      count,
+      message: `records of ${count} deleted connection scope(s) being erased; try again shortly`,
+    };
+  },
+  remove: (client, environmentId) => deleteEnvironmentRows(client, environmentId, ['record_sync_runs']),
+};

@@ -1,6 +1,7 @@
 import { redactSecrets } from './redaction.js';
 import type { ConnectionScope } from './connectionAccess.js';
 import type { Pool } from '../db/pool.js';
+import { holdingsOfTables } from '../db/environmentHoldings.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -140,3 +141,6 @@ export function createPostgresLogStore({ db, secretsOf }: PostgresLogStoreOption
     },
   };
 }
+
+/** Script logs go with their environment (src/db/environmentHoldings.ts). */
+export const logEnvironmentHoldings = holdingsOfTables('script_logs');

@@ -4,6 +4,7 @@
  * workflow's state (the status query).
  */
 import type { Pool } from '../db/pool.js';
+import { holdingsOfTables } from '../db/environmentHoldings.js';
 import type { WriteSummary } from '../records/types.js';
 
 export interface SyncRunRecord {
@@ -133,3 +134,6 @@ export function createRunHistory({ db }: { db: Pool }) {
 }
 
 export type RunHistory = ReturnType<typeof createRunHistory>;
+
+/** Run history goes with its environment (src/db/environmentHoldings.ts). */
+export const runHistoryEnvironmentHoldings = holdingsOfTables('sync_runs');

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool } from '../db/pool.js';
+import { holdingsOfTables } from '../db/environmentHoldings.js';
 import { ServiceError } from '../errors.js';
 
 /** The deployed script bundles, addressed by content hash (table script_bundles). */
@@ -49,3 +50,6 @@ export function createPostgresScriptStore({ db }: { db: Pool }): ScriptStore {
     },
   };
 }
+
+/** An environment's links to stored bundles go with it (the bundles themselves are shared by content hash) (src/db/environmentHoldings.ts). */
+export const scriptEnvironmentHoldings = holdingsOfTables('script_bundle_environments');

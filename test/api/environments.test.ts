@@ -165,6 +165,17 @@ describe('environments through the API', () => {
     expect(await doomed.environmentVariables.list()).toEqual([{ name: 'TOKEN', value: 'variable-secret-value' }]);
 
     await doomed.connections.delete(connectionOf('d1'));
+    // A scope whose records are still being erased (the records module's holdings) holds the delete back.
+    const scope = await h.pool.query<{ scope_id: string }>(
+      `INSERT INTO record_scopes (environment_id, integration_id, connection_id, model) VALUES ($1, 'gone', 'gone', 'M')
+       RETURNING scope_id`,
+      [environment.id],
+    );
+    expect(await failure(h.admin.environments.delete(environment.id))).toEqual({
+      status: 409,
+      code: 'environment_not_empty',
+    });
+    await h.pool.query('DELETE FROM record_scopes WHERE scope_id = $1', [scope.rows[0]!.scope_id]);
     const deleted = await h.admin.environments.delete(environment.id);
     expect(deleted).toMatchObject({ deleted: true, environment: { id: environment.id, name: 'doomed' } });
     expect(await rowsOf(environment.id)).toEqual({});
