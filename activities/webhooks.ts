@@ -6,6 +6,7 @@ import type { Encryptor } from '../src/connections/encryption.js';
 import type { Pool } from '../src/db/pool.js';
 import {
   attemptDelivery,
+  deliveryKeyOf,
   markDeliveryFailed,
   recordSyncDeliveries,
   type SyncFinishedEvent,
@@ -47,11 +48,7 @@ export function createWebhookActivities({
   /** Refuses a delivery that the calling workflow did not record. */
   async function ownDelivery(id: string): Promise<void> {
     const workflowId = await deliveringWorkflow();
-    const { rows } = await db.query<{ delivery_key: string }>(
-      'SELECT delivery_key FROM webhook_deliveries WHERE id = $1',
-      [id],
-    );
-    if (!rows[0]?.delivery_key.startsWith(`${workflowId}:`)) {
+    if (!(await deliveryKeyOf(db, id))?.startsWith(`${workflowId}:`)) {
       throw scopeDenied(`workflow ${workflowId} did not record webhook delivery ${id}`);
     }
   }

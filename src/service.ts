@@ -33,6 +33,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { ApiDeps } from './api/deps.js';
+import { createGeneratedRouting } from './api/generatedRouting.js';
 import { createApi } from './api/index.js';
 import { webhookDeployWarnings } from './api/webhooks/inbound.js';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from './connections/connectionService.js';
@@ -67,7 +68,8 @@ import { createSyncControl } from './temporal/syncControl.js';
 import { createRuntimeWorkers, type CreateWorkerOptions, type RuntimeWorkers } from './temporal/worker.js';
 import { loadWorkflowBundle } from './temporal/workflowBundle.js';
 import { createConnectionEvents } from './webhooks/connectionEvents.js';
-import { createWebhookSettingsStore } from './webhooks/settings.js';
+import { createWebhookSettingsStore, type WebhookSettingsStore } from './webhooks/settings.js';
+import { createInboundSignatureStore } from './webhooks/inboundSignatures.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 
 /** What a caller (a test, a benchmark, main's local mode) gives instead of what the settings say. */
@@ -112,6 +114,7 @@ export interface ServiceParts {
   runHistory: ReturnType<typeof createRunHistory>;
   syncs: ReturnType<typeof createSyncControl>;
   events: ReturnType<typeof createConnectionEvents>;
+  webhookSettings: WebhookSettingsStore;
   /** What createActivities takes besides the pool. */
   runtime: NonNullable<ActivityDeps['runtime']>;
 }
@@ -227,7 +230,7 @@ function composeParts(options: {
     // The apply workflow's activities (activities/deploy.ts).
     deploy: { deployments: deploymentStore, records, syncs, connectionIds },
   };
-  return { connections, deployments, records, scripts, logs, runHistory, syncs, events, runtime };
+  return { connections, deployments, records, scripts, logs, runHistory, syncs, events, webhookSettings, runtime };
 }
 
 /** The service's public URL (no trailing slash) and OAuth callback, from the settings. */
@@ -311,6 +314,9 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       syncs: parts.syncs,
       temporal,
       deployments: parts.deployments,
+      generated: createGeneratedRouting({ deployments: overrides.apiDeps?.deployments ?? parts.deployments }),
+      webhookSettings: parts.webhookSettings,
+      inboundSignatures: createInboundSignatureStore(db),
       encryptor,
       oauthFlow: connections.oauthFlow,
       readiness: { database: databaseCheck(db), temporal: temporalCheck(temporalChecks) },

@@ -17,6 +17,9 @@ import type { RunHistory } from '../runtime/runHistory.js';
 import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
 import type { ReadinessChecks } from '../health.js';
+import type { InboundSignatureStore } from '../webhooks/inboundSignatures.js';
+import type { WebhookSettingsStore } from '../webhooks/settings.js';
+import type { GeneratedRouting } from './generatedRouting.js';
 import type { Logger } from './logger.js';
 import type { RateLimitOptions } from './rateLimit.js';
 
@@ -43,6 +46,12 @@ export interface ApiDeps {
   /** The Temporal client with the runtime's data converter: it decodes run histories (GET /runs/:run_id/history). */
   temporal: Client;
   deployments: Deployments;
+  /** The routes that deployed endpoints generate, read from the current deployment (src/api/generated.ts). */
+  generated: GeneratedRouting;
+  /** Inbound webhook settings per integration and outbound per environment, secrets encrypted. */
+  webhookSettings: WebhookSettingsStore;
+  /** The signatures of accepted inbound webhooks, which refuse a replay. */
+  inboundSignatures: InboundSignatureStore;
   /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */
   encryptor: Encryptor;
   /** The service's public URL (no trailing slash): what `webhook_url` of an integration starts with. */

@@ -596,6 +596,29 @@ export class PostgresConnectionService implements ConnectionService {
     return row;
   }
 
+  /**
+   * The ids of an integration's connections whose `field` equals `value`: `connection_id`, or a key of
+   * `metadata` or `connection_config` (`metadata.account`), as an inbound webhook names its connection.
+   */
+  async connectionIdsWhere(
+    scope: { environmentId: string; integrationId: string },
+    field: string,
+    value: string,
+  ): Promise<string[]> {
+    const [column, key] = field.split('.', 2) as [string, string | undefined];
+    const condition =
+      column === 'metadata'
+        ? 'metadata ->> $4 = $3'
+        : column === 'connection_config'
+          ? 'connection_config ->> $4 = $3'
+          : 'connection_id = $3';
+    const { rows } = await this.db.query<{ connection_id: string }>(
+      `SELECT connection_id FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND ${condition} ORDER BY connection_id`,
+      [scope.environmentId, scope.integrationId, value, ...(key === undefined ? [] : [key])],
+    );
+    return rows.map((row) => row.connection_id);
+  }
+
   async listConnections(environmentId: string, filter: ConnectionFilter = {}): Promise<ConnectionSummary[]> {
     const integrationIds = [
       ...(filter.integrationId === undefined ? [] : [filter.integrationId]),

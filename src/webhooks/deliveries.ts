@@ -292,6 +292,15 @@ export async function attemptDelivery(
   if (error !== null) throw new DeliveryAttemptError(`webhook delivery ${id} to ${row.url}: ${error}`);
 }
 
+/** The key a delivery was recorded under (`<workflow id>:…`), or undefined when there is no such delivery. */
+export async function deliveryKeyOf(db: Pool, id: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ delivery_key: string }>(
+    'SELECT delivery_key FROM webhook_deliveries WHERE id = $1',
+    [id],
+  );
+  return rows[0]?.delivery_key;
+}
+
 /** After the last attempt failed: the delivery is given up, and the log says so. */
 export async function markDeliveryFailed(db: Pool, id: string, message: string): Promise<void> {
   const { rowCount } = await db.query(

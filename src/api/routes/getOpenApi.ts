@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
-import { generatedOperations, modelSchemas, routingOf } from '../generated.js';
+import { generatedOperations, modelSchemas } from '../generated.js';
 import { buildOpenApiDocument } from '../openapi.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 
@@ -25,7 +25,7 @@ export async function openApiDocument(deps: ApiDeps, routes: readonly AnyRoute[]
     if (!environment) throw new ServiceError('invalid_secret_key', 'No environment has this secret key.');
     environmentId = environment.id;
   }
-  const table = environmentId === undefined ? null : await routingOf(deps).table(environmentId);
+  const table = environmentId === undefined ? null : await deps.generated.table(environmentId);
   const document = buildOpenApiDocument(API_INFO, routes, table ? generatedOperations(table.config) : []);
   if (table) document.components.schemas = { ...modelSchemas(table.config), ...document.components.schemas };
   return document;

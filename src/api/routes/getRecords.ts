@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
-import { routingOf } from '../generated.js';
 import { defineRoute } from '../route.js';
 import { readRecords, recordsPageQuery, recordsPageSchema, scopeOf } from './shared.js';
 
@@ -24,7 +23,7 @@ export const getRecordsRoute = (deps: ApiDeps) =>
     handler: async ({ query, connection }) => {
       const scope = scopeOf(connection);
       return readRecords(deps, scope, query.model, query, async () => {
-        const models = await routingOf(deps).syncModels(scope.environmentId, scope.integrationId);
+        const models = await deps.generated.syncModels(scope.environmentId, scope.integrationId);
         if (!models.includes(query.model)) {
           throw new ServiceError(
             'unknown_model',

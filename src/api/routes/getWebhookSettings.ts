@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { webhookSettingsOf } from './shared.js';
 
 export const webhookSettingsSchema = z.object({
   url: z.string().nullable().describe('Where sync-finished webhooks go; null: none are sent.'),
@@ -17,7 +16,7 @@ export const getWebhookSettingsRoute = (deps: ApiDeps) =>
     auth: 'secret-key',
     responses: { 200: { description: 'The settings (never the secret)', schema: webhookSettingsSchema } },
     handler: async ({ environment }) => {
-      const settings = await webhookSettingsOf(deps).outbound(environment.id);
+      const settings = await deps.webhookSettings.outbound(environment.id);
       return { url: settings?.url ?? null, has_secret: settings !== undefined };
     },
   });

@@ -4,7 +4,7 @@
  */
 import { createDeployRoutes } from './deployVersions.js';
 import type { ApiDeps } from '../deps.js';
-import { createGeneratedFallback, routingOf } from '../generated.js';
+import { createGeneratedFallback } from '../generated.js';
 import type { AnyRoute } from '../route.js';
 import { postConnectionAuthorizeRoute } from './postConnectionAuthorize.js';
 import { proxyRoutes } from './allProxy.js';
@@ -104,5 +104,5 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
 
 /** The fallback of createServer that answers the generated endpoints. */
 export function createGeneratedEndpointFallback(deps: ApiDeps) {
-  return createGeneratedFallback(deps, routingOf(deps));
+  return createGeneratedFallback(deps, deps.generated);
 }

@@ -10,7 +10,7 @@ import type { Integration, IntegrationInput } from '../../connections/integratio
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { inboundWebhookInput, inboundWebhookView } from '../../webhooks/settings.js';
-import { commaList, webhookSettingsOf } from './shared.js';
+import { commaList } from './shared.js';
 
 /** `credentials` of POST and PATCH /integrations: the application's OAuth client. */
 export const integrationCredentialsInput = z
@@ -151,6 +151,6 @@ export async function integrationView(
         }
       : {}),
     provider_settings: integration.providerSettings,
-    webhook: await webhookSettingsOf(deps).inboundView(integration.environmentId, integration.id),
+    webhook: await deps.webhookSettings.inboundView(integration.environmentId, integration.id),
   };
 }

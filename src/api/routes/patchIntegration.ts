@@ -3,7 +3,6 @@ import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { clientInput, integrationAnswer, integrationView, patchIntegrationBody } from './integrationView.js';
-import { webhookSettingsOf } from './shared.js';
 
 export { patchIntegrationBody } from './integrationView.js';
 
@@ -38,7 +37,7 @@ export const patchIntegrationRoute = (deps: ApiDeps) =>
         provider_settings: body.provider_settings ?? current.providerSettings,
         ...client,
       });
-      if (body.webhook) await webhookSettingsOf(deps).setInbound(environment.id, integration.id, body.webhook);
+      if (body.webhook) await deps.webhookSettings.setInbound(environment.id, integration.id, body.webhook);
       return { data: await integrationView(deps, integration) };
     },
   });

@@ -2,7 +2,6 @@ import { isServiceError, ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { clientInput, createIntegrationBody, integrationAnswer, integrationView } from './integrationView.js';
-import { webhookSettingsOf } from './shared.js';
 
 export { createIntegrationBody } from './integrationView.js';
 
@@ -35,7 +34,7 @@ export const postIntegrationsRoute = (deps: ApiDeps) =>
         ...(body.provider_settings === undefined ? {} : { provider_settings: body.provider_settings }),
         ...clientInput(body.credentials, deps.integrations.providerAuthMode(body.provider)),
       });
-      if (body.webhook) await webhookSettingsOf(deps).setInbound(environment.id, integration.id, body.webhook);
+      if (body.webhook) await deps.webhookSettings.setInbound(environment.id, integration.id, body.webhook);
       return { data: await integrationView(deps, integration) };
     },
   });

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 import { receiveWebhook } from '../webhooks/inbound.js';
-import { webhookSettingsOf } from './shared.js';
 
 export const postWebhookRoute = (deps: ApiDeps) =>
   defineRoute({
@@ -25,7 +24,7 @@ export const postWebhookRoute = (deps: ApiDeps) =>
       },
     },
     handler: async ({ req, params }) => {
-      const settings = webhookSettingsOf(deps);
+      const settings = deps.webhookSettings;
       return receiveWebhook(
         deps,
         (environmentId, integrationId) => settings.inbound(environmentId, integrationId),

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { webhookSettingsOf } from './shared.js';
 
 export const putWebhookSettingsBody = z
   .object({
@@ -37,5 +36,5 @@ export const putWebhookSettingsRoute = (deps: ApiDeps) =>
         schema: z.object({ url: z.string().nullable(), generated_secret: z.string().optional() }),
       },
     },
-    handler: async ({ body, environment }) => webhookSettingsOf(deps).setOutbound(environment.id, body),
+    handler: async ({ body, environment }) => deps.webhookSettings.setOutbound(environment.id, body),
   });

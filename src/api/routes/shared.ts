@@ -9,7 +9,6 @@ import { ServiceError } from '../../errors.js';
 import type { LastAction, RecordScope } from '../../records/types.js';
 import { redactSecrets, redactValue } from '../../runtime/redaction.js';
 import type { ApiDeps } from '../deps.js';
-import { createWebhookSettingsStore, type WebhookSettingsStore } from '../../webhooks/settings.js';
 
 const LAST_ACTIONS: Record<string, LastAction> = { added: 'ADDED', updated: 'UPDATED', deleted: 'DELETED' };
 
@@ -213,14 +212,3 @@ export const metadataBody = z
     metadata: z.record(z.string(), z.unknown()),
   })
   .strict();
-
-const settingsStores = new WeakMap<ApiDeps, WebhookSettingsStore>();
-/** The webhook settings store over the API's database and encryptor. */
-export function webhookSettingsOf(deps: ApiDeps): WebhookSettingsStore {
-  let store = settingsStores.get(deps);
-  if (!store) {
-    store = createWebhookSettingsStore({ db: deps.db, encryptor: deps.encryptor });
-    settingsStores.set(deps, store);
-  }
-  return store;
-}

@@ -18,13 +18,13 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import type { Pool } from '../../db/pool.js';
 import { isServiceError, ServiceError } from '../../errors.js';
 import type { ServiceConfig } from '../../config/types.js';
 import type { WebhookEvent } from '../../runtime/public.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
 import { rawBodyOf } from '../server.js';
+import type { InboundSignatureStore } from '../../webhooks/inboundSignatures.js';
 import type { InboundWebhookSettings } from '../../webhooks/settings.js';
 
 export interface InboundResult {
@@ -68,7 +68,7 @@ export function verifySignature(
  * same request must not be taken for a replay); undefined when it was accepted unsigned.
  */
 async function authenticate(
-  db: Pool,
+  signatures: InboundSignatureStore,
   environment: { id: string; name: string; allowUnsignedWebhooks: boolean },
   integrationId: string,
   settings: InboundWebhookSettings,
@@ -99,41 +99,10 @@ async function authenticate(
   const digest = createHash('sha256')
     .update(signWebhook(settings.secret, timestamp, body))
     .digest('hex');
-  await db.query('DELETE FROM inbound_webhook_signatures WHERE expires_at < now()');
-  const recorded = await db.query(
-    `INSERT INTO inbound_webhook_signatures (environment_id, signature_hash, expires_at)
-     VALUES ($1, $2, to_timestamp($3) + make_interval(secs => $4)) ON CONFLICT DO NOTHING`,
-    [environment.id, digest, Number(timestamp), settings.toleranceSeconds],
-  );
-  if (recorded.rowCount === 0) {
+  if (!(await signatures.record(environment.id, digest, Number(timestamp), settings.toleranceSeconds))) {
     throw new ServiceError('webhook_replayed', 'this signed webhook was already received; a signature works once');
   }
-  return async () => {
-    await db.query('DELETE FROM inbound_webhook_signatures WHERE environment_id = $1 AND signature_hash = $2', [
-      environment.id,
-      digest,
-    ]);
-  };
-}
-
-async function matchingConnections(
-  db: Pool,
-  scope: { environmentId: string; integrationId: string },
-  field: string,
-  value: string,
-): Promise<string[]> {
-  const [column, key] = field.split('.', 2) as [string, string | undefined];
-  const condition =
-    column === 'metadata'
-      ? 'metadata ->> $4 = $3'
-      : column === 'connection_config'
-        ? 'connection_config ->> $4 = $3'
-        : 'connection_id = $3';
-  const { rows } = await db.query<{ connection_id: string }>(
-    `SELECT connection_id FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND ${condition} ORDER BY connection_id`,
-    [scope.environmentId, scope.integrationId, value, ...(key === undefined ? [] : [key])],
-  );
-  return rows.map((row) => row.connection_id);
+  return () => signatures.forget(environment.id, digest);
 }
 
 export async function receiveWebhook(
@@ -148,7 +117,7 @@ export async function receiveWebhook(
   await deps.integrations.get(environment.id, integrationId);
   const settings = await settingsOf(environment.id, integrationId);
   const raw = await readBodyBytes(req, 5 * 1024 * 1024);
-  const forget = await authenticate(deps.db, environment, integrationId, settings, req, raw);
+  const forget = await authenticate(deps.inboundSignatures, environment, integrationId, settings, req, raw);
   try {
     return await deliver(deps, settings, req, raw, { environmentId: environment.id, integrationId });
   } catch (error) {
@@ -191,12 +160,12 @@ async function deliver(
   const queryConnection = typeof req.query['connection_id'] === 'string' ? req.query['connection_id'] : undefined;
   let connectionIds: string[];
   if (queryConnection !== undefined) {
-    connectionIds = await matchingConnections(deps.db, scope, 'connection_id', queryConnection);
+    connectionIds = await deps.connections.connectionIdsWhere(scope, 'connection_id', queryConnection);
   } else if (settings.connectionPath !== null) {
     const value = valueAt(payload, settings.connectionPath);
     connectionIds =
       typeof value === 'string' || typeof value === 'number'
-        ? await matchingConnections(deps.db, scope, settings.connectionField, String(value))
+        ? await deps.connections.connectionIdsWhere(scope, settings.connectionField, String(value))
         : [];
   } else {
     connectionIds = (await deps.connections.listConnections(environmentId, { integrationId })).map(
