@@ -192,15 +192,11 @@ export const RUN_ERROR_CODES = {
 
 /**
  * Blame for a dead worker (src/temporal/scriptThreads.ts, src/sandbox/hostRealm.ts): each workflow
- * thread keeps the id of the run it is executing in a file of THREAD_MARK_BYTES bytes in the folder
- * named by this environment variable (read by the worker process, which hands the folder to its
- * threads before they start); the signal records an incident in the history of a run that was
- * executing when its worker died.
- */
-export const THREAD_MARKS_DIR_VARIABLE = 'SERVICE_THREAD_MARKS_DIR';
-/**
- * The worker_threads environment data (setEnvironmentData) through which the worker process tells its
- * workflow threads the folder of marks and the prefix of their files, `<pid>-<nonce>`.
+ * thread keeps the id of the run it is executing in a file of THREAD_MARK_BYTES bytes in a folder
+ * (SERVICE_THREAD_MARKS_DIR, or one per process: src/service.ts); the signal records an incident in
+ * the history of a run that was executing when its worker died. The worker process tells its workflow
+ * threads the folder and the prefix of their files, `<pid>-<nonce>`, through this worker_threads
+ * environment data (setEnvironmentData) before they start.
  */
 export const THREAD_MARKS_DATA_KEY = 'integration-service.threadMarks';
 export const THREAD_MARK_BYTES = 1024;

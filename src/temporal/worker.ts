@@ -8,7 +8,6 @@ import {
   type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { THREAD_MARKS_DIR_VARIABLE } from '../runtime/definitions.js';
 import { isThreadDeath, sandboxWorkerOptions } from '../sandbox/workerSide.js';
 import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue, watchTaskQueue } from '../../workflows/taskQueues.js';
@@ -30,8 +29,8 @@ export interface CreateWorkerOptions {
   dataConverter?: DataConverter | undefined;
   /**
    * The folder where this process's workflow threads keep their marks (src/temporal/scriptThreads.ts;
-   * createRuntimeWorkers only). When omitted: SERVICE_THREAD_MARKS_DIR, else
-   * `$TMPDIR/integration-service-threads`.
+   * createRuntimeWorkers only). src/service.ts passes SERVICE_THREAD_MARKS_DIR or a folder per
+   * process; when omitted, `$TMPDIR/integration-service-threads`.
    */
   threadMarksDir?: string | undefined;
   /** Worker tunables (concurrency, timeouts); the defaults below suit the script runtime. */
@@ -98,9 +97,7 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
   // Loaded (or bundled) once for both: the code is the same.
   const workflowBundle = options.workflowBundle ?? (await loadWorkflowBundle());
   // Before the Workers start their workflow threads, which learn the folder when they start.
-  const marks = prepareThreadMarks(
-    options.threadMarksDir ?? process.env[THREAD_MARKS_DIR_VARIABLE] ?? join(tmpdir(), 'integration-service-threads'),
-  );
+  const marks = prepareThreadMarks(options.threadMarksDir ?? join(tmpdir(), 'integration-service-threads'));
   const main = await createWorker({ ...options, workflowBundle });
   const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
   const watch = await Worker.create({
