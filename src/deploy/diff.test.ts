@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../config/index.js';
 import type { ServiceConfig } from '../config/types.js';
-import { describeChange, diffDeployments, isDestructive, type DeployedState, type ScriptRef } from './diff.js';
+import { describeChange, diffDeployments, isDestructive, scriptRefsOf, type DeployedState } from './diff.js';
 
 function config(yaml: string): ServiceConfig {
   const result = compileConfig(yaml);
@@ -11,21 +11,7 @@ function config(yaml: string): ServiceConfig {
 
 function state(yaml: string, hashes: Record<string, string> = {}): DeployedState {
   const compiled = config(yaml);
-  const scripts: ScriptRef[] = compiled.integrations.flatMap((integration) => [
-    ...integration.syncs.map((sync) => ({
-      integration: integration.id,
-      kind: 'sync' as const,
-      name: sync.name,
-      hash: hashes[sync.name] ?? 'h1',
-    })),
-    ...integration.actions.map((action) => ({
-      integration: integration.id,
-      kind: 'action' as const,
-      name: action.name,
-      hash: hashes[action.name] ?? 'h1',
-    })),
-  ]);
-  return { config: compiled, scripts };
+  return { config: compiled, scripts: scriptRefsOf(compiled, (script) => hashes[script.name] ?? 'h1') };
 }
 
 const base = `

@@ -21,6 +21,21 @@ export interface DeployedState {
   scripts: readonly ScriptRef[];
 }
 
+/** Every sync and action of a configuration, in declaration order, with the hash `hashOf` gives it. */
+export function scriptRefsOf(config: ServiceConfig, hashOf: (script: Omit<ScriptRef, 'hash'>) => string): ScriptRef[] {
+  return config.integrations.flatMap((integration) => {
+    const refs: Omit<ScriptRef, 'hash'>[] = [
+      ...integration.syncs.map((sync) => ({ integration: integration.id, kind: 'sync' as const, name: sync.name })),
+      ...integration.actions.map((action) => ({
+        integration: integration.id,
+        kind: 'action' as const,
+        name: action.name,
+      })),
+    ];
+    return refs.map((ref) => ({ ...ref, hash: hashOf(ref) }));
+  });
+}
+
 export type SyncField =
   | 'script'
   | 'models'

@@ -1,29 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../config/index.js';
-import type { DeployedState } from './diff.js';
+import { scriptRefsOf, type DeployedState } from './diff.js';
 import { applySteps, planDeployment, syncDefinition } from './plan.js';
 
 function state(yaml: string, hashes: Record<string, string> = {}): DeployedState {
   const result = compileConfig(yaml);
   if (!result.config) throw new Error(JSON.stringify(result.problems));
-  const config = result.config;
-  return {
-    config,
-    scripts: config.integrations.flatMap((integration) => [
-      ...integration.syncs.map((sync) => ({
-        integration: integration.id,
-        kind: 'sync' as const,
-        name: sync.name,
-        hash: hashes[sync.name] ?? 'h1',
-      })),
-      ...integration.actions.map((action) => ({
-        integration: integration.id,
-        kind: 'action' as const,
-        name: action.name,
-        hash: hashes[action.name] ?? 'h1',
-      })),
-    ]),
-  };
+  return { config: result.config, scripts: scriptRefsOf(result.config, (script) => hashes[script.name] ?? 'h1') };
 }
 
 const yaml = (options: { runs?: string; description?: string; contacts?: boolean; ping?: boolean } = {}) => `
