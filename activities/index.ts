@@ -1,6 +1,7 @@
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { ConnectionScope } from '../src/connections/types.js';
 import type { Pool } from '../src/db/pool.js';
+import { recordHealthCheck, type HealthCheckRow } from '../src/health.js';
 import { syncRunsStarted } from '../src/metrics/index.js';
 import type { SyncScope } from '../src/records/types.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
@@ -21,28 +22,10 @@ export interface ActivityDeps {
   runtime?: (Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor; deploy?: DeployActivityDeps | undefined }) | undefined;
 }
 
-export interface HealthCheckRow {
-  id: string;
-  token: string;
-  checkedAt: string;
-}
-
 function createHealthActivities({ db }: { db: Pool }) {
   return {
     /** Writes a row and reads it back: the worker's proof that Postgres is there. */
-    async recordHealthCheck(token: string): Promise<HealthCheckRow> {
-      const inserted = await db.query<{ id: string }>('INSERT INTO health_checks (token) VALUES ($1) RETURNING id', [
-        token,
-      ]);
-      const id = inserted.rows[0]?.id;
-      const read = await db.query<{ id: string; token: string; checked_at: Date }>(
-        'SELECT id, token, checked_at FROM health_checks WHERE id = $1',
-        [id],
-      );
-      const row = read.rows[0];
-      if (!row) throw new Error(`health check row ${String(id)} vanished between insert and read`);
-      return { id: row.id, token: row.token, checkedAt: row.checked_at.toISOString() };
-    },
+    recordHealthCheck: (token: string): Promise<HealthCheckRow> => recordHealthCheck(db, token),
   };
 }
 

@@ -109,3 +109,27 @@ export async function startHealthServer(options: {
     },
   };
 }
+
+export interface HealthCheckRow {
+  id: string;
+  token: string;
+  checkedAt: string;
+}
+
+/**
+ * Writes a row of `health_checks` and reads it back: a worker's proof, through an activity, that
+ * Postgres takes writes (the foundation workflow, workflows/checkHealth.ts).
+ */
+export async function recordHealthCheck(db: Pool, token: string): Promise<HealthCheckRow> {
+  const inserted = await db.query<{ id: string }>('INSERT INTO health_checks (token) VALUES ($1) RETURNING id', [
+    token,
+  ]);
+  const id = inserted.rows[0]?.id;
+  const read = await db.query<{ id: string; token: string; checked_at: Date }>(
+    'SELECT id, token, checked_at FROM health_checks WHERE id = $1',
+    [id],
+  );
+  const row = read.rows[0];
+  if (!row) throw new Error(`health check row ${String(id)} vanished between insert and read`);
+  return { id: row.id, token: row.token, checkedAt: row.checked_at.toISOString() };
+}
