@@ -7,6 +7,8 @@
  * @example
  * app.use(createDashboardRouter({ temporalUiUrl: 'http://127.0.0.1:8233', temporalNamespace: 'default', environments }));
  */
+import { createRequire } from 'node:module';
+import { basename, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
@@ -37,6 +39,17 @@ const optionsSchema = z.object({
 export const DASHBOARD_PATH = '/dashboard';
 
 const publicDir = fileURLToPath(new URL('./public/', import.meta.url));
+
+/**
+ * Files of npm packages the pages load, by the path they load them from (under /dashboard/): each
+ * one exact file of node_modules, so nothing else of node_modules is reachable and nothing is built.
+ * The chart library: uPlot (js/chart.js imports `../vendor/uplot.esm.js`).
+ */
+const resolvePackageFile = createRequire(import.meta.url).resolve;
+export const VENDOR_FILES: Readonly<Record<string, string>> = {
+  'vendor/uplot.esm.js': resolvePackageFile('uplot/dist/uPlot.esm.js'),
+  'vendor/uplot.min.css': resolvePackageFile('uplot/dist/uPlot.min.css'),
+};
 
 /**
  * The pages hold the secret key, so the browser is told to run nothing but the dashboard's own files
@@ -114,6 +127,15 @@ export function createDashboardRouter(options: DashboardOptions = {}): Router {
           res.json({ secret_key: secretKey });
         })
         .catch(next);
+    });
+  }
+
+  for (const [path, file] of Object.entries(VENDOR_FILES)) {
+    router.get(`${DASHBOARD_PATH}/${path}`, (_req, res, next) => {
+      // `root`: the file's folder, so only its own name is checked (the checkout may sit under a dot folder).
+      res.sendFile(basename(file), { root: dirname(file) }, (error?: Error) => {
+        if (error) next(error);
+      });
     });
   }
 

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
 import { createServer } from '../../src/api/server.js';
@@ -79,6 +79,7 @@ const TICKETS = Array.from({ length: 12 }, (_, i) => ({
 let h: ApiHarness;
 let baseUrl: string;
 let page: Page;
+let context: BrowserContext;
 let secretKey: string;
 
 /**
@@ -105,6 +106,50 @@ function dashboardApp(deps: ApiDeps, options: DashboardOptions) {
   });
 }
 
+/** A run as GET /sync/runs answers it. */
+interface ApiRun {
+  run_id: string;
+  sync: string;
+  connection_id: string;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  status: 'success' | 'failed';
+  models: Record<string, { added: number; updated: number; deleted: number }>;
+  error: { code: string; message: string } | null;
+}
+
+/**
+ * Points the mouse at run `index` (of `count`, oldest first) on the duration plot of the tickets
+ * chart, and reads what the chart then shows: each plot's legend (label → value) and the run's summary.
+ */
+async function pointAtRun(index: number, count: number) {
+  const slot = page.locator('.chart-slot[data-sync="tickets"]');
+  const over = slot.locator('.u-over').first();
+  await over.scrollIntoViewIfNeeded();
+  const box = await over.boundingBox();
+  if (!box) throw new Error('the duration plot is not shown');
+  await page.mouse.move(box.x + ((index + 0.5) / count) * box.width, box.y + box.height / 2);
+  const read = () =>
+    page.evaluate<Record<string, string>[]>(
+      `[...document.querySelectorAll('.chart-slot[data-sync="tickets"] .u-legend')].map((table) =>
+        Object.fromEntries([...table.querySelectorAll('tr.u-series')].map((row) => [
+          row.querySelector('.u-label').textContent,
+          row.querySelector('.u-value').textContent,
+        ])))`,
+    );
+  // The legends follow the cursor on the next frame.
+  await expect.poll(async () => (await read()).map((legend) => legend['Run'] !== '—')).toEqual([true, true]);
+  return { legends: await read(), detail: (await slot.locator('.chart-run').textContent()) ?? '' };
+}
+
+/** The Temporal links of the tickets chart's table, top to bottom. */
+function tableLinks() {
+  return page.evaluate<string[]>(
+    `[...document.querySelectorAll('.chart-slot[data-sync="tickets"] table.list tbody a')].map((a) => a.getAttribute('href'))`,
+  );
+}
+
 async function shoot(name: string) {
   await page.screenshot({ path: `${screenshots}${name}.png` });
 }
@@ -126,6 +171,7 @@ beforeAll(async () => {
     return;
   }
   page = browser.page;
+  context = browser.context;
   h = await startApiHarness();
   h.fake.setHandler((request, response) => {
     if (request.url === '/api/tickets') return json(response, 200, { tickets: TICKETS });
@@ -207,6 +253,21 @@ describe('the dashboard', () => {
       404,
       'route_not_found',
     ]);
+
+    // The chart library: its two files from node_modules, with the same headers; nothing else of the package.
+    for (const [path, type, text] of [
+      ['vendor/uplot.esm.js', 'text/javascript', 'export { uPlot as default }'],
+      ['vendor/uplot.min.css', 'text/css', '.uplot'],
+    ] as const) {
+      const file = await fetch(`${baseUrl}/dashboard/${path}`);
+      expect(file.status).toBe(200);
+      expect(file.headers.get('content-type')).toContain(type);
+      expect(file.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(await file.text()).toContain(text);
+    }
+    for (const path of ['vendor/uPlot.cjs.js', 'vendor/uPlot.d.ts', 'vendor/package.json', 'vendor/']) {
+      expect((await fetch(`${baseUrl}/dashboard/${path}`)).status, path).toBe(404);
+    }
   });
 
   it('refuses a wrong key and signs in with the environment secret key', async () => {
@@ -374,21 +435,32 @@ describe('the dashboard', () => {
     const slot = page.locator('.chart-slot[data-sync="tickets"]');
     if (runs.status === 404) {
       await slot.getByText('No run history is available from this service yet.').waitFor();
-    } else {
-      expect(runs.status).toBe(200);
-      const list = runs.body['runs'] as { run_id: string }[];
-      expect(list.length).toBeGreaterThan(0);
-      await expect.poll(() => slot.locator('g.run').count()).toBe(list.length);
-      const href = await slot.locator('svg a').first().getAttribute('href');
-      expect(href).toMatch(new RegExp(`^${TEMPORAL_UI}/namespaces/${stack().temporalNamespace}/workflows/.+`));
+      return;
     }
+    expect(runs.status).toBe(200);
+    const list = (runs.body['runs'] as ApiRun[]).toSorted((a, b) => a.started_at.localeCompare(b.started_at));
+    expect(list.length).toBeGreaterThan(0);
+    await expect
+      .poll(() => slot.locator('figcaption').textContent())
+      .toMatch(new RegExp(`^tickets: ${list.length} recent runs?, 0 failed$`));
+    // Each run as the plots show it when pointed at: the API's numbers, oldest first.
+    for (const [index, run] of list.entries()) {
+      const seen = await pointAtRun(index, list.length);
+      const sum = (kind: 'added' | 'updated' | 'deleted') =>
+        String(Object.values(run.models).reduce((total, counts) => total + counts[kind], 0));
+      expect(seen.legends[1]).toMatchObject({ Added: sum('added'), Updated: sum('updated'), Deleted: sum('deleted') });
+      expect(seen.detail).toContain('succeeded');
+    }
+    const hrefs = await tableLinks();
+    expect(hrefs).toHaveLength(list.length);
+    expect(hrefs[0]).toMatch(new RegExp(`^${TEMPORAL_UI}/namespaces/${stack().temporalNamespace}/workflows/.+`));
   });
 
   it('draws the runs chart from runs in the shape of GET /sync/runs: bars, failures, Temporal links', async () => {
     // The drawing code on its own, in the browser, with two runs as the API describes them: this
     // checks the picture whether or not the service serves run history yet.
     const started = Date.now() - 120_000;
-    const runs = [
+    const runs: ApiRun[] = [
       {
         run_id: 'sync-run-ok',
         sync: 'tickets',
@@ -412,41 +484,87 @@ describe('the dashboard', () => {
         error: { code: 'http_status_error', message: 'GET /tickets answered 503' },
       },
     ];
-    const drawn = await page.evaluate(
+    // Newest first, as the API answers: the chart orders them itself.
+    await page.evaluate(
       `(async (runs) => {
         const { runsChart } = await import('./js/chart.js');
         const config = await (await fetch('config.json')).json();
         const slot = document.querySelector('.chart-slot[data-sync="tickets"]');
         slot.replaceChildren(runsChart({ runs, syncName: 'tickets', config }));
-        const svg = slot.querySelector('svg');
-        return {
-          groups: [...svg.querySelectorAll('g.run')].map((g) => g.getAttribute('class')),
-          links: [...svg.querySelectorAll('a')].map((a) => a.getAttribute('href')),
-          failMarks: svg.querySelectorAll('.fail-mark').length,
-          heights: [...svg.querySelectorAll('g.run')].map((g) => Number(g.querySelector('rect').getAttribute('height'))),
-          countBars: [...svg.querySelectorAll('g.run')].map((g) => g.querySelectorAll('rect').length - 1),
-          caption: slot.querySelector('figcaption').textContent,
-          rows: [...slot.querySelectorAll('tbody tr')].map((tr) => tr.textContent),
-        };
-      })(${JSON.stringify(runs)})`,
+      })(${JSON.stringify([...runs].reverse())})`,
     );
+    const slot = page.locator('.chart-slot[data-sync="tickets"]');
+    expect(await slot.locator('figcaption').textContent()).toBe('tickets: 2 recent runs, 1 failed');
+    expect(await slot.locator('.u-title').allTextContents()).toEqual(['Duration', 'Records added, updated, deleted']);
+
+    const ok = await pointAtRun(0, 2);
+    expect(ok.legends).toEqual([
+      { Run: expect.stringMatching(/\d/), Duration: '1.5 s', 'Failed run (✕)': '—' },
+      { Run: expect.stringMatching(/\d/), Deleted: '0', Updated: '0', Added: '12' },
+    ]);
+    expect(ok.detail).toMatch(/succeeded, duration 1\.5 s, 12 added, 0 updated, 0 deleted\. Click to open it/);
+    const failed = await pointAtRun(1, 2);
+    expect(failed.legends).toEqual([
+      { Run: expect.stringMatching(/\d/), Duration: '—', 'Failed run (✕)': '3.0 s' },
+      { Run: expect.stringMatching(/\d/), Deleted: '2', Updated: '4', Added: '0' },
+    ]);
+    expect(failed.detail).toContain('failed: http_status_error: GET /tickets answered 503, duration 3.0 s');
+
+    // The bars as drawn on the canvas: their heights follow the durations (1.5 s is half of 3 s).
+    const heights = await page.evaluate<{ height: number; colour: string }[]>(`(() => {
+      const canvas = document.querySelector('.chart-slot[data-sync="tickets"] canvas');
+      const ctx = canvas.getContext('2d');
+      const over = canvas.parentElement.querySelector('.u-over');
+      const frame = canvas.getBoundingClientRect();
+      const scale = canvas.width / frame.width;
+      const box = over.getBoundingClientRect();
+      const left = (box.left - frame.left) * scale;
+      const bottom = Math.floor((box.bottom - frame.top) * scale) - 1;
+      const width = box.width * scale;
+      return [0, 1].map((index) => {
+        const x = Math.round(left + ((index + 0.5) / 2) * width);
+        const column = ctx.getImageData(x, 0, 1, bottom + 1).data;
+        const at = (y) => [column[y * 4], column[y * 4 + 1], column[y * 4 + 2]];
+        const base = at(bottom);
+        let top = bottom;
+        // Up from the baseline while the pixel has the bar's colour.
+        while (top > 0 && at(top - 1).every((value, i) => Math.abs(value - base[i]) < 8)) top -= 1;
+        return { height: bottom - top + 1, colour: base.join(',') };
+      });
+    })()`);
+    const [okBar, failedBar] = heights;
+    expect(okBar?.colour).not.toBe(failedBar?.colour); // a failed run is red, and marked ✕
+    expect(okBar!.height / failedBar!.height).toBeCloseTo(0.5, 1);
+
+    // The table lists the same runs, newest first, each with its Temporal link.
+    const rows = await slot.locator('table.list tbody tr').allTextContents();
+    expect(rows[0]).toContain('http_status_error: GET /tickets answered 503');
     const ns = stack().temporalNamespace;
-    expect(drawn).toMatchObject({
-      groups: ['run success', 'run failed'],
-      links: [
-        `${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-ok`,
-        `${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-failed`,
-      ],
-      failMarks: 1,
-      countBars: [1, 2],
-      caption: 'tickets: 2 recent runs, 1 failed',
-    });
-    // Bar heights follow the durations (1.5 s is half of 3 s).
-    const [okHeight = 0, failedHeight = 0] = (drawn as { heights: number[] }).heights;
-    expect(okHeight / failedHeight).toBeCloseTo(0.5, 5);
-    expect((drawn as { rows: string[] }).rows[0]).toContain('http_status_error: GET /tickets answered 503');
+    expect(await tableLinks()).toEqual([
+      `${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-failed`,
+      `${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-ok`,
+    ]);
     await page.locator('.charts').scrollIntoViewIfNeeded();
     await shoot('chart');
+
+    // Clicking a run opens its workflow in the Temporal Web UI (answered here by the browser itself).
+    await context.route(`${TEMPORAL_UI}/**`, (route) =>
+      route.fulfill({ status: 200, contentType: 'text/html', body: '<title>Temporal</title>' }),
+    );
+    try {
+      const over = slot.locator('.u-over').first();
+      await over.scrollIntoViewIfNeeded();
+      const box = await over.boundingBox();
+      if (!box) throw new Error('the duration plot is not shown');
+      const [popup] = await Promise.all([
+        context.waitForEvent('page'),
+        page.mouse.click(box.x + box.width * 0.75, box.y + box.height - 3),
+      ]);
+      await popup.waitForURL(`${TEMPORAL_UI}/namespaces/${ns}/workflows/sync-run-failed`);
+      await popup.close();
+    } finally {
+      await context.unroute(`${TEMPORAL_UI}/**`);
+    }
   });
 
   it('browses the records, which carry the variable the script read, page by page and by filter', async () => {

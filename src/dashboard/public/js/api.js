@@ -1,10 +1,35 @@
 /* global document, window, sessionStorage, fetch */
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * The REST API, called from the browser with the environment secret key as a Bearer token. The key
  * lives in sessionStorage: this tab only, gone when the tab closes or the user signs out
  * (docs/dashboard.md explains the choice).
+ */
+
+/** @import { ServiceConfig } from '../../../config/types.js' */
+
+/**
+ * The answers of the API routes the pages read, as far as the pages read them (the routes' schemas in
+ * src/api/routes/ are the full story; `api()` answers `unknown`, and each call site says which of these
+ * it received).
+ * @typedef {{ code: string, message: string }} ErrorBody
+ * @typedef {{ unique_key: string, provider: string, created_at: string }} Integration
+ * @typedef {{ code: string, message: string, at: string, permanent: boolean }} RefreshError
+ * @typedef {{
+ *   connection_id: string, auth_mode: string, created_at: string, updated_at: string,
+ *   refresh_error: RefreshError | null, needs_reauth: boolean, metadata: Record<string, unknown> | null,
+ * }} ConnectionSummary
+ * @typedef {ConnectionSummary & { connection_config: Record<string, string> }} ConnectionRecord
+ * @typedef {'applying' | 'active' | 'superseded'} DeploymentStatus
+ * @typedef {{ version: number, status: DeploymentStatus, createdAt: string, activatedAt: string | null }} DeploymentSummary
+ * @typedef {{
+ *   integration: string, kind: 'sync' | 'action', name: string, hash: string, sourcePath: string,
+ *   source: string | null,
+ * }} DeployedScript
+ * @typedef {DeploymentSummary & { config: ServiceConfig, scripts: DeployedScript[] }} Deployment
+ * @typedef {{ added: number, updated: number, deleted: number, unchanged?: number }} WriteSummary
+ * @typedef {{ name: string, value: string }} EnvironmentVariable
+ * @typedef {{ id: string, name: string, public_key: string, created_at: string }} Environment
+ * @typedef {{ temporal_ui_url?: string | null, temporal_namespace?: string, features?: { keys?: boolean } }} DashboardConfig
  */
 
 const KEY = 'integration-service.secret-key';
@@ -12,6 +37,11 @@ const KEY = 'integration-service.secret-key';
 const ADMIN = 'integration-service.admin';
 
 export class ApiError extends Error {
+  /**
+   * @param {number} status the HTTP status, 0 when the service could not be reached
+   * @param {string} code the API's error code
+   * @param {string} message
+   */
   constructor(status, code, message) {
     super(message);
     this.name = 'ApiError';
@@ -24,6 +54,10 @@ export function secretKey() {
   return sessionStorage.getItem(KEY);
 }
 
+/**
+ * @param {string} value
+ * @param {{ admin?: boolean }} [options] `admin`: the service admin key (default: as before)
+ */
 export function setSecretKey(value, { admin = isAdmin() } = {}) {
   sessionStorage.setItem(KEY, value);
   if (admin) sessionStorage.setItem(ADMIN, '1');
@@ -40,15 +74,33 @@ export function isAdmin() {
   return sessionStorage.getItem(ADMIN) === '1';
 }
 
+/** @type {(error: ApiError) => void} */
 let onUnauthorized = () => undefined;
-/** Called when the API refuses the key (rotated, or wrong): the app signs out. */
+/**
+ * Called when the API refuses the key (rotated, or wrong): the app signs out.
+ * @param {(error: ApiError) => void} handler
+ */
 export function whenUnauthorized(handler) {
   onUnauthorized = handler;
 }
 
 /**
+ * @typedef {{
+ *   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+ *   query?: Record<string, string | number | null | undefined>,
+ *   body?: unknown,
+ *   headers?: Record<string, string>,
+ *   key?: string | null,
+ * }} ApiOptions
+ */
+
+/**
  * Calls the API. `path` is absolute (`/records`); `query` values that are undefined or empty are left
- * out. Resolves with the JSON body; rejects with ApiError carrying the API's code and message.
+ * out. Resolves with the JSON body (the caller says which shape it expects); rejects with ApiError
+ * carrying the API's code and message.
+ * @param {string} path
+ * @param {ApiOptions} [options]
+ * @returns {Promise<unknown>}
  */
 export async function api(path, { method = 'GET', query, body, headers = {}, key = secretKey() } = {}) {
   const url = new URL(path, window.location.origin);
@@ -56,10 +108,13 @@ export async function api(path, { method = 'GET', query, body, headers = {}, key
     if (value === undefined || value === null || value === '') continue;
     url.searchParams.set(name, String(value));
   }
-  const init = { method, headers: { Accept: 'application/json', ...headers }, cache: 'no-store' };
-  if (key) init.headers.Authorization = `Bearer ${key}`;
+  /** @type {Record<string, string>} */
+  const sent = { Accept: 'application/json', ...headers };
+  /** @type {RequestInit} */
+  const init = { method, headers: sent, cache: 'no-store' };
+  if (key) sent['Authorization'] = `Bearer ${key}`;
   if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
+    sent['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
   let response;
@@ -69,6 +124,7 @@ export async function api(path, { method = 'GET', query, body, headers = {}, key
     throw new ApiError(0, 'network_error', 'The service cannot be reached. Check that it is running.');
   }
   const text = await response.text();
+  /** @type {unknown} */
   let json;
   try {
     json = text ? JSON.parse(text) : undefined;
@@ -76,8 +132,9 @@ export async function api(path, { method = 'GET', query, body, headers = {}, key
     json = undefined;
   }
   if (!response.ok) {
-    const code = json?.error?.code ?? 'http_error';
-    const message = json?.error?.message ?? `The service answered ${response.status} to ${method} ${url.pathname}.`;
+    const failure = /** @type {{ error?: Partial<ErrorBody> } | undefined} */ (json);
+    const code = failure?.error?.code ?? 'http_error';
+    const message = failure?.error?.message ?? `The service answered ${response.status} to ${method} ${url.pathname}.`;
     const error = new ApiError(response.status, code, message);
     if (response.status === 401 && key && key === secretKey()) onUnauthorized(error);
     throw error;
@@ -85,29 +142,63 @@ export async function api(path, { method = 'GET', query, body, headers = {}, key
   return json;
 }
 
-/** Headers of the connection-scoped routes. */
+/**
+ * Headers of the connection-scoped routes.
+ * @param {string} integration
+ * @param {string} connection
+ */
 export function connectionHeaders(integration, connection) {
   return { 'Provider-Config-Key': integration, 'Connection-Id': connection };
 }
 
+/** @type {Promise<DashboardConfig> | undefined} */
 let configPromise;
-/** The dashboard's own settings (Temporal Web UI link), from ../config.json relative to the page. */
+/**
+ * The dashboard's own settings (Temporal Web UI link), from ../config.json relative to the page.
+ * @returns {Promise<DashboardConfig>}
+ */
 export function dashboardConfig() {
   configPromise ??= fetch(new URL('config.json', document.baseURI), { cache: 'no-store' })
-    .then((response) => (response.ok ? response.json() : {}))
+    .then((response) => (response.ok ? /** @type {Promise<DashboardConfig>} */ (response.json()) : {}))
     .catch(() => ({}));
   return configPromise;
 }
 
-/** The dashboard's own routes sit beside the page (`/dashboard/...`), the API at the origin's root. */
+/**
+ * The Temporal Web UI page of a run, or null when the dashboard has no UI URL configured.
+ * @param {DashboardConfig | null | undefined} config
+ * @param {string | null | undefined} runId
+ */
+export function temporalRunUrl(config, runId) {
+  if (!config?.temporal_ui_url || !runId) return null;
+  return `${config.temporal_ui_url}/namespaces/${encodeURIComponent(config.temporal_namespace ?? 'default')}/workflows/${encodeURIComponent(runId)}`;
+}
+
+/**
+ * The dashboard's own routes sit beside the page (`/dashboard/...`), the API at the origin's root.
+ * @param {string} name
+ */
 export function dashboardPath(name) {
   return new URL(name, document.baseURI).pathname;
 }
 
+/** @returns {Promise<DeploymentSummary[]>} every deployed version */
+export async function deployments() {
+  const answer = /** @type {{ deployments: DeploymentSummary[] }} */ (await api('/deployments'));
+  return answer.deployments;
+}
+
+/**
+ * One deployed version with its config and scripts.
+ * @param {number} version
+ */
+export async function deployment(version) {
+  return /** @type {Deployment} */ (await api(`/deployments/${version}`));
+}
+
 /** The active deployment with its config and scripts, or null when nothing is deployed. */
 export async function activeDeployment() {
-  const { deployments } = await api('/deployments');
-  const active = deployments.find((deployment) => deployment.status === 'active');
+  const active = (await deployments()).find((summary) => summary.status === 'active');
   if (!active) return null;
-  return api(`/deployments/${active.version}`);
+  return deployment(active.version);
 }

@@ -1,12 +1,20 @@
 /* global document, window, history */
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * The dashboard shell: sign-in, navigation between pages (hash routes such as `#/records?…`, so the
  * server needs no route per page and every view has a link), focus management and sign-out.
  */
-import { api, ApiError, clearSecretKey, isAdmin, secretKey, setSecretKey, whenUnauthorized } from './api.js';
-import { announce, errorBox, h, replace } from './dom.js';
+import {
+  api,
+  ApiError,
+  clearSecretKey,
+  dashboardPath,
+  isAdmin,
+  secretKey,
+  setSecretKey,
+  whenUnauthorized,
+} from './api.js';
+/** @import { Environment } from './api.js' */
+import { announce, byId, errorBox, h, messageOf, replace } from './dom.js';
 import { renderConnections } from './pages/connections.js';
 import { renderEnvironments } from './pages/environments.js';
 import { renderIntegrations } from './pages/integrations.js';
@@ -14,6 +22,18 @@ import { renderLogs } from './pages/logs.js';
 import { renderRecords } from './pages/records.js';
 import { renderSettings } from './pages/settings.js';
 
+/**
+ * What a page gets to move around: `navigate` adds a history entry, `replaceQuery` rewrites the query.
+ * @typedef {{ navigate: typeof navigate, replaceQuery: typeof replaceQuery }} App
+ */
+
+/**
+ * A page: draws into `view`; may answer a function that stops its timers when the user leaves.
+ * @typedef {(view: HTMLElement, params: string[], query: URLSearchParams, app: App) =>
+ *   Promise<void | undefined | (() => void)>} Page
+ */
+
+/** @type {Record<string, Page>} */
 const pages = {
   integrations: renderIntegrations,
   connections: renderConnections,
@@ -23,8 +43,10 @@ const pages = {
 };
 
 /** Signed in with the service admin key, only this page: it manages environments and shows none's data. */
+/** @type {Record<string, Page>} */
 const adminPages = { environments: renderEnvironments };
 
+/** @type {Record<string, string>} */
 const TITLES = {
   integrations: 'Integrations',
   connections: 'Connections',
@@ -34,9 +56,13 @@ const TITLES = {
   environments: 'Environments',
 };
 
+/** @type {() => void} */
 let cleanup = () => undefined;
 
-/** `#/connections/a/b?x=1` → { page: 'connections', params: ['a', 'b'], query: URLSearchParams }. */
+/**
+ * `#/connections/a/b?x=1` → { page: 'connections', params: ['a', 'b'], query: URLSearchParams }.
+ * @param {string} [hash]
+ */
 export function parseHash(hash = window.location.hash) {
   const raw = hash.replace(/^#\/?/, '');
   const [path = '', search = ''] = raw.split('?');
@@ -44,42 +70,65 @@ export function parseHash(hash = window.location.hash) {
   return { page, params, query: new URLSearchParams(search) };
 }
 
-/** The hash of a route: `#/page/param?query`, empty query values left out. */
+/**
+ * The query of a route: empty values are left out.
+ * @typedef {Record<string, string | null | undefined>} Query
+ */
+
+/**
+ * The hash of a route: `#/page/param?query`, empty query values left out.
+ * @param {string} page
+ * @param {string[]} params
+ * @param {Query} query
+ */
 function hashOf(page, params, query) {
-  const search = new URLSearchParams(
-    Object.entries(query).filter(([, value]) => value !== undefined && value !== null && value !== ''),
-  ).toString();
+  /** @type {[string, string][]} */
+  const kept = [];
+  for (const [name, value] of Object.entries(query))
+    if (value !== undefined && value !== null && value !== '') kept.push([name, value]);
+  const search = new URLSearchParams(kept).toString();
   return `#/${[page, ...params].map(encodeURIComponent).join('/')}${search ? `?${search}` : ''}`;
 }
 
-/** Navigates to a route (adds a history entry, like a link). */
+/**
+ * Navigates to a route (adds a history entry, like a link).
+ * @param {string} page
+ * @param {string[]} [params]
+ * @param {Query} [query]
+ */
 export function navigate(page, params = [], query = {}) {
   const hash = hashOf(page, params, query);
   if (window.location.hash === hash) void show();
   else window.location.hash = hash;
 }
 
-/** Replaces the current route's query without a new history entry (filters typed into a form). */
+/**
+ * Replaces the current route's query without a new history entry (filters typed into a form).
+ * @param {string} page
+ * @param {string[]} params
+ * @param {Query} query
+ */
 export function replaceQuery(page, params, query) {
   history.replaceState(null, '', hashOf(page, params, query));
 }
 
-const signInSection = () => document.getElementById('sign-in');
-const pageContainer = () => document.getElementById('page');
+const signInSection = () => byId('sign-in', HTMLElement);
+const pageContainer = () => byId('page', HTMLDivElement);
 
 function showSignIn(message = '') {
   cleanup();
   cleanup = () => undefined;
-  document.getElementById('nav').hidden = true;
-  document.getElementById('session').hidden = true;
+  byId('nav', HTMLElement).hidden = true;
+  byId('session', HTMLDivElement).hidden = true;
   pageContainer().hidden = true;
   replace(pageContainer());
   signInSection().hidden = false;
-  document.getElementById('sign-in-error').textContent = message;
+  byId('sign-in-error', HTMLParagraphElement).textContent = message;
   document.title = 'Sign in · Integration service';
-  document.getElementById('secret-key').focus();
+  byId('secret-key', HTMLInputElement).focus();
 }
 
+/** @param {string} key */
 async function signIn(key) {
   // Any keyed route tells whether the key is valid; this one is small.
   let refused;
@@ -110,13 +159,13 @@ function signOut(message = '') {
 }
 
 async function showEnvironmentName() {
-  const label = document.getElementById('environment-name');
+  const label = byId('environment-name', HTMLSpanElement);
   if (isAdmin()) {
     label.textContent = 'Service admin';
     return;
   }
   try {
-    const environment = await api(new URL('environment', document.baseURI).pathname);
+    const environment = /** @type {Environment} */ (await api(dashboardPath('environment')));
     label.textContent = `Environment: ${environment.name}`;
   } catch {
     label.textContent = '';
@@ -129,8 +178,8 @@ async function show() {
     return;
   }
   signInSection().hidden = true;
-  document.getElementById('nav').hidden = false;
-  document.getElementById('session').hidden = false;
+  byId('nav', HTMLElement).hidden = false;
+  byId('session', HTMLDivElement).hidden = false;
   const container = pageContainer();
   container.hidden = false;
 
@@ -140,17 +189,19 @@ async function show() {
   const page = available[route.page] ? route.page : fallback;
   const render = available[page];
   for (const link of document.querySelectorAll('#nav a')) {
-    link.parentElement.hidden = !available[link.dataset.page];
-    if (link.dataset.page === page) link.setAttribute('aria-current', 'page');
+    const name = link instanceof HTMLElement ? link.dataset['page'] : undefined;
+    if (link.parentElement) link.parentElement.hidden = !(name && available[name]);
+    if (name === page) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  document.title = `${TITLES[page]} · Integration service`;
+  document.title = `${TITLES[page] ?? page} · Integration service`;
 
   cleanup();
   cleanup = () => undefined;
   const view = h('div', { class: 'view', dataset: { page } });
   replace(container, view);
   try {
+    if (!render) throw new Error(`No page ${page}.`);
     const stop = await render(view, route.params, route.query, { navigate, replaceQuery });
     if (typeof stop === 'function') cleanup = stop;
   } catch (error) {
@@ -163,11 +214,11 @@ async function show() {
 
 function start() {
   whenUnauthorized(() => signOut('The secret key is no longer valid. Sign in again.'));
-  document.getElementById('sign-in-form').addEventListener('submit', (event) => {
+  byId('sign-in-form', HTMLFormElement).addEventListener('submit', (event) => {
     event.preventDefault();
-    const input = document.getElementById('secret-key');
+    const input = byId('secret-key', HTMLInputElement);
     const key = input.value.trim();
-    const error = document.getElementById('sign-in-error');
+    const error = byId('sign-in-error', HTMLParagraphElement);
     if (!key) {
       error.textContent = 'Paste the environment secret key (or the service admin key).';
       input.setAttribute('aria-invalid', 'true');
@@ -185,18 +236,18 @@ function start() {
         if (!window.location.hash || window.location.hash === '#') window.location.hash = home;
         else void show();
       })
-      .catch((failure) => {
-        error.textContent = failure.message;
+      .catch((/** @type {unknown} */ failure) => {
+        error.textContent = messageOf(failure);
         input.setAttribute('aria-invalid', 'true');
         input.focus();
       });
   });
-  document.getElementById('sign-out').addEventListener('click', () => signOut());
+  byId('sign-out', HTMLButtonElement).addEventListener('click', () => signOut());
   // The skip link moves focus without touching the hash, which holds the route.
-  document.querySelector('.skip-link').addEventListener('click', (event) => {
+  document.querySelector('.skip-link')?.addEventListener('click', (event) => {
     event.preventDefault();
     const target = document.querySelector('#page:not([hidden]) h1') ?? document.getElementById('main');
-    target.focus();
+    if (target instanceof HTMLElement) target.focus();
   });
   window.addEventListener('hashchange', () => void show());
   if (secretKey()) void showEnvironmentName();

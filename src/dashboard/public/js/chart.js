@@ -1,28 +1,35 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
+/* global document, window, getComputedStyle, ResizeObserver */
 /**
- * The chart of a sync's recent runs, drawn as inline SVG: per run, its duration (failures marked)
- * and the records it added, updated and deleted. Each run links to its workflow in the Temporal Web
- * UI. A table with the same numbers follows for screen readers and for anyone who wants the figures.
+ * The chart of a sync's recent runs, drawn by uPlot (served from node_modules at vendor/uplot.esm.js):
+ * per run, oldest to newest, its duration (failed runs red and marked ✕, so colour is not the only
+ * signal) and under it the records it added, updated and deleted, stacked. The two plots share one
+ * cursor: hovering a run shows its numbers in both legends and its summary under the plots, and clicking
+ * it opens its workflow in the Temporal Web UI. A table with the same numbers, and a link per run,
+ * follows for keyboard and screen reader users and for anyone who wants the figures.
  */
-import { formatDuration, formatTime, h, svg } from './dom.js';
+import uPlot from '../vendor/uplot.esm.js';
+import { temporalRunUrl } from './api.js';
+import { formatDuration, formatTime, h } from './dom.js';
+/** @import { DashboardConfig, ErrorBody, WriteSummary } from './api.js' */
+
+/**
+ * One run as GET /sync/runs answers it (src/api/routes/getSyncRuns.ts).
+ * @typedef {{
+ *   run_id: string, status: 'success' | 'failed', started_at: string, finished_at: string,
+ *   duration_ms: number, models: Record<string, WriteSummary>, error: ErrorBody | null,
+ * }} Run
+ */
 
 const WIDTH = 640;
-const PLOT_LEFT = 56;
-const PLOT_RIGHT = 8;
-const DURATION_TOP = 24;
-const DURATION_HEIGHT = 70;
-const COUNTS_TOP = 128;
-const COUNTS_HEIGHT = 60;
-const HEIGHT = COUNTS_TOP + COUNTS_HEIGHT + 22;
+const DURATION_HEIGHT = 150;
+const COUNTS_HEIGHT = 130;
+const BAR = uPlot.paths.bars?.({ size: [0.7, 28] });
+let charts = 0;
 
-/** The Temporal Web UI page of a run, or null when the dashboard has no UI URL configured. */
-export function temporalRunUrl(config, runId) {
-  if (!config?.temporal_ui_url || !runId) return null;
-  return `${config.temporal_ui_url}/namespaces/${encodeURIComponent(config.temporal_namespace ?? 'default')}/workflows/${encodeURIComponent(runId)}`;
-}
-
-/** Sums a run's per-model counts. */
+/**
+ * Sums a run's per-model counts.
+ * @param {Run} run
+ */
 export function totals(run) {
   const sum = { added: 0, updated: 0, deleted: 0 };
   for (const counts of Object.values(run.models ?? {})) {
@@ -33,6 +40,10 @@ export function totals(run) {
   return sum;
 }
 
+/**
+ * The smallest of 1, 2, 2.5, 5 × 10ⁿ at or above `value`: the top of an axis.
+ * @param {number} value
+ */
 function niceMax(value) {
   if (value <= 0) return 1;
   const magnitude = 10 ** Math.floor(Math.log10(value));
@@ -40,6 +51,7 @@ function niceMax(value) {
   return 10 * magnitude;
 }
 
+/** @param {Run} run */
 function describeRun(run) {
   const t = totals(run);
   const parts = [
@@ -52,144 +64,195 @@ function describeRun(run) {
 }
 
 /**
+ * A colour of styles.css (`--duration`, `--danger`, …): the canvas needs it as a value.
+ * @param {string} name
+ * @param {string} fallback
+ */
+function colour(name, fallback) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+}
+
+/**
+ * Integer steps for the x axis (runs) and the counts axis (records).
+ * @type {number[]}
+ */
+const WHOLE_STEPS = [1, 2, 5].flatMap((step) => [1, 10, 100, 1000, 10_000, 100_000].map((power) => step * power));
+
+/**
  * `runs` as the API answers them (newest first or not: drawn oldest to newest, left to right).
- * Returns a figure element.
+ * Returns a figure element; the plots follow its width once it is in the page.
+ * @param {{ runs: Run[], syncName: string, config: DashboardConfig | null }} options
  */
 export function runsChart({ runs, syncName, config }) {
   const ordered = [...runs].sort((a, b) => String(a.started_at).localeCompare(String(b.started_at)));
   const failures = ordered.filter((run) => run.status === 'failed').length;
   const caption = `${syncName}: ${ordered.length} recent run${ordered.length === 1 ? '' : 's'}, ${failures} failed`;
-  const figure = h('figure', { class: 'chart', dataset: { sync: syncName } });
+  const counts = ordered.map(totals);
+  const urls = ordered.map((run) => temporalRunUrl(config, run.run_id));
+  const x = ordered.map((_run, index) => index);
 
-  const plotWidth = WIDTH - PLOT_LEFT - PLOT_RIGHT;
-  const slot = plotWidth / Math.max(ordered.length, 1);
-  const barWidth = Math.max(2, Math.min(28, slot * 0.7));
-  const maxDuration = niceMax(Math.max(0, ...ordered.map((run) => Number(run.duration_ms ?? 0))));
-  const maxCount = niceMax(
-    Math.max(
-      0,
-      ...ordered.map((run) => {
-        const t = totals(run);
-        return t.added + t.updated + t.deleted;
+  const muted = colour('--muted', '#57606a');
+  const grid = colour('--border', '#d0d7de');
+  const failedColour = colour('--danger', '#b42318');
+  /** @type {uPlot.Axis} */
+  const xAxis = {
+    stroke: muted,
+    grid: { show: false },
+    ticks: { stroke: grid },
+    incrs: WHOLE_STEPS,
+    // When each run started; every run's date and time is in the summary and the table.
+    values: (_u, splits) =>
+      splits.map((split) => {
+        const run = Number.isInteger(split) ? ordered[split] : undefined;
+        return run
+          ? new Date(run.started_at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
+          : '';
       }),
-    ),
+  };
+  /** @type {uPlot.Axis} */
+  const yAxis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: 64 };
+  /** @type {uPlot.Scale} */
+  const xScale = { time: false, range: () => [-0.5, Math.max(ordered.length, 1) - 0.5] };
+  const cursor = {
+    sync: { key: `runs-${++charts}` },
+    drag: { x: false, y: false, setScale: false },
+    points: { show: false },
+  };
+  /** @type {uPlot.Series} The x series: the legend shows when the run started. */
+  const runSeries = {
+    label: 'Run',
+    value: (_u, index) => {
+      const run = index === null ? undefined : ordered[index];
+      return run ? formatTime(run.started_at) : '—';
+    },
+  };
+  const detail = h(
+    'p',
+    { class: 'chart-run meta' },
+    'Point at a run for its details; click it to open it in the Temporal Web UI.',
   );
 
-  const chart = svg('svg', {
-    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
-    width: '100%',
-    role: 'group',
-    'aria-label': `Chart of ${caption}`,
-    class: 'runs-chart',
-  });
-  chart.append(
-    svg('text', { x: 0, y: 14, class: 'axis-title' }, 'Duration'),
-    svg(
-      'text',
-      { x: PLOT_LEFT - 6, y: DURATION_TOP + 4, class: 'axis', 'text-anchor': 'end' },
-      formatDuration(maxDuration),
-    ),
-    svg('text', { x: PLOT_LEFT - 6, y: DURATION_TOP + DURATION_HEIGHT, class: 'axis', 'text-anchor': 'end' }, '0'),
-    svg('line', {
-      x1: PLOT_LEFT,
-      x2: WIDTH - PLOT_RIGHT,
-      y1: DURATION_TOP + DURATION_HEIGHT,
-      y2: DURATION_TOP + DURATION_HEIGHT,
-      class: 'baseline',
-    }),
-    svg('text', { x: 0, y: COUNTS_TOP - 10, class: 'axis-title' }, 'Records added, updated, deleted'),
-    svg('text', { x: PLOT_LEFT - 6, y: COUNTS_TOP + 4, class: 'axis', 'text-anchor': 'end' }, String(maxCount)),
-    svg('text', { x: PLOT_LEFT - 6, y: COUNTS_TOP + COUNTS_HEIGHT, class: 'axis', 'text-anchor': 'end' }, '0'),
-    svg('line', {
-      x1: PLOT_LEFT,
-      x2: WIDTH - PLOT_RIGHT,
-      y1: COUNTS_TOP + COUNTS_HEIGHT,
-      y2: COUNTS_TOP + COUNTS_HEIGHT,
-      class: 'baseline',
-    }),
-  );
+  /** @param {uPlot} u */
+  const showRun = (u) => {
+    const index = u.cursor.idx;
+    const run = index === null || index === undefined ? undefined : ordered[index];
+    if (run)
+      detail.textContent = `${describeRun(run)}.${urls[index ?? -1] ? ' Click to open it in the Temporal Web UI.' : ''}`;
+  };
+  /** @type {uPlot.Hooks.Arrays} */
+  const hooks = { setCursor: [showRun] };
 
-  ordered.forEach((run, index) => {
-    const x = PLOT_LEFT + slot * index + (slot - barWidth) / 2;
-    const failed = run.status === 'failed';
-    const durationHeight = Math.max(1, (Number(run.duration_ms ?? 0) / maxDuration) * DURATION_HEIGHT);
-    const group = svg('g', { class: `run ${failed ? 'failed' : 'success'}` });
-    group.setAttribute('data-run-id', run.run_id);
-    group.append(
-      svg('title', {}, describeRun(run)),
-      svg('rect', {
-        x,
-        y: DURATION_TOP + DURATION_HEIGHT - durationHeight,
-        width: barWidth,
-        height: durationHeight,
-        class: failed ? 'bar-failed' : 'bar-duration',
-      }),
-    );
-    if (failed) {
-      // A mark that does not rely on colour alone.
-      group.append(
-        svg(
-          'text',
-          {
-            x: x + barWidth / 2,
-            y: DURATION_TOP + DURATION_HEIGHT - durationHeight - 3,
-            class: 'fail-mark',
-            'text-anchor': 'middle',
+  const durations = new uPlot(
+    {
+      width: WIDTH,
+      height: DURATION_HEIGHT,
+      title: 'Duration',
+      cursor,
+      hooks: {
+        ...hooks,
+        // ✕ above each failed run's bar.
+        draw: [
+          (u) => {
+            const { ctx } = u;
+            ctx.save();
+            ctx.fillStyle = failedColour;
+            ctx.font = `bold ${Math.round(12 * uPlot.pxRatio)}px sans-serif`;
+            ctx.textAlign = 'center';
+            ctx.textBaseline = 'bottom';
+            ordered.forEach((run, index) => {
+              if (run.status !== 'failed') return;
+              ctx.fillText(
+                '✕',
+                u.valToPos(index, 'x', true),
+                u.valToPos(run.duration_ms, 'y', true) - 2 * uPlot.pxRatio,
+              );
+            });
+            ctx.restore();
           },
-          '✕',
-        ),
-      );
-    }
-    const t = totals(run);
-    let y = COUNTS_TOP + COUNTS_HEIGHT;
-    for (const kind of ['added', 'updated', 'deleted']) {
-      const height = (t[kind] / maxCount) * COUNTS_HEIGHT;
-      if (height <= 0) continue;
-      y -= height;
-      group.append(svg('rect', { x, y, width: barWidth, height, class: `bar-${kind}` }));
-    }
-    const url = temporalRunUrl(config, run.run_id);
-    if (url) {
-      const link = svg(
-        'a',
+        ],
+      },
+      scales: { x: xScale, y: { range: (_u, _min, max) => [0, niceMax(max * 1.15)] } },
+      axes: [xAxis, { ...yAxis, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      series: [
+        runSeries,
         {
-          href: url,
-          target: '_blank',
-          rel: 'noopener noreferrer',
-          'aria-label': `${describeRun(run)}. Open in the Temporal Web UI.`,
+          label: 'Duration',
+          fill: colour('--duration', '#6e56cf'),
+          stroke: colour('--duration', '#6e56cf'),
+          paths: BAR,
+          points: { show: false },
+          value: (_u, ms) => formatDuration(ms),
         },
-        group,
-      );
-      chart.append(link);
-    } else {
-      chart.append(group);
-    }
-  });
-
-  // When the first and the last run started, under the bars (every run's time is in its tooltip and the table).
-  const stamp = (run) => new Date(run.started_at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-  const first = ordered[0];
-  const last = ordered.at(-1);
-  if (first) {
-    chart.append(svg('text', { x: PLOT_LEFT, y: HEIGHT - 6, class: 'axis' }, stamp(first)));
-  }
-  if (last && last !== first) {
-    chart.append(
-      svg('text', { x: WIDTH - PLOT_RIGHT, y: HEIGHT - 6, class: 'axis', 'text-anchor': 'end' }, stamp(last)),
-    );
-  }
-
-  const legend = h(
-    'ul',
-    { class: 'legend', 'aria-label': 'Legend' },
+        {
+          label: 'Failed run (✕)',
+          fill: failedColour,
+          stroke: failedColour,
+          paths: BAR,
+          points: { show: false },
+          value: (_u, ms) => formatDuration(ms),
+        },
+      ],
+    },
     [
-      ['duration', 'Duration'],
-      ['failed', 'Failed run (✕)'],
-      ['added', 'Added'],
-      ['updated', 'Updated'],
-      ['deleted', 'Deleted'],
-    ].map(([kind, label]) => h('li', {}, h('span', { class: `swatch swatch-${kind}`, 'aria-hidden': 'true' }), label)),
+      x,
+      ordered.map((run) => (run.status === 'failed' ? null : run.duration_ms)),
+      ordered.map((run) => (run.status === 'failed' ? run.duration_ms : null)),
+    ],
   );
+
+  // Stacked: each bar is drawn from zero to its running total, the largest first, so each kind shows
+  // as its own band; the legend says the kind's own number.
+  const stacks = {
+    added: counts.map((t) => t.added),
+    updated: counts.map((t) => t.added + t.updated),
+    deleted: counts.map((t) => t.added + t.updated + t.deleted),
+  };
+  /**
+   * @param {string} label
+   * @param {'added' | 'updated' | 'deleted'} kind
+   * @returns {uPlot.Series}
+   */
+  const countSeries = (label, kind) => ({
+    label,
+    fill: colour(`--${kind}`, '#57606a'),
+    stroke: colour(`--${kind}`, '#57606a'),
+    paths: BAR,
+    points: { show: false },
+    value: (_u, _v, _series, index) => (index === null ? '—' : String(counts[index]?.[kind] ?? '—')),
+  });
+  const records = new uPlot(
+    {
+      width: WIDTH,
+      height: COUNTS_HEIGHT,
+      title: 'Records added, updated, deleted',
+      cursor,
+      hooks,
+      scales: { x: xScale, y: { range: (_u, _min, max) => [0, niceMax(max)] } },
+      axes: [xAxis, { ...yAxis, incrs: WHOLE_STEPS }],
+      series: [
+        runSeries,
+        countSeries('Deleted', 'deleted'),
+        countSeries('Updated', 'updated'),
+        countSeries('Added', 'added'),
+      ],
+    },
+    [x, stacks.deleted, stacks.updated, stacks.added],
+  );
+
+  const plots = h(
+    'div',
+    { class: 'runs-chart', role: 'group', 'aria-label': `Chart of ${caption}` },
+    durations.root,
+    records.root,
+  );
+  if (urls.some(Boolean)) plots.classList.add('linked');
+  for (const u of [durations, records]) {
+    u.over.addEventListener('click', () => {
+      const index = u.cursor.idx;
+      const url = index === null || index === undefined ? null : urls[index];
+      if (url) window.open(url, '_blank', 'noopener,noreferrer');
+    });
+  }
 
   const table = h(
     'table',
@@ -208,41 +271,60 @@ export function runsChart({ runs, syncName, config }) {
     h(
       'tbody',
       {},
-      [...ordered].reverse().map((run) => {
-        const t = totals(run);
-        const url = temporalRunUrl(config, run.run_id);
-        return h(
-          'tr',
-          {},
-          h('td', {}, formatTime(run.started_at)),
-          h('td', {}, h('span', { class: `status status-${run.status}` }, run.status)),
-          h('td', {}, formatDuration(run.duration_ms)),
-          h('td', {}, t.added),
-          h('td', {}, t.updated),
-          h('td', {}, t.deleted),
-          h('td', {}, run.error ? `${run.error.code}: ${run.error.message}` : '—'),
-          h(
-            'td',
+      ordered
+        .map((run, index) => {
+          const t = counts[index] ?? totals(run);
+          const url = urls[index];
+          return h(
+            'tr',
             {},
-            url
-              ? h(
-                  'a',
-                  { href: url, target: '_blank', rel: 'noopener noreferrer' },
-                  'Open run',
-                  h('span', { class: 'visually-hidden' }, ` ${run.run_id} in the Temporal Web UI`),
-                )
-              : h('code', {}, run.run_id),
-          ),
-        );
-      }),
+            h('td', {}, formatTime(run.started_at)),
+            h('td', {}, h('span', { class: `status status-${run.status}` }, run.status)),
+            h('td', {}, formatDuration(run.duration_ms)),
+            h('td', {}, t.added),
+            h('td', {}, t.updated),
+            h('td', {}, t.deleted),
+            h('td', {}, run.error ? `${run.error.code}: ${run.error.message}` : '—'),
+            h(
+              'td',
+              {},
+              url
+                ? h(
+                    'a',
+                    { href: url, target: '_blank', rel: 'noopener noreferrer' },
+                    'Open run',
+                    h('span', { class: 'visually-hidden' }, ` ${run.run_id} in the Temporal Web UI`),
+                  )
+                : h('code', {}, run.run_id),
+            ),
+          );
+        })
+        .reverse(),
     ),
   );
 
-  figure.append(
+  const figure = h(
+    'figure',
+    { class: 'chart', dataset: { sync: syncName } },
     h('figcaption', {}, caption),
-    chart,
-    legend,
+    plots,
+    detail,
     h('details', {}, h('summary', {}, 'Runs as a table'), table),
   );
+  // The plots take the figure's width once it is laid out, and follow it; a chart taken out of the page
+  // (redrawn after a run) lets go of its plots.
+  const resized = new ResizeObserver(() => {
+    if (!plots.isConnected) {
+      resized.disconnect();
+      durations.destroy();
+      records.destroy();
+      return;
+    }
+    const width = Math.floor(plots.clientWidth);
+    if (width <= 0) return;
+    if (width !== durations.width) durations.setSize({ width, height: DURATION_HEIGHT });
+    if (width !== records.width) records.setSize({ width, height: COUNTS_HEIGHT });
+  });
+  resized.observe(plots);
   return figure;
 }

@@ -1,35 +1,50 @@
 /* global document */
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Tabs as the ARIA Authoring Practices describe them: a tablist of buttons with roving tabindex,
  * arrow keys, Home and End to move between tabs, and panels labelled by their tab.
  */
-import { h } from './dom.js';
+import { errorBox, h } from './dom.js';
 
 let counter = 0;
 
-/** `panels`: [{ id, label, render(panel) }]; renders the selected panel now and the others on first show. */
+/**
+ * @typedef {{ id: string, label: string, render: (panel: HTMLElement) => unknown }} Panel
+ */
+
+/**
+ * Renders the selected panel now and the others on first show.
+ * @param {{ label: string, panels: Panel[], selected: string, onSelect?: (id: string) => void }} options
+ */
 export function tabs({ label, panels, selected, onSelect }) {
   const prefix = `tabs${++counter}`;
+  /** @type {HTMLButtonElement[]} */
   const buttons = [];
+  /** @type {HTMLDivElement[]} */
   const sections = [];
+  /** @type {Set<number>} */
   const rendered = new Set();
 
+  /**
+   * @param {number} index
+   * @param {boolean} focus
+   */
   const activate = (index, focus) => {
     panels.forEach((panel, i) => {
       const on = i === index;
-      buttons[i].setAttribute('aria-selected', String(on));
-      buttons[i].tabIndex = on ? 0 : -1;
-      sections[i].hidden = !on;
+      const button = buttons[i];
+      const section = sections[i];
+      if (!button || !section) return;
+      button.setAttribute('aria-selected', String(on));
+      button.tabIndex = on ? 0 : -1;
+      section.hidden = !on;
       if (on && !rendered.has(i)) {
         rendered.add(i);
-        Promise.resolve(panel.render(sections[i])).catch((error) => {
-          sections[i].append(h('p', { class: 'error', role: 'alert' }, error.message));
+        Promise.resolve(panel.render(section)).catch((/** @type {unknown} */ error) => {
+          section.append(errorBox(error));
         });
       }
     });
-    if (focus) buttons[index].focus();
+    if (focus) buttons[index]?.focus();
   };
 
   panels.forEach((panel, i) => {
@@ -63,19 +78,22 @@ export function tabs({ label, panels, selected, onSelect }) {
 
   const list = h('div', { role: 'tablist', 'aria-label': label, class: 'tablist' }, buttons);
   list.addEventListener('keydown', (event) => {
-    const current = buttons.indexOf(document.activeElement);
+    const current = buttons.findIndex((button) => button === document.activeElement);
     if (current < 0) return;
     const last = buttons.length - 1;
-    const next = {
+    /** @type {Record<string, number>} */
+    const moves = {
       ArrowRight: current === last ? 0 : current + 1,
       ArrowLeft: current === 0 ? last : current - 1,
       Home: 0,
       End: last,
-    }[event.key];
-    if (next === undefined) return;
+    };
+    const next = moves[event.key];
+    const panel = next === undefined ? undefined : panels[next];
+    if (next === undefined || !panel) return;
     event.preventDefault();
     activate(next, true);
-    onSelect?.(panels[next].id);
+    onSelect?.(panel.id);
   });
 
   const index = Math.max(

@@ -1,5 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * "New connection" on the Connections page: the fields the integration's auth mode asks for (from GET
  * /integrations/:id/connect-fields). API key, Basic, client credentials, service account and app
@@ -10,9 +8,24 @@
 import { api } from '../api.js';
 import { announce, errorBox, field, h, time } from '../dom.js';
 
-/** The form's value of every field, by its name (`credentials.apiKey`, `connection_config.subdomain`). */
+/**
+ * GET /integrations/:id/connect-fields (src/api/routes/getIntegrationConnectFields.ts).
+ * @typedef {{
+ *   name: string, label: string, kind: 'text' | 'secret' | 'multiline', required: boolean,
+ *   description?: string, pattern?: string,
+ * }} ConnectField
+ * @typedef {{ display_name: string, auth_mode: string, redirect: boolean, fields: ConnectField[] }} ConnectFields
+ * @typedef {HTMLInputElement | HTMLTextAreaElement} Control
+ */
+
+/**
+ * The form's value of every field, by its name (`credentials.apiKey`, `connection_config.subdomain`).
+ * @param {Map<string, Control>} controls
+ */
 function valuesOf(controls) {
+  /** @type {Record<string, string>} */
   const credentials = {};
+  /** @type {Record<string, string>} */
   const settings = {};
   for (const [name, control] of controls) {
     const value = control.value.trim();
@@ -23,6 +36,10 @@ function valuesOf(controls) {
   return { credentials, settings };
 }
 
+/**
+ * @param {ConnectField} spec
+ * @returns {Control}
+ */
 function controlFor(spec) {
   const attrs = {
     name: spec.name,
@@ -35,16 +52,23 @@ function controlFor(spec) {
   return h('input', { ...attrs, type: spec.kind === 'secret' ? 'password' : 'text' });
 }
 
-/** The "New connection" section for `integration`; `onConnected(connectionId)` after a direct connect. */
+/**
+ * The "New connection" section for `integration`; `onConnected(connectionId)` after a direct connect.
+ * @param {string} integration
+ * @param {(connectionId: string) => void} onConnected
+ */
 export async function connectSection(integration, onConnected) {
   const section = h(
     'section',
     { 'aria-labelledby': 'new-connection-title', class: 'new-connection' },
     h('h2', { id: 'new-connection-title' }, 'New connection'),
   );
-  const spec = await api(`/integrations/${encodeURIComponent(integration)}/connect-fields`);
+  const spec = /** @type {ConnectFields} */ (
+    await api(`/integrations/${encodeURIComponent(integration)}/connect-fields`)
+  );
   const connectionId = h('input', { name: 'connection_id', required: true, autocomplete: 'off', spellcheck: 'false' });
-  const controls = new Map(spec.fields.map((f) => [f.name, controlFor(f)]));
+  /** @type {Map<string, Control>} */
+  const controls = new Map();
   const outcome = h('div', { class: 'connect-outcome', 'aria-live': 'polite' });
 
   const connectNow = h('button', { type: 'submit', class: 'primary' }, 'Connect');
@@ -66,7 +90,11 @@ export async function connectSection(integration, onConnected) {
         : 'Enter the credentials to connect now, or make a single-use link for an end user to enter them.',
     ),
     field('Connection id', connectionId, 'Your id for this connection: letters, digits and . _ @ + = -'),
-    spec.fields.map((f) => field(f.required ? f.label : `${f.label} (optional)`, controls.get(f.name), f.description)),
+    spec.fields.map((f) => {
+      const control = controlFor(f);
+      controls.set(f.name, control);
+      return field(f.required ? f.label : `${f.label} (optional)`, control, f.description);
+    }),
     h('div', { class: 'actions' }, spec.redirect ? null : connectNow, makeLink),
     outcome,
   );
@@ -81,9 +109,10 @@ export async function connectSection(integration, onConnected) {
     };
   };
 
-  const fail = (error) => {
-    outcome.replaceChildren(errorBox(error));
-    announce(error.message);
+  const fail = (/** @type {unknown} */ error) => {
+    const box = errorBox(error);
+    outcome.replaceChildren(box);
+    announce(box.textContent ?? '');
   };
 
   form.addEventListener('submit', (event) => {
@@ -103,7 +132,8 @@ export async function connectSection(integration, onConnected) {
     const { credentials: _typedIn, ...rest } = body();
     outcome.replaceChildren();
     api('/connect/sessions', { method: 'POST', body: rest })
-      .then((session) => {
+      .then((answer) => {
+        const session = /** @type {{ connect_url: string, expires_at: string }} */ (answer);
         outcome.replaceChildren(
           h(
             'p',

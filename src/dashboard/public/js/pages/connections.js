@@ -1,6 +1,4 @@
 /* global setTimeout, clearTimeout */
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Connections per integration; per connection its settings and metadata (never its credentials), its
  * syncs with their status, last result and next run, the controls (trigger, pause, resume, full
@@ -9,21 +7,42 @@
 import { api, ApiError, dashboardConfig } from '../api.js';
 import { runsChart } from '../chart.js';
 import { connectSection } from './connect.js';
-import { announce, errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
+import { announce, errorBox, field, h, messageOf, pageTitle, replace, select, time } from '../dom.js';
+
+/** @import { ConnectionRecord, ConnectionSummary, ErrorBody, Integration, WriteSummary } from '../api.js' */
+/** @import { App } from '../app.js' */
+/** @import { Run } from '../chart.js' */
+
+/**
+ * GET /sync/status (src/api/routes/getSyncStatus.ts).
+ * @typedef {{
+ *   name: string, status: 'RUNNING' | 'PAUSED' | 'ERROR' | 'SUCCESS' | 'STOPPED', sync_type: string,
+ *   frequency: string, finishedAt: string | null, nextScheduledSyncAt: string | null,
+ *   latestResult: Record<string, WriteSummary> | null, latestError: ErrorBody | null,
+ *   recordCount: Record<string, number>,
+ * }} SyncStatus
+ */
 
 const POLL_MS = 2000;
 
+/**
+ * @param {HTMLElement} view
+ * @param {string[]} params
+ * @param {URLSearchParams} _query
+ * @param {App} app
+ */
 export async function renderConnections(view, params, _query, app) {
   const [integrationParam, connectionId] = params;
-  const { data: integrations } = await api('/integrations');
+  const { data: integrations } = /** @type {{ data: Integration[] }} */ (await api('/integrations'));
   if (integrationParam && connectionId) return renderConnection(view, integrationParam, connectionId);
 
   view.append(pageTitle('Connections'));
-  if (integrations.length === 0) {
+  const first = integrations[0];
+  if (!first) {
     view.append(h('p', { class: 'empty' }, 'No integrations yet.'));
     return;
   }
-  const integration = integrationParam ?? integrations[0].unique_key;
+  const integration = integrationParam ?? first.unique_key;
   const picker = select(
     { id: 'connections-integration' },
     integrations.map((i) => [i.unique_key, i.unique_key]),
@@ -32,7 +51,9 @@ export async function renderConnections(view, params, _query, app) {
   picker.addEventListener('change', () => app.navigate('connections', [picker.value]));
   view.append(h('div', { class: 'toolbar' }, field('Integration', picker)));
 
-  const { connections } = await api('/connections', { query: { provider_config_key: integration } });
+  const { connections } = /** @type {{ connections: ConnectionSummary[] }} */ (
+    await api('/connections', { query: { provider_config_key: integration } })
+  );
   const creating = await connectSection(integration, (connectionId) =>
     app.navigate('connections', [integration, connectionId]),
   );
@@ -94,20 +115,34 @@ export async function renderConnections(view, params, _query, app) {
  * The connection's record; when its token cannot be refreshed (the route answers 424 or 503), its
  * summary from the list instead, which carries no credentials and no settings but says why.
  */
+/**
+ * @param {string} integration
+ * @param {string} connectionId
+ * @returns {Promise<ConnectionRecord>}
+ */
 async function connectionOrSummary(integration, connectionId) {
   try {
-    return await api(`/connections/${encodeURIComponent(connectionId)}`, {
-      query: { provider_config_key: integration },
-    });
+    return /** @type {ConnectionRecord} */ (
+      await api(`/connections/${encodeURIComponent(connectionId)}`, {
+        query: { provider_config_key: integration },
+      })
+    );
   } catch (error) {
     if (!(error instanceof ApiError) || !error.code.startsWith('connection_refresh_')) throw error;
-    const { connections } = await api('/connections', { query: { provider_config_key: integration, connectionId } });
+    const { connections } = /** @type {{ connections: ConnectionSummary[] }} */ (
+      await api('/connections', { query: { provider_config_key: integration, connectionId } })
+    );
     const summary = connections.find((c) => c.connection_id === connectionId);
     if (!summary) throw error;
     return { ...summary, connection_config: {} };
   }
 }
 
+/**
+ * @param {HTMLElement} view
+ * @param {string} integration
+ * @param {string} connectionId
+ */
 async function renderConnection(view, integration, connectionId) {
   view.append(
     h(
@@ -216,10 +251,14 @@ const ACTIONS = [
   },
 ];
 
-/** The state a row shows for the API's status (the de-facto names), as the page and its styles name it. */
+/**
+ * The state a row shows for the API's status (the de-facto names), as the page and its styles name it.
+ * @type {Record<string, string>}
+ */
 const STATES = { RUNNING: 'running', SUCCESS: 'idle', PAUSED: 'paused', ERROR: 'failed', STOPPED: 'not_started' };
-const stateOf = (sync) => STATES[sync.status] ?? String(sync.status).toLowerCase();
+const stateOf = (/** @type {SyncStatus} */ sync) => STATES[sync.status] ?? String(sync.status).toLowerCase();
 
+/** @param {Record<string, WriteSummary> | null} result */
 function summary(result) {
   if (!result) return '—';
   const parts = Object.entries(result).map(
@@ -229,15 +268,28 @@ function summary(result) {
   return parts.join('; ') || 'no records';
 }
 
-/** `runs` as service.yaml writes it: "1h" reads "every 1h"; "every 5 minutes" already says "every". */
+/**
+ * `runs` as service.yaml writes it: "1h" reads "every 1h"; "every 5 minutes" already says "every".
+ * @param {string | null | undefined} runs
+ */
 function frequencyText(runs) {
   if (!runs) return 'every —';
   return /^every\s/i.test(runs.trim()) ? runs.trim() : `every ${runs}`;
 }
 
+/**
+ * @param {HTMLElement} section
+ * @param {string} integration
+ * @param {string} connectionId
+ */
 async function renderSyncs(section, integration, connectionId) {
-  const status = () =>
-    api('/sync/status', { query: { provider_config_key: integration, syncs: '*', connection_id: connectionId } });
+  const status = async () =>
+    /** @type {{ syncs: SyncStatus[] }} */ (
+      await api('/sync/status', {
+        query: { provider_config_key: integration, syncs: '*', connection_id: connectionId },
+      })
+    );
+  /** @type {{ syncs: SyncStatus[] }} */
   let current;
   try {
     current = await status();
@@ -254,6 +306,12 @@ async function renderSyncs(section, integration, connectionId) {
   }
   const config = await dashboardConfig();
   const message = h('p', { class: 'notice', role: 'status' });
+  /**
+   * @type {Map<string, {
+   *   cells: { status: HTMLSpanElement, error: HTMLDivElement, finished: HTMLElement, next: HTMLElement, result: HTMLElement, records: HTMLElement },
+   *   buttons: HTMLButtonElement[], chartSlot: HTMLDivElement, last: string | undefined, lastFinished: string | null | undefined,
+   * }>}
+   */
   const rows = new Map();
   const charts = h('div', { class: 'charts' }, h('h2', {}, 'Recent runs'));
 
@@ -261,6 +319,7 @@ async function renderSyncs(section, integration, connectionId) {
   for (const sync of current.syncs) {
     const cells = {
       status: h('span', { class: 'status' }),
+      error: h('div', { class: 'meta error-text', dataset: { role: 'error' } }),
       finished: h('td', {}),
       next: h('td', {}),
       result: h('td', {}),
@@ -275,7 +334,7 @@ async function renderSyncs(section, integration, connectionId) {
           dataset: { action: action.id },
           'aria-label': `${action.label} sync ${sync.name}`,
           onclick: async (event) => {
-            const button = event.currentTarget;
+            const button = /** @type {HTMLButtonElement} */ (event.currentTarget);
             button.disabled = true;
             try {
               await api(action.path, {
@@ -292,7 +351,7 @@ async function renderSyncs(section, integration, connectionId) {
               await refresh();
             } catch (error) {
               message.className = 'notice error';
-              message.textContent = `Could not ${action.label.toLowerCase()} sync ${sync.name}: ${error.message}`;
+              message.textContent = `Could not ${action.label.toLowerCase()} sync ${sync.name}: ${messageOf(error)}`;
             } finally {
               button.disabled = false;
               update(sync.name);
@@ -315,7 +374,7 @@ async function renderSyncs(section, integration, connectionId) {
           sync.name,
           h('div', { class: 'meta' }, `${sync.sync_type}, ${frequencyText(sync.frequency)}`),
         ),
-        h('td', {}, cells.status, h('div', { class: 'meta error-text', dataset: { role: 'error' } })),
+        h('td', {}, cells.status, cells.error),
         cells.finished,
         cells.next,
         cells.result,
@@ -346,6 +405,7 @@ async function renderSyncs(section, integration, connectionId) {
     charts,
   );
 
+  /** @param {string} name */
   function update(name) {
     const row = rows.get(name);
     const sync = current.syncs.find((s) => s.name === name);
@@ -354,9 +414,9 @@ async function renderSyncs(section, integration, connectionId) {
     const label = state === 'not_started' ? 'not started' : state;
     row.cells.status.textContent = label;
     row.cells.status.className = `status status-${state}`;
-    row.cells.status.closest('tr').dataset.status = state;
-    const errorLine = row.cells.status.parentElement.querySelector('[data-role="error"]');
-    errorLine.textContent =
+    const tr = row.cells.status.closest('tr');
+    if (tr) tr.dataset['status'] = state;
+    row.cells.error.textContent =
       state === 'failed' && sync.latestError ? `${sync.latestError.code}: ${sync.latestError.message}` : '';
     replace(row.cells.finished, time(sync.finishedAt));
     replace(row.cells.next, state === 'paused' ? 'paused' : time(sync.nextScheduledSyncAt));
@@ -367,8 +427,8 @@ async function renderSyncs(section, integration, connectionId) {
         .join(', ') || '0';
     const paused = state === 'paused';
     for (const button of row.buttons) {
-      if (button.dataset.action === 'pause') button.disabled = paused;
-      if (button.dataset.action === 'resume') button.disabled = !paused && state !== 'not_started';
+      if (button.dataset['action'] === 'pause') button.disabled = paused;
+      if (button.dataset['action'] === 'resume') button.disabled = !paused && state !== 'not_started';
     }
     if (row.last !== undefined && row.last !== state) announce(`Sync ${name} is ${label}.`);
     row.last = state;
@@ -378,11 +438,17 @@ async function renderSyncs(section, integration, connectionId) {
     }
   }
 
+  /**
+   * @param {HTMLElement} slot
+   * @param {string} name
+   */
   async function drawChart(slot, name) {
     try {
-      const { runs } = await api('/sync/runs', {
-        query: { provider_config_key: integration, connection_id: connectionId, syncs: name, limit: 30 },
-      });
+      const { runs } = /** @type {{ runs: Run[] }} */ (
+        await api('/sync/runs', {
+          query: { provider_config_key: integration, connection_id: connectionId, syncs: name, limit: 30 },
+        })
+      );
       if (!runs || runs.length === 0) replace(slot, h('p', { class: 'empty' }, 'No runs recorded yet.'));
       else replace(slot, runsChart({ runs, syncName: name, config }));
     } catch (error) {
@@ -399,6 +465,7 @@ async function renderSyncs(section, integration, connectionId) {
 
   for (const name of rows.keys()) update(name);
   let stopped = false;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   const tick = async () => {
     if (stopped) return;
@@ -406,7 +473,7 @@ async function renderSyncs(section, integration, connectionId) {
       await refresh();
     } catch (error) {
       message.className = 'notice error';
-      message.textContent = `Status could not be refreshed: ${error.message}`;
+      message.textContent = `Status could not be refreshed: ${messageOf(error)}`;
     }
     if (!stopped) timer = setTimeout(tick, POLL_MS);
   };

@@ -1,13 +1,13 @@
 /* global window */
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Environments (signed in with the service admin key): create, rename, delete, rotate a secret key.
  * A new secret key is shown once, in the page, and never stored by it (docs/dashboard.md).
  */
 import { api } from '../api.js';
-import { announce, field, h, pageTitle, replace, time } from '../dom.js';
+import { announce, field, h, messageOf, pageTitle, replace, time } from '../dom.js';
+/** @import { Environment } from '../api.js' */
 
+/** @param {HTMLElement} view */
 export async function renderEnvironments(view) {
   view.append(
     pageTitle('Environments'),
@@ -23,13 +23,19 @@ export async function renderEnvironments(view) {
   const listSection = h('section', { 'aria-labelledby': 'environments-list-title' });
   view.append(createForm(), keyNotice, message, listSection);
 
+  /** @param {string} what */
   function fail(what) {
-    return (error) => {
+    return (/** @type {unknown} */ error) => {
       message.className = 'notice error';
-      message.textContent = `Could not ${what}: ${error.message}`;
+      message.textContent = `Could not ${what}: ${messageOf(error)}`;
     };
   }
 
+  /**
+   * @param {string} name
+   * @param {string} key
+   * @param {string} what
+   */
   function showKey(name, key, what) {
     message.className = 'notice';
     message.textContent = '';
@@ -63,7 +69,10 @@ export async function renderEnvironments(view) {
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       api('/environments', { method: 'POST', body: { name: name.value.trim() } })
-        .then(({ environment, secret_key: key }) => {
+        .then((answer) => {
+          const { environment, secret_key: key } = /** @type {{ environment: Environment, secret_key: string }} */ (
+            answer
+          );
           name.value = '';
           showKey(environment.name, key, `Created ${environment.name}.`);
           return load();
@@ -74,7 +83,7 @@ export async function renderEnvironments(view) {
   }
 
   async function load() {
-    const { environments } = await api('/environments');
+    const { environments } = /** @type {{ environments: Environment[] }} */ (await api('/environments'));
     replace(
       listSection,
       h('h2', { id: 'environments-list-title' }, `${environments.length} environment(s)`),
@@ -95,6 +104,7 @@ export async function renderEnvironments(view) {
     );
   }
 
+  /** @param {Environment} environment */
   function row(environment) {
     const rename = h('button', { type: 'button' }, 'Rename');
     const rotate = h('button', { type: 'button', class: 'danger' }, 'Rotate key');
@@ -118,7 +128,10 @@ export async function renderEnvironments(view) {
           method: 'PATCH',
           body: { name: input.value.trim() },
         })
-          .then(({ environment: renamed, warnings }) => {
+          .then((answer) => {
+            const { environment: renamed, warnings } = /** @type {{ environment: Environment, warnings: string[] }} */ (
+              answer
+            );
             message.className = 'notice';
             message.textContent = [`Renamed ${environment.name} to ${renamed.name}.`, ...warnings].join(' ');
             return load();
@@ -136,7 +149,10 @@ export async function renderEnvironments(view) {
       )
         return;
       api(`/environments/${encodeURIComponent(environment.id)}/rotate-key`, { method: 'POST' })
-        .then(({ secret_key: key }) => showKey(environment.name, key, `Rotated the key of ${environment.name}.`))
+        .then((answer) => {
+          const { secret_key: key } = /** @type {{ secret_key: string }} */ (answer);
+          showKey(environment.name, key, `Rotated the key of ${environment.name}.`);
+        })
         .catch(fail('rotate the key'));
     });
     remove.addEventListener('click', () => {

@@ -1,18 +1,33 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Integrations: the list, and per integration its syncs, actions and models as deployed, and the
  * Script tab with the deployed source of every script, its deploy version and time.
  */
-import { api, ApiError } from '../api.js';
+import { api, ApiError, deployment as deploymentOf, deployments as listDeployments } from '../api.js';
 import { errorBox, field, h, pageTitle, select, time } from '../dom.js';
 import { tabs } from '../tabs.js';
+/** @import { Deployment, DeploymentSummary, Integration } from '../api.js' */
+/** @import { App } from '../app.js' */
+/** @import { IntegrationConfig, ModelConfig, TypeExpr } from '../../../../config/types.js' */
 
+/**
+ * What the pages know of the deploy history: the chosen deployment and every version, or the error
+ * that says the routes are missing.
+ * @typedef {{ deployment: Deployment, versions: DeploymentSummary[], error?: undefined }
+ *   | { error: ApiError, versions: DeploymentSummary[], deployment?: undefined }} DeployHistory
+ */
+
+/**
+ * @param {HTMLElement} view
+ * @param {string[]} params
+ * @param {URLSearchParams} query
+ * @param {App} app
+ */
 export async function renderIntegrations(view, params, query, app) {
   if (params[0]) return renderIntegration(view, params[0], params[1] ?? 'overview', query, app);
   view.append(pageTitle('Integrations'));
-  const [{ data: integrations }, deployment] = await Promise.all([api('/integrations'), deploymentOrNull()]);
-  const deployed = new Map((deployment?.deployment.config.integrations ?? []).map((i) => [i.id, i]));
+  const [answer, deployment] = await Promise.all([api('/integrations'), deploymentOrNull()]);
+  const { data: integrations } = /** @type {{ data: Integration[] }} */ (answer);
+  const deployed = new Map((deployment?.deployment?.config.integrations ?? []).map((i) => [i.id, i]));
   const ids = [...new Set([...integrations.map((i) => i.unique_key), ...deployed.keys()])].sort();
   view.append(deploymentSummary(deployment));
   if (ids.length === 0) {
@@ -61,21 +76,26 @@ export async function renderIntegrations(view, params, query, app) {
   );
 }
 
-/** The active deployment (`{ deployment, versions }`), null when none, or `{ error }` when the routes are missing. */
+/**
+ * The active deployment (`{ deployment, versions }`), null when none, or `{ error }` when the routes are missing.
+ * @param {string} [version]
+ * @returns {Promise<DeployHistory | null>}
+ */
 async function deploymentOrNull(version) {
   try {
-    const { deployments } = await api('/deployments');
+    const deployments = await listDeployments();
     const chosen = version
       ? deployments.find((d) => String(d.version) === String(version))
       : deployments.find((d) => d.status === 'active');
     if (!chosen) return null;
-    return { deployment: await api(`/deployments/${chosen.version}`), versions: deployments };
+    return { deployment: await deploymentOf(chosen.version), versions: deployments };
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return { error, versions: [] };
     throw error;
   }
 }
 
+/** @param {DeployHistory | null} found */
 function deploymentSummary(found) {
   if (!found) return h('p', { class: 'empty' }, 'Nothing is deployed to this environment yet.');
   if (found.error) return errorBox(`The deploy history cannot be read: ${found.error.message}`);
@@ -89,6 +109,13 @@ function deploymentSummary(found) {
   );
 }
 
+/**
+ * @param {HTMLElement} view
+ * @param {string} id
+ * @param {string} tab
+ * @param {URLSearchParams} query
+ * @param {App} app
+ */
 async function renderIntegration(view, id, tab, query, app) {
   view.append(
     h(
@@ -106,8 +133,8 @@ async function renderIntegration(view, id, tab, query, app) {
   const version = query.get('version') ?? undefined;
   const [integration, found] = await Promise.all([
     api(`/integrations/${encodeURIComponent(id)}`).then(
-      (answer) => answer.data,
-      (error) => {
+      (answer) => /** @type {{ data: Integration }} */ (answer).data,
+      (/** @type {unknown} */ error) => {
         // Deployed but not created as an integration: the page still shows what is deployed.
         if (error instanceof ApiError && error.status === 404) return null;
         throw error;
@@ -138,6 +165,7 @@ async function renderIntegration(view, id, tab, query, app) {
     ),
   );
 
+  /** @type {import('../tabs.js').Panel[]} */
   const panels = [
     { id: 'overview', label: 'Syncs and actions', render: (panel) => overview(panel, config) },
     { id: 'models', label: 'Models', render: (panel) => models(panel, config, deployment) },
@@ -153,10 +181,15 @@ async function renderIntegration(view, id, tab, query, app) {
   );
 }
 
+/** @param {{ method: string, path: string }} endpoint */
 function endpointText(endpoint) {
   return `${endpoint.method} ${endpoint.path}`;
 }
 
+/**
+ * @param {HTMLElement} panel
+ * @param {IntegrationConfig | null} config
+ */
 function overview(panel, config) {
   if (!config) {
     panel.append(h('p', { class: 'empty' }, 'This integration has no deployed syncs or actions.'));
@@ -232,7 +265,11 @@ function overview(panel, config) {
   );
 }
 
-/** A type expression of src/config/types.ts as TypeScript-like text. */
+/**
+ * A type expression of src/config/types.ts as TypeScript-like text.
+ * @param {TypeExpr | null | undefined} expr
+ * @returns {string}
+ */
 export function typeText(expr) {
   switch (expr?.kind) {
     case 'primitive':
@@ -254,15 +291,22 @@ export function typeText(expr) {
   }
 }
 
-/** The models the integration's syncs and actions use, and the models they reference, in order. */
+/**
+ * The models the integration's syncs and actions use, and the models they reference, in order.
+ * @param {IntegrationConfig} config
+ * @param {Map<string, ModelConfig>} all
+ */
 function modelsUsed(config, all) {
+  /** @type {Set<string>} */
   const names = new Set();
+  /** @param {string | null} name */
   const visit = (name) => {
     if (!name || names.has(name)) return;
     const model = all.get(name);
     if (!model) return;
     names.add(name);
     for (const parent of model.extends) visit(parent);
+    /** @param {TypeExpr | null} expr */
     const walk = (expr) => {
       if (!expr) return;
       if (expr.kind === 'model') visit(expr.name);
@@ -283,6 +327,11 @@ function modelsUsed(config, all) {
   return [...names];
 }
 
+/**
+ * @param {HTMLElement} panel
+ * @param {IntegrationConfig | null} config
+ * @param {Deployment | null} deployment
+ */
 function models(panel, config, deployment) {
   if (!config || !deployment) {
     panel.append(h('p', { class: 'empty' }, 'No deployed models.'));
@@ -293,6 +342,7 @@ function models(panel, config, deployment) {
   if (names.length === 0) panel.append(h('p', { class: 'empty' }, 'No models.'));
   for (const name of names) {
     const model = all.get(name);
+    if (!model) continue;
     panel.append(
       h(
         'section',
@@ -333,6 +383,13 @@ function models(panel, config, deployment) {
   }
 }
 
+/**
+ * @param {HTMLElement} panel
+ * @param {string} id
+ * @param {Deployment | null} deployment
+ * @param {DeploymentSummary[]} versions
+ * @param {App} app
+ */
 function scripts(panel, id, deployment, versions, app) {
   if (versions.length > 0 && deployment) {
     const picker = select(

@@ -1,10 +1,21 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /** Logs: the `svc.log` lines of scripts, searchable by text, level, integration, connection, sync and run. */
-import { api, dashboardConfig } from '../api.js';
-import { temporalRunUrl } from '../chart.js';
+import { api, dashboardConfig, temporalRunUrl } from '../api.js';
 import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
+/** @import { Integration } from '../api.js' */
+/** @import { App } from '../app.js' */
+/** @import { Attrs } from '../dom.js' */
 
+/**
+ * GET /logs (src/api/routes/getLogs.ts).
+ * @typedef {{
+ *   integration_id: string, connection_id: string, script_kind: 'sync' | 'action', script_name: string,
+ *   run_id: string, level: string, message: string, logged_at: string,
+ * }} LogLine
+ * @typedef {{ logs: LogLine[], next_before: string | null }} LogPage
+ * @typedef {Record<'text' | 'level' | 'integration' | 'connection' | 'sync' | 'run', string>} Filters
+ */
+
+/** @type {[string, string][]} */
 const LEVELS = [
   ['', 'Any level'],
   ['debug', 'debug'],
@@ -14,9 +25,21 @@ const LEVELS = [
 ];
 const PAGE = 100;
 
+/**
+ * @param {HTMLElement} view
+ * @param {string[]} _params
+ * @param {URLSearchParams} query
+ * @param {App} app
+ */
 export async function renderLogs(view, _params, query, app) {
   view.append(pageTitle('Logs'));
-  const [{ data: integrations }, config] = await Promise.all([api('/integrations'), dashboardConfig()]);
+  const [answer, config] = await Promise.all([api('/integrations'), dashboardConfig()]);
+  const { data: integrations } = /** @type {{ data: Integration[] }} */ (answer);
+  /**
+   * @param {keyof Filters} name
+   * @param {string} label
+   * @param {Attrs} [attrs]
+   */
   const input = (name, label, attrs = {}) =>
     field(label, h('input', { name, id: `logs-${name}`, value: query.get(name) ?? '', autocomplete: 'off', ...attrs }));
   const form = h(
@@ -31,7 +54,10 @@ export async function renderLogs(view, _params, query, app) {
         'Integration',
         select(
           { name: 'integration', id: 'logs-integration' },
-          [['', 'Any integration'], ...integrations.map((i) => [i.unique_key, i.unique_key])],
+          [
+            ['', 'Any integration'],
+            ...integrations.map((i) => /** @type {[string, string]} */ ([i.unique_key, i.unique_key])),
+          ],
           query.get('integration') ?? '',
         ),
       ),
@@ -44,29 +70,43 @@ export async function renderLogs(view, _params, query, app) {
   const results = h('section', { 'aria-label': 'Log lines', class: 'results', 'aria-live': 'polite' });
   view.append(form, results);
 
-  const read = () =>
-    Object.fromEntries(
-      ['text', 'level', 'integration', 'connection', 'sync', 'run'].map((name) => [
-        name,
-        form.elements[name].value.trim(),
-      ]),
-    );
+  /** @param {string} name */
+  const valueOf = (name) => {
+    const control = form.elements.namedItem(name);
+    return control instanceof HTMLInputElement || control instanceof HTMLSelectElement ? control.value.trim() : '';
+  };
+  /** @returns {Filters} */
+  const read = () => ({
+    text: valueOf('text'),
+    level: valueOf('level'),
+    integration: valueOf('integration'),
+    connection: valueOf('connection'),
+    sync: valueOf('sync'),
+    run: valueOf('run'),
+  });
+  /** @type {LogLine[]} */
   let lines = [];
 
+  /**
+   * @param {Filters} filters
+   * @param {string} [before]
+   */
   async function load(filters, before) {
     try {
-      const page = await api('/logs', {
-        query: {
-          text: filters.text,
-          level: filters.level,
-          provider_config_key: filters.integration,
-          connection_id: filters.connection,
-          sync: filters.sync,
-          run_id: filters.run,
-          before,
-          limit: PAGE,
-        },
-      });
+      const page = /** @type {LogPage} */ (
+        await api('/logs', {
+          query: {
+            text: filters.text,
+            level: filters.level,
+            provider_config_key: filters.integration,
+            connection_id: filters.connection,
+            sync: filters.sync,
+            run_id: filters.run,
+            before,
+            limit: PAGE,
+          },
+        })
+      );
       lines = before ? [...lines, ...page.logs] : page.logs;
       show(filters, page.next_before);
     } catch (error) {
@@ -74,9 +114,13 @@ export async function renderLogs(view, _params, query, app) {
     }
   }
 
+  /**
+   * @param {Filters} filters
+   * @param {string | null} nextBefore
+   */
   function show(filters, nextBefore) {
     const more = h('button', { type: 'button', disabled: !nextBefore }, 'Older lines');
-    more.addEventListener('click', () => void load(filters, nextBefore));
+    more.addEventListener('click', () => void load(filters, nextBefore ?? undefined));
     replace(
       results,
       h(
@@ -108,8 +152,9 @@ export async function renderLogs(view, _params, query, app) {
               h(
                 'tbody',
                 {},
-                lines.map((line) =>
-                  h(
+                lines.map((line) => {
+                  const temporalUrl = temporalRunUrl(config, line.run_id);
+                  return h(
                     'tr',
                     { class: `line line-${line.level}` },
                     h('td', { class: 'nowrap' }, time(line.logged_at)),
@@ -139,13 +184,13 @@ export async function renderLogs(view, _params, query, app) {
                         },
                         h('code', {}, shortRun(line.run_id)),
                       ),
-                      temporalRunUrl(config, line.run_id)
+                      temporalUrl
                         ? [
                             ' ',
                             h(
                               'a',
                               {
-                                href: temporalRunUrl(config, line.run_id),
+                                href: temporalUrl,
                                 target: '_blank',
                                 rel: 'noopener noreferrer',
                                 class: 'temporal-link',
@@ -156,8 +201,8 @@ export async function renderLogs(view, _params, query, app) {
                           ]
                         : null,
                     ),
-                  ),
-                ),
+                  );
+                }),
               ),
             ),
           ),
@@ -174,6 +219,7 @@ export async function renderLogs(view, _params, query, app) {
   await load(read());
 }
 
+/** @param {string} runId */
 function shortRun(runId) {
   return runId.length > 24 ? `…${runId.slice(-20)}` : runId;
 }

@@ -1,22 +1,38 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Records: a connection's cached records per model, filtered by last action (added, updated,
  * deleted), page by page with the API's `next_cursor`.
  */
 import { activeDeployment, api, ApiError, connectionHeaders } from '../api.js';
 import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js';
+/** @import { ConnectionSummary, Deployment, Integration } from '../api.js' */
+/** @import { App } from '../app.js' */
+
+/**
+ * GET /records (src/api/routes/getRecords.ts): each record with its `_service_metadata`.
+ * @typedef {{ last_action?: string, deleted_at?: string | null, last_modified_at?: string }} RecordMetadata
+ * @typedef {{ id: unknown, _service_metadata?: RecordMetadata, [field: string]: unknown }} StoredRecord
+ * @typedef {{ records: StoredRecord[], next_cursor: string | null }} RecordPage
+ * @typedef {{ integration: string, connection: string, model: string, filter: string, limit: string }} Choice
+ */
 
 const PAGE_SIZES = ['10', '50', '100'];
 const FILTERS = ['added', 'updated', 'deleted'];
 
+/**
+ * @param {HTMLElement} view
+ * @param {string[]} _params
+ * @param {URLSearchParams} query
+ * @param {App} app
+ */
 export async function renderRecords(view, _params, query, app) {
   view.append(pageTitle('Records'));
-  const { data: integrations } = await api('/integrations');
-  if (integrations.length === 0) {
+  const { data: integrations } = /** @type {{ data: Integration[] }} */ (await api('/integrations'));
+  const firstIntegration = integrations[0];
+  if (!firstIntegration) {
     view.append(h('p', { class: 'empty' }, 'No integrations yet.'));
     return;
   }
+  /** @type {Deployment | null} */
   let deployment = null;
   try {
     deployment = await activeDeployment();
@@ -24,7 +40,7 @@ export async function renderRecords(view, _params, query, app) {
     if (!(error instanceof ApiError && error.status === 404)) throw error;
   }
 
-  const integration = query.get('integration') ?? integrations[0].unique_key;
+  const integration = query.get('integration') ?? firstIntegration.unique_key;
   const integrationPicker = select(
     { id: 'records-integration', name: 'integration' },
     integrations.map((i) => [i.unique_key, i.unique_key]),
@@ -34,7 +50,9 @@ export async function renderRecords(view, _params, query, app) {
     app.navigate('records', [], { integration: integrationPicker.value }),
   );
 
-  const { connections } = await api('/connections', { query: { provider_config_key: integration } });
+  const { connections } = /** @type {{ connections: ConnectionSummary[] }} */ (
+    await api('/connections', { query: { provider_config_key: integration } })
+  );
   const models = [
     ...new Set(
       (deployment?.config.integrations.find((i) => i.id === integration)?.syncs ?? []).flatMap((s) =>
@@ -43,12 +61,14 @@ export async function renderRecords(view, _params, query, app) {
     ),
   ];
   const form = h('form', { class: 'filters', 'aria-label': 'Which records' });
-  form.append(h('div', { class: 'toolbar' }, field('Integration', integrationPicker)));
-  if (connections.length === 0) {
+  const toolbar = h('div', { class: 'toolbar' }, field('Integration', integrationPicker));
+  form.append(toolbar);
+  const firstConnection = connections[0];
+  if (!firstConnection) {
     view.append(form, h('p', { class: 'empty' }, `No connections of ${integration} yet.`));
     return;
   }
-  const connection = query.get('connection') ?? connections[0].connection_id;
+  const connection = query.get('connection') ?? firstConnection.connection_id;
   const connectionPicker = select(
     { name: 'connection', id: 'records-connection' },
     connections.map((c) => [c.connection_id, c.connection_id]),
@@ -63,28 +83,23 @@ export async function renderRecords(view, _params, query, app) {
       )
     : h('input', { name: 'model', id: 'records-model', value: model, required: true, autocomplete: 'off' });
   const chosenFilters = (query.get('filter') ?? '').split(',').filter(Boolean);
-  const filterBoxes = FILTERS.map((name) =>
-    h(
-      'label',
-      { class: 'check' },
-      h('input', { type: 'checkbox', name: 'filter', value: name, checked: chosenFilters.includes(name) }),
-      ` ${name}`,
-    ),
+  const filterInputs = FILTERS.map((name) =>
+    h('input', { type: 'checkbox', name: 'filter', value: name, checked: chosenFilters.includes(name) }),
   );
+  const filterBoxes = filterInputs.map((input) => h('label', { class: 'check' }, input, ` ${input.value}`));
+  const limit = query.get('limit');
   const pageSize = select(
     { name: 'limit', id: 'records-limit' },
     PAGE_SIZES.map((n) => [n, n]),
-    PAGE_SIZES.includes(query.get('limit')) ? query.get('limit') : '50',
+    limit !== null && PAGE_SIZES.includes(limit) ? limit : '50',
   );
-  form
-    .querySelector('.toolbar')
-    .append(
-      field('Connection', connectionPicker),
-      field('Model', modelControl),
-      h('fieldset', { class: 'inline' }, h('legend', {}, 'Last action'), filterBoxes),
-      field('Page size', pageSize),
-      h('button', { type: 'submit', class: 'primary' }, 'Show records'),
-    );
+  toolbar.append(
+    field('Connection', connectionPicker),
+    field('Model', modelControl),
+    h('fieldset', { class: 'inline' }, h('legend', {}, 'Last action'), filterBoxes),
+    field('Page size', pageSize),
+    h('button', { type: 'submit', class: 'primary' }, 'Show records'),
+  );
   const results = h('section', {
     'aria-label': 'Records',
     class: 'results',
@@ -93,27 +108,32 @@ export async function renderRecords(view, _params, query, app) {
   });
   view.append(form, results);
 
+  /** @type {(string | null)[]} */
   const cursors = [];
+  /** @type {Choice} */
   let state;
+  /** @returns {Choice} */
   const read = () => ({
     integration,
     connection: connectionPicker.value,
     model: modelControl.value,
-    filter: filterBoxes
-      .map((l) => l.querySelector('input'))
+    filter: filterInputs
       .filter((i) => i.checked)
       .map((i) => i.value)
       .join(','),
     limit: pageSize.value,
   });
 
+  /** @param {string | null | undefined} cursor */
   async function load(cursor) {
     results.setAttribute('aria-busy', 'true');
     try {
-      const page = await api('/records', {
-        query: { model: state.model, filter: state.filter, limit: state.limit, cursor },
-        headers: connectionHeaders(state.integration, state.connection),
-      });
+      const page = /** @type {RecordPage} */ (
+        await api('/records', {
+          query: { model: state.model, filter: state.filter, limit: state.limit, cursor },
+          headers: connectionHeaders(state.integration, state.connection),
+        })
+      );
       show(page);
     } catch (error) {
       replace(results, errorBox(error));
@@ -122,6 +142,7 @@ export async function renderRecords(view, _params, query, app) {
     }
   }
 
+  /** @param {RecordPage} page */
   function show(page) {
     const first = cursors.length * Number(state.limit) + 1;
     const heading = h(
@@ -202,8 +223,10 @@ export async function renderRecords(view, _params, query, app) {
   }
 }
 
+/** @param {unknown} value */
 function cell(value) {
   if (value === null || value === undefined) return h('span', { class: 'meta' }, String(value));
   if (typeof value === 'object') return h('code', {}, JSON.stringify(value));
-  return String(value);
+  // A string, number or boolean (records are JSON).
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }

@@ -1,15 +1,19 @@
 /* global window, CSS */
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-unsafe-argument --
-   Browser code in plain JavaScript, served as written (no build step): API values carry no static types here. */
 /**
  * Environment settings: environment variables (create, edit, delete; values masked until revealed),
  * the environment's keys, and where outbound webhooks go.
  */
 import { api, ApiError, dashboardConfig, dashboardPath, secretKey, setSecretKey } from '../api.js';
-import { announce, errorBox, field, h, pageTitle, replace, time } from '../dom.js';
+import { announce, errorBox, field, h, messageOf, pageTitle, replace, time } from '../dom.js';
+/** @import { Environment, EnvironmentVariable } from '../api.js' */
+/**
+ * GET /webhook-deliveries (src/webhooks/deliveries.ts).
+ * @typedef {{ created_at: string, connection_id: string | null, status: string, attempts: number | null }} WebhookDelivery
+ */
 
 const MASK = '••••••••';
 
+/** @param {HTMLElement} view */
 export async function renderSettings(view) {
   view.append(pageTitle('Environment settings'));
   const variables = h(
@@ -27,6 +31,7 @@ export async function renderSettings(view) {
   await Promise.all([renderVariables(variables), renderKeys(keys), renderWebhooks(webhooks)]);
 }
 
+/** @param {HTMLElement} section */
 async function renderVariables(section) {
   section.append(
     h(
@@ -39,17 +44,22 @@ async function renderVariables(section) {
   const body = h('div', {});
   section.append(message, body);
 
-  const say = (text, isError = false) => {
+  const say = (/** @type {string} */ text, isError = false) => {
     message.className = isError ? 'notice error' : 'notice';
     message.textContent = text;
   };
 
+  /** @param {string} [focusName] */
   async function reload(focusName) {
     // GET answers the bare array, as the de-facto API does.
-    const variables = await api('/environment-variables');
+    const variables = /** @type {EnvironmentVariable[]} */ (await api('/environment-variables'));
     draw(variables, focusName);
   }
 
+  /**
+   * @param {EnvironmentVariable[]} list
+   * @param {string} [focusName]
+   */
   function draw(list, focusName) {
     const rows = list.map((variable) => {
       const value = h('code', { class: 'masked', dataset: { masked: 'true' } }, MASK);
@@ -59,9 +69,9 @@ async function renderVariables(section) {
         'Reveal',
       );
       reveal.addEventListener('click', () => {
-        const hidden = value.dataset.masked === 'true';
+        const hidden = value.dataset['masked'] === 'true';
         value.textContent = hidden ? variable.value : MASK;
-        value.dataset.masked = String(!hidden);
+        value.dataset['masked'] = String(!hidden);
         reveal.textContent = hidden ? 'Hide' : 'Reveal';
         reveal.setAttribute('aria-pressed', String(hidden));
         reveal.setAttribute('aria-label', `${hidden ? 'Hide' : 'Reveal'} value of ${variable.name}`);
@@ -72,12 +82,14 @@ async function renderVariables(section) {
         { type: 'button', class: 'small danger', 'aria-label': `Delete ${variable.name}` },
         'Delete',
       );
+      const valueCell = h('td', {}, value);
+      const controlsCell = h('td', { class: 'actions' }, reveal, edit, remove);
       const row = h(
         'tr',
         { dataset: { name: variable.name } },
         h('th', { scope: 'row' }, h('code', {}, variable.name)),
-        h('td', {}, value),
-        h('td', { class: 'actions' }, reveal, edit, remove),
+        valueCell,
+        controlsCell,
       );
       edit.addEventListener('click', () => {
         const input = h('input', {
@@ -110,10 +122,10 @@ async function renderVariables(section) {
               say(`Saved ${variable.name}.`);
               return reload(variable.name);
             })
-            .catch((error) => say(`Could not save ${variable.name}: ${error.message}`, true));
+            .catch((/** @type {unknown} */ error) => say(`Could not save ${variable.name}: ${messageOf(error)}`, true));
         });
-        replace(row.children[1], form);
-        replace(row.children[2]);
+        replace(valueCell, form);
+        replace(controlsCell);
         input.focus();
       });
       remove.addEventListener('click', () => {
@@ -124,7 +136,7 @@ async function renderVariables(section) {
             say(`Deleted ${variable.name}.`);
             return reload();
           })
-          .catch((error) => say(`Could not delete ${variable.name}: ${error.message}`, true));
+          .catch((/** @type {unknown} */ error) => say(`Could not delete ${variable.name}: ${messageOf(error)}`, true));
       });
       return row;
     });
@@ -163,7 +175,7 @@ async function renderVariables(section) {
           announce(`Saved ${variableName}.`);
           return reload();
         })
-        .catch((error) => say(`Could not save ${variableName}: ${error.message}`, true));
+        .catch((/** @type {unknown} */ error) => say(`Could not save ${variableName}: ${messageOf(error)}`, true));
     });
     replace(
       body,
@@ -189,12 +201,14 @@ async function renderVariables(section) {
       h('h3', {}, 'Add or replace a variable'),
       add,
     );
-    if (focusName) body.querySelector(`tr[data-name="${CSS.escape(focusName)}"] button`)?.focus();
+    const toFocus = focusName ? body.querySelector(`tr[data-name="${CSS.escape(focusName)}"] button`) : null;
+    if (toFocus instanceof HTMLButtonElement) toFocus.focus();
   }
 
   await reload();
 }
 
+/** @param {HTMLElement} section */
 async function renderKeys(section) {
   const config = await dashboardConfig();
   const current = secretKey() ?? '';
@@ -222,7 +236,7 @@ async function renderKeys(section) {
   );
   if (!config.features?.keys) return;
   try {
-    const environment = await api(dashboardPath('environment'));
+    const environment = /** @type {Environment} */ (await api(dashboardPath('environment')));
     facts.append(
       h('dt', {}, 'Environment'),
       h('dd', {}, environment.name),
@@ -239,7 +253,8 @@ async function renderKeys(section) {
     if (!window.confirm('Rotate the secret key? The current key stops working at once, for your application too.'))
       return;
     api(dashboardPath('environment/rotate-secret-key'), { method: 'POST' })
-      .then(({ secret_key: newKey }) => {
+      .then((answer) => {
+        const { secret_key: newKey } = /** @type {{ secret_key: string }} */ (answer);
         setSecretKey(newKey);
         shown = true;
         value.textContent = newKey;
@@ -249,20 +264,22 @@ async function renderKeys(section) {
         message.textContent =
           'New secret key shown above; copy it now and update your application. This dashboard uses it already.';
       })
-      .catch((error) => {
+      .catch((/** @type {unknown} */ error) => {
         message.className = 'notice error';
-        message.textContent = `Could not rotate the key: ${error.message}`;
+        message.textContent = `Could not rotate the key: ${messageOf(error)}`;
       });
   });
   section.append(h('div', { class: 'toolbar' }, rotate), message);
 }
 
+/** @param {string} key */
 function maskKey(key) {
   return key.length > 8 ? `${key.slice(0, 3)}${MASK}${key.slice(-4)}` : MASK;
 }
 
+/** @param {HTMLElement} section */
 async function renderWebhooks(section) {
-  const settings = await api('/webhook-settings');
+  const settings = /** @type {{ url: string | null, has_secret: boolean }} */ (await api('/webhook-settings'));
   const url = h('input', {
     id: 'webhook-url',
     type: 'url',
@@ -289,7 +306,8 @@ async function renderWebhooks(section) {
     event.preventDefault();
     const value = url.value.trim();
     api('/webhook-settings', { method: 'PUT', body: { url: value === '' ? null : value } })
-      .then((saved) => {
+      .then((answer) => {
+        const saved = /** @type {{ generated_secret?: string | null }} */ (answer);
         message.className = 'notice';
         if (saved.generated_secret) {
           secretState.textContent = 'set';
@@ -298,14 +316,16 @@ async function renderWebhooks(section) {
           message.textContent = 'Saved.';
         }
       })
-      .catch((error) => {
+      .catch((/** @type {unknown} */ error) => {
         message.className = 'notice error';
-        message.textContent = `Could not save: ${error.message}`;
+        message.textContent = `Could not save: ${messageOf(error)}`;
       });
   });
   section.append(form);
   try {
-    const { deliveries } = await api('/webhook-deliveries', { query: { limit: 10 } });
+    const { deliveries } = /** @type {{ deliveries: WebhookDelivery[] }} */ (
+      await api('/webhook-deliveries', { query: { limit: 10 } })
+    );
     section.append(
       h('h3', {}, 'Recent deliveries'),
       deliveries.length === 0
