@@ -774,7 +774,8 @@ describe('the dashboard', () => {
 
     page.once('dialog', (dialog) => void dialog.accept());
     await row().getByRole('button', { name: 'Rotate key' }).click();
-    await page.getByText('Rotated the key of qa-ui.').waitFor();
+    // In the key notice (the screen-reader announcer repeats the sentence a moment later).
+    await page.locator('#new-key').getByText('Rotated the key of qa-ui.').waitFor();
     const rotated = (await page.locator('#new-key code.secret-key').textContent()) ?? '';
     expect(rotated).toMatch(/^sk_/);
     expect(rotated).not.toBe(created);
