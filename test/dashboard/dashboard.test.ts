@@ -326,6 +326,25 @@ describe('the dashboard', () => {
     await shoot('integration-script');
   });
 
+  it('lists the integrations when the service has no deploy history routes, and says so', async () => {
+    // A service without GET /deployments, as the browser sees it.
+    await page.route('**/deployments', (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'route_not_found', message: 'No route GET /deployments.' } }),
+      }),
+    );
+    try {
+      await page.goto(`${baseUrl}/dashboard/#/integrations`);
+      await page.getByRole('heading', { level: 1, name: 'Integrations' }).waitFor();
+      await page.getByText('The deploy history cannot be read: No route GET /deployments.').waitFor();
+      expect(await page.getByRole('row', { name: new RegExp(INTEGRATION) }).textContent()).toContain('not deployed');
+    } finally {
+      await page.unroute('**/deployments');
+    }
+  });
+
   it('sets an environment variable, masked until revealed', async () => {
     await page.getByRole('link', { name: 'Environment settings' }).click();
     await page.getByRole('heading', { level: 1, name: 'Environment settings' }).waitFor();
