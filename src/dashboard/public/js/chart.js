@@ -118,26 +118,27 @@ export function runsChart({ runs, syncName, config }) {
     drag: { x: false, y: false, setScale: false },
     points: { show: false },
   };
-  /** @type {uPlot.Series} The x series: the legend shows when the run started. */
+  /** @type {uPlot.Series} The x series (each run's index): the legend shows when the run started. */
   const runSeries = {
     label: 'Run',
     value: (_u, index) => {
-      const run = index === null ? undefined : ordered[index];
+      const run = ordered[index ?? -1];
       return run ? formatTime(run.started_at) : '—';
     },
   };
+  const linked = urls.some(Boolean);
   const detail = h(
     'p',
     { class: 'chart-run meta' },
-    'Point at a run for its details; click it to open it in the Temporal Web UI.',
+    `Point at a run for its details${linked ? '; click it to open it in the Temporal Web UI' : ''}.`,
   );
 
   /** @param {uPlot} u */
   const showRun = (u) => {
-    const index = u.cursor.idx;
-    const run = index === null || index === undefined ? undefined : ordered[index];
+    const index = u.cursor.idx ?? -1;
+    const run = ordered[index];
     if (run)
-      detail.textContent = `${describeRun(run)}.${urls[index ?? -1] ? ' Click to open it in the Temporal Web UI.' : ''}`;
+      detail.textContent = `${describeRun(run)}.${urls[index] ? ' Click to open it in the Temporal Web UI.' : ''}`;
   };
   /** @type {uPlot.Hooks.Arrays} */
   const hooks = { setCursor: [showRun] };
@@ -245,11 +246,10 @@ export function runsChart({ runs, syncName, config }) {
     durations.root,
     records.root,
   );
-  if (urls.some(Boolean)) plots.classList.add('linked');
+  if (linked) plots.classList.add('linked');
   for (const u of [durations, records]) {
     u.over.addEventListener('click', () => {
-      const index = u.cursor.idx;
-      const url = index === null || index === undefined ? null : urls[index];
+      const url = urls[u.cursor.idx ?? -1];
       if (url) window.open(url, '_blank', 'noopener,noreferrer');
     });
   }
