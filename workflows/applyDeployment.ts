@@ -19,8 +19,10 @@ import type { DeployActivities } from '../activities/deploy.js';
 import type { ApplyDeploymentInput } from '../src/deploy/plan.js';
 import { reconfigureSignal } from './manageSync.js';
 
-// Connections per activity call; a batch repeated after a worker died redoes at most this many.
-const BATCH = 50;
+// Connections per activity call, and calls at once, of an apply started without `batch` (before it
+// existed): a replay of such an apply must page exactly as it did. A call repeated after a worker died
+// redoes at most its connections, idempotently.
+const UNBATCHED = { size: 50, parallel: 1 };
 // Continue as new well before Temporal's history limits (a batch adds a few events per connection).
 const HISTORY_EVENTS_PER_RUN = 10_000;
 
@@ -42,6 +44,7 @@ export const applyProgressQuery = defineQuery<ApplyProgress>('progress');
 
 export async function applyDeployment(input: ApplyDeploymentInput): Promise<{ version: number; active: boolean }> {
   const { environmentId, version, steps } = input;
+  const { size, parallel } = input.batch ?? UNBATCHED;
   let step = input.cursor?.step ?? 0;
   let after = input.cursor?.after ?? null;
   let done = input.cursor?.done ?? 0;
@@ -53,24 +56,33 @@ export async function applyDeployment(input: ApplyDeploymentInput): Promise<{ ve
     const connections = await activities.deployConnections({ environmentId, integrationId });
     let pending = after === null ? connections : connections.filter((id) => id > after!);
     while (pending.length > 0) {
-      const connectionIds = pending.slice(0, BATCH);
-      pending = pending.slice(BATCH);
-      const batch = { environmentId, version, integrationId, connectionIds };
-      if (current.kind === 'remove_sync') {
-        await activities.stopSyncEntities({ ...batch, syncName: current.sync });
-      } else {
-        const existing = await activities.startSyncEntities({ ...batch, syncNames: current.syncs });
-        await Promise.all(
-          existing.map(({ workflowId, definition }) =>
-            // An entity stopped meanwhile (its connection deleted) has nothing to reconfigure.
-            getExternalWorkflowHandle(workflowId)
-              .signal(reconfigureSignal, definition)
-              .catch(() => undefined),
-          ),
-        );
+      // A wave of up to `parallel` calls; the cursor moves past the whole wave once all of it is done.
+      const wave: string[][] = [];
+      while (wave.length < parallel && pending.length > 0) {
+        wave.push(pending.slice(0, size));
+        pending = pending.slice(size);
       }
-      done += connectionIds.length;
-      after = connectionIds[connectionIds.length - 1] ?? after;
+      await Promise.all(
+        wave.map(async (connectionIds) => {
+          const batch = { environmentId, version, integrationId, connectionIds };
+          if (current.kind === 'remove_sync') {
+            await activities.stopSyncEntities({ ...batch, syncName: current.sync });
+            return;
+          }
+          const existing = await activities.startSyncEntities({ ...batch, syncNames: current.syncs });
+          await Promise.all(
+            existing.map(({ workflowId, definition }) =>
+              // An entity stopped meanwhile (its connection deleted) has nothing to reconfigure.
+              getExternalWorkflowHandle(workflowId)
+                .signal(reconfigureSignal, definition)
+                .catch(() => undefined),
+            ),
+          );
+        }),
+      );
+      const last = wave[wave.length - 1]!;
+      done += wave.reduce((sum, connectionIds) => sum + connectionIds.length, 0);
+      after = last[last.length - 1] ?? after;
       if (
         pending.length > 0 &&
         (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_EVENTS_PER_RUN)

@@ -22,7 +22,14 @@ import type { ActionDefinition, SyncDefinition } from '../runtime/definitions.js
 import type { ScriptStore } from '../runtime/scriptStore.js';
 import { scriptHash } from '../runtime/scriptStore.js';
 import { scriptKey, type DeployChange, type DeployedState } from './diff.js';
-import { applyWorkflowId, planDeployment, syncDefinition, type ApplyDeploymentInput, type ApplyStep } from './plan.js';
+import {
+  APPLY_BATCHING,
+  applyWorkflowId,
+  planDeployment,
+  syncDefinition,
+  type ApplyDeploymentInput,
+  type ApplyStep,
+} from './plan.js';
 import type { DeployedScript, Deployment, DeploymentStore } from './store.js';
 
 export { syncDefinition } from './plan.js';
@@ -316,7 +323,7 @@ export function createDeployments(deps: DeploymentsDeps) {
           changes,
           redeployOf: options.redeployOf ?? null,
         });
-        await runApply({ environmentId, version: deployPlan.version, steps });
+        await runApply({ environmentId, version: deployPlan.version, steps, batch: APPLY_BATCHING });
         const deployment = await current(environmentId);
         if (deployment?.version !== deployPlan.version) {
           throw new ServiceError('deploy_inconsistent', 'the deployment vanished while it was applied');

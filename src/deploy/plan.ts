@@ -97,7 +97,24 @@ export interface ApplyDeploymentInput {
   steps: ApplyStep[];
   /** Where a continued run picks up: the step, and the last connection id of it done. */
   cursor?: { step: number; after: string | null; done: number };
+  /**
+   * How the apply pages through connections: `size` per activity call, `parallel` calls at once.
+   * Absent in applies started before it existed, which go on as they began: 50, one at a time.
+   */
+  batch?: ApplyBatching;
 }
+
+export interface ApplyBatching {
+  size: number;
+  parallel: number;
+}
+
+/**
+ * What a new apply uses: 4 calls of 100 connections at once, each starting 16 entities at a time
+ * (activities/deploy.ts), so 64 starts are in flight. bench/load.ts measures the deploy that adds a
+ * sync to every connection (docs/reliability.md "Load at full size").
+ */
+export const APPLY_BATCHING: ApplyBatching = { size: 100, parallel: 4 };
 
 /** The workflow id of an environment's apply: one at a time per environment, by Temporal's id uniqueness. */
 export const applyWorkflowId = (environmentId: string): string => `deploy:${environmentId}`;

@@ -1,5 +1,5 @@
 /**
- * A deploy's apply survives SIGKILL of its worker: two deploys over 300 connections (the first
+ * A deploy's apply survives SIGKILL of its worker: two deploys over 600 connections (the first
  * starts a sync entity for each, the second changes its frequency), the worker process killed with
  * SIGKILL in the middle of each apply and started again. Each apply finishes, its version ends
  * `active` (never left `applying`), and every connection's entity is configured exactly once per
@@ -9,53 +9,15 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { createConnections } from '../../src/connections/index.js';
-import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
-import { createDeployments, type DeployRequest } from '../../src/deploy/deployments.js';
-import { applyWorkflowId } from '../../src/deploy/plan.js';
-import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
+import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
-import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
-import { syncWorkflowId } from '../../src/temporal/connection.js';
-import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import type { ApplyProgress } from '../../workflows/applyDeployment.js';
-import { uniqueName, useDatabase } from '../helpers/stack.js';
-import { bundle, useRuntimeClient } from '../runtime/helpers.js';
 import { startWorkerProcess, type WorkerChild } from '../runtime/processWorker.js';
-import { runtimeDeps, TestConnections } from '../runtime/testConnections.js';
+import { deployEnvironment, mapLimit, request, UNUSED_API } from './applyHarness.js';
 
-const CONNECTIONS = 300;
-const INTEGRATION = 'crm';
-const SYNC = 'people';
-// Nothing is fetched (the syncs are created paused); the worker's outbound policy needs an address.
-const UNUSED_API = 'http://127.0.0.1:9';
-
-const request = (runs: string): DeployRequest => ({
-  yaml: `
-integrations:
-  ${INTEGRATION}:
-    syncs:
-      ${SYNC}:
-        description: People
-        output: Person
-        endpoint: GET /people
-        sync_type: full
-        runs: ${runs}
-        auto_start: false
-models:
-  Person:
-    id: string
-`,
-  scripts: [
-    {
-      integration: INTEGRATION,
-      kind: 'sync',
-      name: SYNC,
-      code: bundle(`async function (svc) { await svc.batchSave([], 'Person'); }`),
-    },
-  ],
-});
-
+// A wave of the apply (APPLY_BATCHING: `parallel` calls of `size` connections), then two more calls.
+const WAVE = APPLY_BATCHING.size * APPLY_BATCHING.parallel;
+const CONNECTIONS = WAVE + 2 * APPLY_BATCHING.size;
 async function until<T>(what: string, probe: () => Promise<T | undefined>, limitMs: number): Promise<T> {
   const deadline = Date.now() + limitMs;
   let lastError: unknown;
@@ -71,21 +33,6 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, limit
   }
 }
 
-async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        results[index] = await work(items[index] as T);
-      }
-    }),
-  );
-  return results;
-}
-
-/** How each entity was configured, from its history: started (by whom) and `reconfigure` signals. */
 async function configurations(client: Client, ids: readonly string[]) {
   return mapLimit(ids, 8, async (workflowId) => {
     const history = await client.workflow.getHandle(workflowId).fetchHistory();
@@ -101,57 +48,6 @@ async function configurations(client: Client, ids: readonly string[]) {
 }
 
 /** An environment with `count` connections of one integration, and deployments over it. */
-async function deployEnvironment(count: number, applyTimeoutMs: number) {
-  const { pool, url } = await useDatabase();
-  const client = await useRuntimeClient(pool);
-  const taskQueue = uniqueName('tq');
-  // The worker child's encryptor and records store (test/runtime/testConnections.ts).
-  const shared = runtimeDeps(pool, new TestConnections(), new Map(), client);
-  const connections = createConnections({
-    db: pool,
-    encryptor: shared.encryptor,
-    callbackUrl: 'http://127.0.0.1/oauth/callback',
-    catalog: loadProviderCatalog({
-      extra: {
-        'fake-crm': {
-          display_name: 'Fake CRM',
-          auth_mode: 'API_KEY',
-          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-          base_url: `${UNUSED_API}/api`,
-        },
-      },
-    }),
-  });
-  const { environment } = await connections.environments.create({ name: 'deploy-crash' });
-  const env = environment.id;
-  await connections.integrations.upsert(env, { id: INTEGRATION, provider: 'fake-crm' });
-  const connectionIds = Array.from({ length: count }, (_, i) => `c${String(i).padStart(4, '0')}`);
-  await mapLimit(connectionIds, 8, (connectionId) =>
-    connections.service.importConnection({
-      environmentId: env,
-      integrationId: INTEGRATION,
-      connectionId,
-      credentials: { type: 'API_KEY', apiKey: `key-${connectionId}` },
-    }),
-  );
-  const store = createPostgresDeploymentStore(pool);
-  const deploymentsDeps = {
-    store,
-    scripts: createPostgresScriptStore({ db: pool }),
-    records: shared.records,
-    temporal: client,
-    applyTaskQueue: actionTaskQueue(taskQueue),
-    connectionIds: async (environmentId: string, integrationId: string) =>
-      (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id),
-  };
-  const deployments = createDeployments({ ...deploymentsDeps, applyTimeoutMs });
-  const entityIds = connectionIds.map((connectionId) =>
-    syncWorkflowId({ environmentId: env, integrationId: INTEGRATION, connectionId, syncName: SYNC }),
-  );
-  const waitingAtMost = (ms: number) => createDeployments({ ...deploymentsDeps, applyTimeoutMs: ms });
-  return { url, client, taskQueue, env, store, deployments, waitingAtMost, entityIds };
-}
-
 describe('a deploy’s apply survives SIGKILL of its worker process', () => {
   it(`${CONNECTIONS} connections, a kill in each of two applies: both versions end active, each entity configured exactly once per deploy`, async () => {
     const { url, client, taskQueue, env, store, deployments, entityIds } = await deployEnvironment(
@@ -222,11 +118,11 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
       };
     }
 
-    // The first kill in the middle of the second batch's starts (connections 50 to 99), so that its
-    // repeated attempt meets entities its first attempt started.
-    const first = await deployWithKill('1h', undefined, () => exists(entityIds[55]!));
-    expect(first.startedAtKill).toBeGreaterThan(50);
-    expect(first.startedAtKill).toBeLessThan(100);
+    // The first kill in the middle of the second wave's starts, so that its repeated calls meet entities
+    // their first attempts started.
+    const first = await deployWithKill('1h', undefined, () => exists(entityIds[WAVE + APPLY_BATCHING.size / 2]!));
+    expect(first.startedAtKill).toBeGreaterThan(WAVE);
+    expect(first.startedAtKill).toBeLessThan(CONNECTIONS);
     expect(first.version).toBe(1);
     expect(await store.current(env)).toMatchObject({ version: 1, status: 'active' });
     const afterFirst = await configurations(client, entityIds);
