@@ -12,8 +12,8 @@ import type { Client } from '@temporalio/client';
 import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import type { ApplyProgress } from '../../workflows/applyDeployment.js';
-import { startWorkerProcess, type WorkerChild } from '../runtime/processWorker.js';
-import { deployEnvironment, mapLimit, request, UNUSED_API } from './applyHarness.js';
+import type { WorkerChild } from '../runtime/processWorker.js';
+import { deployEnvironment, mapLimit, request } from './applyHarness.js';
 
 // A wave of the apply (APPLY_BATCHING: `parallel` calls of `size` connections), then two more calls.
 const WAVE = APPLY_BATCHING.size * APPLY_BATCHING.parallel;
@@ -50,22 +50,15 @@ async function configurations(client: Client, ids: readonly string[]) {
 /** An environment with `count` connections of one integration, and deployments over it. */
 describe('a deploy’s apply survives SIGKILL of its worker process', () => {
   it(`${CONNECTIONS} connections, a kill in each of two applies: both versions end active, each entity configured exactly once per deploy`, async () => {
-    const { url, client, taskQueue, env, store, deployments, entityIds } = await deployEnvironment(
+    const { client, env, store, deployments, entityIds, startWorker, terminateEntities } = await deployEnvironment(
       CONNECTIONS,
       240_000,
     );
-    const startWorker = () =>
-      startWorkerProcess({ databaseUrl: url, taskQueue, apiBaseUrl: UNUSED_API, env: { WORKER_DEPLOY: '1' } });
     let worker: WorkerChild = await startWorker();
     afterAll(async () => {
       worker.child.kill('SIGTERM');
       await worker.exited;
-      await mapLimit(entityIds, 8, (id) =>
-        client.workflow
-          .getHandle(id)
-          .terminate('test over')
-          .catch(() => undefined),
-      );
+      await terminateEntities();
     });
 
     const exists = (id: string): Promise<boolean> =>
@@ -159,10 +152,8 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
   }, 600_000);
 
   it('a caller that stops waiting does not stop the apply: 504, then 409 while it waits, then active once a worker serves it', async () => {
-    const { url, client, taskQueue, env, store, deployments, waitingAtMost, entityIds } = await deployEnvironment(
-      3,
-      3000,
-    );
+    const { client, env, store, deployments, waitingAtMost, entityIds, startWorker, terminateEntities } =
+      await deployEnvironment(3, 3000);
     // No worker yet: the apply waits in Temporal, and the request stops waiting after 3 s.
     const timedOut: unknown = await deployments.apply(env, request('1h')).catch((error: unknown) => error);
     expect(timedOut).toMatchObject({ code: 'deploy_timeout', status: 504 });
@@ -172,12 +163,7 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
     expect(refused).toMatchObject({ code: 'deploy_in_progress', status: 409 });
     expect(await store.latestVersion(env)).toBe(1);
 
-    const worker = await startWorkerProcess({
-      databaseUrl: url,
-      taskQueue,
-      apiBaseUrl: UNUSED_API,
-      env: { WORKER_DEPLOY: '1' },
-    });
+    const worker = await startWorker();
     try {
       // The first apply finishes on its own, and the next deploy goes through after it.
       await until(
@@ -194,14 +180,7 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
     } finally {
       worker.child.kill('SIGTERM');
       await worker.exited;
-      await Promise.all(
-        entityIds.map((id) =>
-          client.workflow
-            .getHandle(id)
-            .terminate('test over')
-            .catch(() => undefined),
-        ),
-      );
+      await terminateEntities();
     }
   }, 300_000);
 });

@@ -12,6 +12,7 @@ import { syncWorkflowId } from '../../src/temporal/connection.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
 import { bundle, useRuntimeClient } from '../runtime/helpers.js';
+import { startWorkerProcess } from '../runtime/processWorker.js';
 import { runtimeDeps, TestConnections } from '../runtime/testConnections.js';
 
 export const INTEGRATION = 'crm';
@@ -109,5 +110,16 @@ export async function deployEnvironment(count: number, applyTimeoutMs: number) {
     syncWorkflowId({ environmentId: env, integrationId: INTEGRATION, connectionId, syncName: SYNC }),
   );
   const waitingAtMost = (ms: number) => createDeployments({ ...deploymentsDeps, applyTimeoutMs: ms });
-  return { url, client, taskQueue, env, store, deployments, waitingAtMost, entityIds };
+  /** A worker child process serving the apply (and the entities) on this environment's queues. */
+  const startWorker = () =>
+    startWorkerProcess({ databaseUrl: url, taskQueue, apiBaseUrl: UNUSED_API, env: { WORKER_DEPLOY: '1' } });
+  /** Stops every entity the deploys started (the test's cleanup). */
+  const terminateEntities = () =>
+    mapLimit(entityIds, 8, (id) =>
+      client.workflow
+        .getHandle(id)
+        .terminate('test over')
+        .catch(() => undefined),
+    );
+  return { client, env, store, deployments, waitingAtMost, entityIds, startWorker, terminateEntities };
 }

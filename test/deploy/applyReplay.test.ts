@@ -13,16 +13,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import type { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
-import { createDataConverter } from '../../src/runtime/payloadStorage.js';
-import { useDatabase, stack } from '../helpers/stack.js';
-import { startWorkerProcess } from '../runtime/processWorker.js';
-import { deployEnvironment, mapLimit, request, UNUSED_API } from './applyHarness.js';
+import { expectReplays, type History } from '../helpers/replay.js';
+import { useDatabase } from '../helpers/stack.js';
+import { deployEnvironment, mapLimit, request } from './applyHarness.js';
 
 const { temporal } = proto;
-type History = proto.temporal.api.history.v1.IHistory;
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'applyHistories');
 const RECORD = process.env['RECORD_APPLY_HISTORIES'] === '1';
@@ -45,25 +42,15 @@ async function applyHistories(client: Client, environmentId: string): Promise<Hi
 
 describe('apply workflow: history compatibility', () => {
   it('replays the histories recorded before the waves, and those the current code records', async () => {
-    const { url, client, taskQueue, env, deployments, entityIds } = await deployEnvironment(CONNECTIONS, 240_000);
-    const worker = await startWorkerProcess({
-      databaseUrl: url,
-      taskQueue,
-      apiBaseUrl: UNUSED_API,
-      env: { WORKER_DEPLOY: '1' },
-    });
+    const { client, env, deployments, startWorker, terminateEntities } = await deployEnvironment(CONNECTIONS, 240_000);
+    const worker = await startWorker();
     try {
       await deployments.apply(env, request('1h'));
       await deployments.apply(env, request('2h'));
     } finally {
       worker.child.kill('SIGTERM');
       await worker.exited;
-      await mapLimit(entityIds, 8, (id) =>
-        client.workflow
-          .getHandle(id)
-          .terminate('test over')
-          .catch(() => undefined),
-      );
+      await terminateEntities();
     }
     // Visibility lags a little behind the executions it lists.
     let recorded: History[] = [];
@@ -87,18 +74,7 @@ describe('apply workflow: history compatibility', () => {
     }
 
     const { pool } = await useDatabase();
-    const replay = async (histories: { workflowId: string; history: History }[]): Promise<void> => {
-      const results = Worker.runReplayHistories(
-        { workflowBundle: { codePath: stack().workflowBundlePath }, dataConverter: createDataConverter({ db: pool }) },
-        histories,
-      );
-      let replayed = 0;
-      for await (const result of results) {
-        expect(result.error, `${result.workflowId} ${result.runId ?? ''}`).toBeUndefined();
-        replayed++;
-      }
-      expect(replayed).toBe(histories.length);
-    };
+    const replay = (histories: { workflowId: string; history: History }[]) => expectReplays(pool, histories);
     const activityCalls = (history: History, type: string): number =>
       (history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === type)
         .length;

@@ -14,17 +14,14 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
-import { stack } from '../helpers/stack.js';
+import { expectReplays, type History } from '../helpers/replay.js';
 import { bundle, json, startFakeApi, syncDefinition, useRuntime, type RuntimeHarness } from './helpers.js';
 
 const { temporal } = proto;
-type History = proto.temporal.api.history.v1.IHistory;
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'syncEntityHistories');
 const RECORD = process.env['RECORD_SYNC_ENTITY_HISTORIES'] === '1';
@@ -104,21 +101,7 @@ describe('sync entity workflow: history compatibility', () => {
     );
   }
 
-  async function replay(histories: { workflowId: string; history: History }[]): Promise<void> {
-    const results = Worker.runReplayHistories(
-      {
-        workflowBundle: { codePath: stack().workflowBundlePath },
-        dataConverter: createDataConverter({ db: h.pool }),
-      },
-      histories,
-    );
-    let replayed = 0;
-    for await (const result of results) {
-      expect(result.error, `${result.workflowId} ${result.runId ?? ''}`).toBeUndefined();
-      replayed++;
-    }
-    expect(replayed).toBe(histories.length);
-  }
+  const replay = (histories: { workflowId: string; history: History }[]) => expectReplays(h.pool, histories);
 
   it('replays the histories recorded before the state machine, and those the current code records', async () => {
     const scriptHash = await h.scripts.put(script);
