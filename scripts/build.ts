@@ -15,7 +15,7 @@
  *   npm run build -- --no-bundle   # the JavaScript only
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../src/packageRoot.js';
@@ -59,12 +59,19 @@ run('compile (tsc -p tsconfig.build.json)', process.execPath, [
 ]);
 
 const assets = SOURCE_FOLDERS.flatMap(assetsOf);
+let copied = 0;
 for (const asset of assets) {
+  const source = join(PACKAGE_ROOT, asset);
   const target = join(OUT, asset);
+  // An unchanged copy is left alone: a server running from dist/ meanwhile never reads half a file.
+  if (existsSync(target) && readFileSync(target).equals(readFileSync(source))) continue;
   mkdirSync(dirname(target), { recursive: true });
-  copyFileSync(join(PACKAGE_ROOT, asset), target);
+  copyFileSync(source, target);
+  copied++;
 }
-process.stdout.write(`copied ${assets.length} files beside the modules (SQL migrations, dashboard, catalogs)\n`);
+process.stdout.write(
+  `copied ${copied} of ${assets.length} files kept beside the modules (SQL migrations, dashboard, catalogs)\n`,
+);
 
 if (!values['no-bundle']) {
   run('workflow bundle', process.execPath, [

@@ -47,8 +47,9 @@ describe('the packed package, installed into an empty folder', () => {
     await ok('npm', ['pack', '--pack-destination', work], REPO);
     const tarball = readdirSync(work).find((name) => name.endsWith('.tgz'));
     if (tarball === undefined) throw new Error('npm pack wrote no tarball');
-    // prepack builds dist/runtime for the tarball; postpack removes it again.
-    expect(existsSync(join(REPO, 'dist'))).toBe(false);
+    // prepack builds dist/runtime and dist/client for the tarball; postpack removes them again.
+    expect(existsSync(join(REPO, 'dist/runtime'))).toBe(false);
+    expect(existsSync(join(REPO, 'dist/client'))).toBe(false);
 
     const app = join(work, 'app');
     mkdirSync(app);
