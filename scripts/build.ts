@@ -8,6 +8,9 @@
  *   2. Every other file of those folders (SQL migrations, the dashboard's static files, the providers
  *      catalog, the failure converter) copied beside the built modules, which read them relative to
  *      their own path (`import.meta.url`).
+ *      dist/.built-at then bears the time the build started: a source changed after it is newer than the
+ *      build (test/builtServer.test.ts checks; tsc's incremental build leaves unchanged modules' files
+ *      as they were, so their own times say nothing).
  *   3. The workflow bundle (dist/workflow-bundle.js), when missing or stale: a worker then loads it instead
  *      of bundling at start (`npm run bundle:workflows -- --if-stale`).
  *
@@ -15,7 +18,7 @@
  *   npm run build -- --no-bundle   # the JavaScript only
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../src/packageRoot.js';
@@ -34,6 +37,9 @@ if (values.help) {
 /** The folders the build compiles, as tsconfig.build.json includes them. */
 const SOURCE_FOLDERS = ['src', 'workflows', 'activities'];
 const OUT = join(PACKAGE_ROOT, 'dist');
+/** Its modification time is when the last complete build started. */
+const BUILT_AT_FILE = join(OUT, '.built-at');
+const started = new Date();
 
 function run(step: string, command: string, args: string[]): void {
   const started = Date.now();
@@ -72,6 +78,8 @@ for (const asset of assets) {
 process.stdout.write(
   `copied ${copied} of ${assets.length} files kept beside the modules (SQL migrations, dashboard, catalogs)\n`,
 );
+writeFileSync(BUILT_AT_FILE, `${started.toISOString()}\n`);
+utimesSync(BUILT_AT_FILE, started, started);
 
 if (!values['no-bundle']) {
   run('workflow bundle', process.execPath, [

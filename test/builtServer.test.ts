@@ -22,6 +22,7 @@ import { productionEnv, startService, useEmptyDatabase, type ServiceProcess } fr
 const REPO = join(import.meta.dirname, '..');
 const BUILT_MAIN = join(REPO, 'dist/src/main.js');
 const BUNDLE = join(REPO, 'dist/workflow-bundle.js');
+const BUILT_AT = join(REPO, 'dist/.built-at');
 const SECRET_KEY = `sk_built_${Date.now()}_0123456789abcdef`;
 const READY = /^ready\. Ctrl-C stops everything\./m;
 
@@ -62,14 +63,18 @@ export async function resolve(specifier, context, next) {
 }\`), { data: { file } });
 `;
 
-/** Sources newer than their build, or without one: the build would not be what the sources say. */
+/**
+ * Sources changed since the last build started (dist/.built-at, scripts/build.ts), or without a built
+ * module: the build would not be what the sources say.
+ */
 function staleBuild(): string[] {
+  const builtAt = existsSync(BUILT_AT) ? statSync(BUILT_AT).mtimeMs : 0;
   return ['src', 'workflows', 'activities'].flatMap((folder) =>
     sourceFiles(folder)
       .filter((file) => !file.endsWith('.d.ts') && !file.includes('/dashboard/public/'))
       .filter((file) => {
         const built = join(REPO, 'dist', relative(REPO, file)).replace(/\.ts$/, '.js');
-        return !existsSync(built) || statSync(built).mtimeMs < statSync(file).mtimeMs;
+        return !existsSync(built) || statSync(file).mtimeMs > builtAt;
       })
       .map((file) => relative(REPO, file)),
   );
@@ -82,6 +87,7 @@ let service: ServiceProcess | undefined;
 let port: number;
 let pool: pg.Pool;
 let bundleWritten: number;
+let fakeStarted = false;
 
 beforeAll(async () => {
   // A failure, never a skip: CI builds before the tests (.ci/run), a developer runs `npm run build`.
@@ -95,6 +101,7 @@ beforeAll(async () => {
   if (!existsSync(BUNDLE)) throw new Error(`${relative(REPO, BUNDLE)} is missing: run \`npm run build\` first`);
   bundleWritten = statSync(BUNDLE).mtimeMs;
   await fake.start();
+  fakeStarted = true;
   const url = await useEmptyDatabase();
   pool = new pg.Pool({ connectionString: url, max: 2 });
   const hook = join(scratch, 'trace.mjs');
@@ -129,7 +136,7 @@ afterAll(async () => {
     await service.exited;
   }
   await pool?.end();
-  await fake.stop();
+  if (fakeStarted) await fake.stop();
   rmSync(scratch, { recursive: true, force: true });
 }, 120_000);
 
