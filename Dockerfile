@@ -12,7 +12,10 @@
 FROM node:20.19.5-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# Not `npm ci`: package-lock.json lists only the native builds of the platform it was made on (swc's,
+# rollup's), and `npm ci` refuses a lock file that lacks the others (.ci/run says the same). `npm install
+# --no-save` takes the locked versions all the same.
+RUN npm install --no-audit --no-fund --no-save
 COPY src ./src
 COPY activities ./activities
 COPY workflows ./workflows
@@ -26,7 +29,7 @@ FROM node:20.19.5-bookworm-slim
 WORKDIR /app
 # Only what the service runs on: no devDependencies (tsx, @temporalio/testing, the build tools).
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm install --omit=dev --no-audit --no-fund --no-save && npm cache clean --force
 COPY bin ./bin
 # The sources stay beside the build: the workflow bundle's manifest is checked against them at start.
 COPY src ./src
