@@ -151,6 +151,10 @@ describe('the built server (node dist/src/main.js)', () => {
     const dashboard = await fetch(`http://127.0.0.1:${port}/dashboard/`);
     expect(dashboard.status).toBe(200);
     expect(await dashboard.text()).toMatch(/<html/i);
+    // Its chart library, resolved from node_modules by the built module.
+    const chart = await fetch(`http://127.0.0.1:${port}/dashboard/vendor/uplot.esm.js`);
+    expect(chart.status).toBe(200);
+    expect((await chart.text()).length).toBeGreaterThan(1000);
 
     const api = createClient({ baseUrl: `http://127.0.0.1:${port}`, secretKey: SECRET_KEY });
     await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
