@@ -1,27 +1,30 @@
 #!/usr/bin/env node
-// The `service` command. The CLI is TypeScript (src/cli); tsx compiles it on the fly, so the package
-// ships its sources and needs no build step.
+// The `service` command (src/cli/bin.ts). The CLI is TypeScript: where tsx is installed beside its sources
+// (a checkout with its devDependencies) tsx compiles them on the fly, so an edit needs no build;
+// elsewhere (the published package, the production image) it runs its build, dist/src/cli/bin.js
+// (`npm run build`, which `npm pack` runs).
+import { existsSync } from 'node:fs';
 import process from 'node:process';
-import { register } from 'tsx/esm/api';
+import { URL } from 'node:url';
 
-register();
-const { runCli } = await import('../src/cli/main.ts');
-// What the service's modules log (a bundler warning, a lost database connection) goes to stderr: stdout
-// is the command's answer (`export SERVICE_SECRET_KEY=$(service environments create … --database)`).
-const { setLogDestination } = await import('../src/log.ts');
-setLogDestination('stderr');
-// The outbound request policy of the CLI's process (dryrun, test): SERVICE_OUTBOUND_ALLOW, as the service reads it.
-const { configureOutboundPolicy, OutboundPolicy } = await import('../src/runtime/outbound.ts');
-try {
-  configureOutboundPolicy(new OutboundPolicy(process.env.SERVICE_OUTBOUND_ALLOW ?? ''));
-} catch (error) {
-  process.stderr.write(`service: ${error instanceof Error ? error.message : String(error)}\n`);
+const root = new URL('../', import.meta.url);
+let tsx;
+if (existsSync(new URL('src/cli/bin.ts', root))) {
+  try {
+    tsx = await import('tsx/esm/api');
+  } catch (error) {
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+  }
+}
+if (tsx) {
+  tsx.register();
+  await import(new URL('src/cli/bin.ts', root).href);
+} else if (existsSync(new URL('dist/src/cli/bin.js', root))) {
+  await import(new URL('dist/src/cli/bin.js', root).href);
+} else {
+  process.stderr.write(
+    'service: the CLI has neither its build (dist/src/cli/bin.js: run `npm run build`) nor tsx to run its ' +
+      'TypeScript sources (`npm install --save-dev tsx`)\n',
+  );
   process.exit(2);
 }
-process.exitCode = await runCli(process.argv.slice(2), {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-  cwd: process.cwd(),
-  env: process.env,
-  interactive: process.stdin.isTTY === true && process.env.CI !== 'true',
-});

@@ -1,7 +1,8 @@
 /**
- * `npm start`: the whole service. Temporal (TEMPORAL_ADDRESS, or a dev server with its Web UI),
- * Postgres (DATABASE_URL, or a local cluster), migrations, the worker and the API. Local state lives in
- * SERVICE_DATA_DIR (`.service-data/`) and survives a restart. Ctrl-C stops everything cleanly.
+ * `npm start` (through tsx), or its build `npm run serve` (`node dist/src/main.js`): the whole service.
+ * Temporal (TEMPORAL_ADDRESS, or a dev server with its Web UI), Postgres (DATABASE_URL, or a local
+ * cluster), migrations, the worker and the API. Local state lives in SERVICE_DATA_DIR (`.service-data/`)
+ * and survives a restart. Ctrl-C stops everything cleanly.
  *
  * SERVICE_ROLE=api or SERVICE_ROLE=worker runs one half only, for scaling out against a Temporal
  * cluster and a managed Postgres (docs/operations.md).

@@ -258,22 +258,37 @@ describe('the production deployment files', () => {
       expect(spec.spec.template.spec.containers[0]!.image).toBe(SERVICE_IMAGE);
   });
 
-  it('build the service image on the Node release of docker-compose.yml and start src/main.ts itself', () => {
+  it('build the service image on the Node release of docker-compose.yml and start the built server itself', () => {
     const dockerfile = read('Dockerfile');
     const from = /^FROM (\S+)$/m.exec(dockerfile)?.[1] ?? '';
     const devNode = /image: (node:\S+)/.exec(read('docker-compose.yml'))?.[1] ?? '';
     expect(from).toBe(`${devNode}-slim`);
-    // node itself as PID 1 (not npm), so that SIGTERM reaches the service and it drains.
-    expect(/^CMD (.+)$/m.exec(dockerfile)?.[1]).toBe('["node", "--import", "tsx", "src/main.ts"]');
-    expect(existsSync(join(REPO, 'src/main.ts'))).toBe(true);
-    const deps = (JSON.parse(read('package.json')) as { dependencies: Record<string, string> }).dependencies;
-    expect(Object.keys(deps)).toContain('tsx'); // installed by `npm ci --omit=dev`
+    // The build stage, on the same Node: `npm run build` (the server as JavaScript, the workflow bundle),
+    // whose dist/ the image takes.
+    expect(/^FROM (\S+) AS build$/m.exec(dockerfile)?.[1]).toBe(from);
+    expect(dockerfile).toMatch(/^RUN npm run build$/m);
+    expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    // node itself as PID 1 (not npm), so that SIGTERM reaches the service and it drains; the built
+    // JavaScript, what `npm run serve` runs (test/builtServer.test.ts runs it), not TypeScript through tsx.
+    expect(/^CMD (.+)$/m.exec(dockerfile)?.[1]).toBe('["node", "dist/src/main.js"]');
+    const manifest = JSON.parse(read('package.json')) as {
+      scripts: Record<string, string>;
+      dependencies: Record<string, string>;
+    };
+    expect(manifest.scripts['serve']).toBe('node dist/src/main.js');
+    // `--omit=dev` leaves out what only development needs.
+    expect(/^RUN npm install --omit=dev /m.test(dockerfile)).toBe(true);
+    for (const name of ['tsx', '@temporalio/testing']) expect(Object.keys(manifest.dependencies)).not.toContain(name);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(/^EXPOSE (\d+)$/m.exec(dockerfile)?.[1]).toBe(String(loadSettings({}).PORT));
-    // Everything the image copies exists, and .dockerignore lets it through.
+    // Everything the image copies from the repository exists, and .dockerignore lets it through.
     const ignore = read('.dockerignore');
-    for (const [, source] of dockerfile.matchAll(/^COPY (\S+) /gm)) {
-      expect(existsSync(join(REPO, source!)), source).toBe(true);
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap(([, sources]) =>
+      sources!.split(' '),
+    );
+    expect(copied).toContain('tsconfig.build.json');
+    for (const source of copied) {
+      expect(existsSync(join(REPO, source)), source).toBe(true);
       expect(ignore, source).toContain(`!${source}`);
     }
   });

@@ -7,11 +7,11 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { build, type BuildFailure, type BuildOptions, type Location } from 'esbuild';
 import ts from 'typescript';
 import { RUNTIME_SPECIFIER } from '../config/generateModels.js';
 import type { ServiceConfig } from '../config/index.js';
+import { PACKAGE_ROOT } from '../packageRoot.js';
 import { generateProject } from './generate.js';
 import {
   projectPaths,
@@ -70,8 +70,11 @@ export const BUNDLE_OPTIONS = {
   charset: 'utf8',
 } satisfies BuildOptions;
 
-/** The runtime's public module, resolved from this package, so scripts are checked against the runtime that runs them. */
-const RUNTIME_TYPES = fileURLToPath(new URL('../runtime/public.ts', import.meta.url));
+/**
+ * The runtime's public module, resolved from this package, so scripts are checked against the runtime that
+ * runs them; its TypeScript source also when the CLI runs from the build (dist/src/cli/compile.js).
+ */
+const RUNTIME_TYPES = join(PACKAGE_ROOT, 'src', 'runtime', 'public.ts');
 
 interface Script {
   integration: string;

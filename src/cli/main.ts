@@ -4,8 +4,9 @@
  * SERVICE_DEBUG=1: every failure is a message saying what and where.
  */
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { PACKAGE_ROOT } from '../packageRoot.js';
 import { ENVIRONMENTS_HELP } from './environments.js';
 import type { CliIo } from './io.js';
 import { countSummary, formatProjectProblems, type ProjectProblem } from './project.js';
@@ -237,7 +238,7 @@ Examples:
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
-  const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  const text = readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8');
   const parsed: unknown = JSON.parse(text);
   return typeof parsed === 'object' && parsed !== null && 'version' in parsed ? String(parsed.version) : 'unknown';
 }

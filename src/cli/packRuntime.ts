@@ -1,6 +1,7 @@
 /**
  * Builds the files behind the package exports before `npm pack` (package.json "prepack"), and removes
- * them after ("postpack" passes --clean):
+ * them after ("postpack" passes --clean); the rest of dist/ (the server's build, `npm run build`, which
+ * prepack runs next, and the workflow bundle) stays:
  *   dist/runtime/public.js, public.d.ts   `integration-service/runtime`: what scripts and their tests load
  *   dist/client/index.js, index.d.ts      `integration-service/client`: the typed Node client of the REST API
  * Declarations rather than pointing "types" at the .ts sources: tsc type-checks a .ts file found in
@@ -250,8 +251,13 @@ function checkStandalone(declarationPath: string, text: string): void {
   }
 }
 
+/** Removes what buildPackage writes, and nothing else of dist/. */
+function clean(): void {
+  for (const entry of ENTRIES) rmSync(join(root, entry.outDir), { recursive: true, force: true });
+}
+
 export function buildPackage(): void {
-  rmSync(join(root, 'dist'), { recursive: true, force: true });
+  clean();
   for (const entry of ENTRIES) {
     const source = join(root, entry.source);
     const outDir = join(root, entry.outDir);
@@ -276,6 +282,6 @@ export function buildPackage(): void {
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  if (process.argv.includes('--clean')) rmSync(join(root, 'dist'), { recursive: true, force: true });
+  if (process.argv.includes('--clean')) clean();
   else buildPackage();
 }

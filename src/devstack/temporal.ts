@@ -267,7 +267,13 @@ async function startWithSdkDownload(
 ): Promise<TemporalServer> {
   log('no Temporal CLI found and none could be built; trying the SDK download of the dev server…');
   try {
-    const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+    // A devDependency (the production server never starts a dev server): absent from a production install.
+    const { TestWorkflowEnvironment } = await import('@temporalio/testing').catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+      throw new Error(
+        'it needs the package @temporalio/testing, a devDependency that this install lacks (`npm install --save-dev @temporalio/testing@1.24.0`)',
+      );
+    });
     const port = options.port ?? (await freePort());
     const ui = options.ui ?? false;
     if (options.dbFile) mkdirSync(dirname(options.dbFile), { recursive: true });

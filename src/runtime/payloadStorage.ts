@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Pool } from '../db/pool.js';
+import { PACKAGE_ROOT } from '../packageRoot.js';
 import { clearSummary } from './stepSummary.js';
 
 /**
@@ -152,8 +153,12 @@ export function createEncryptionCodec(encryptor: PayloadCipher): PayloadCodec {
   };
 }
 
-/** The module exporting the service's failure converter (encodeCommonAttributes), for workers, clients and the workflow bundle. */
-export const FAILURE_CONVERTER_PATH = fileURLToPath(new URL('./failureConverter.cjs', import.meta.url));
+/**
+ * The module exporting the service's failure converter (encodeCommonAttributes), for workers, clients and
+ * the workflow bundle. From the package root, not beside this module: the same file whether the service
+ * runs from src/ or from its build in dist/ (the workflow bundle's manifest names it).
+ */
+export const FAILURE_CONVERTER_PATH = join(PACKAGE_ROOT, 'src', 'runtime', 'failureConverter.cjs');
 
 /**
  * The data converter of the worker and of every client that starts runs or reads their results. With

@@ -8,12 +8,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import { lineLog, log, type LineLog } from '../log.js';
+import { PACKAGE_ROOT } from '../packageRoot.js';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+// The sources' folder also when this module runs from the build (dist/src/temporal/workflowBundle.js).
+const REPO_ROOT = PACKAGE_ROOT;
 
 /** Entry of the deterministic workflow code that the worker bundles. */
 export const WORKFLOWS_PATH = join(REPO_ROOT, 'workflows', 'index.ts');

@@ -47,13 +47,20 @@ describe('the packed package, installed into an empty folder', () => {
     await ok('npm', ['pack', '--pack-destination', work], REPO);
     const tarball = readdirSync(work).find((name) => name.endsWith('.tgz'));
     if (tarball === undefined) throw new Error('npm pack wrote no tarball');
-    // prepack builds dist/runtime for the tarball; postpack removes it again.
-    expect(existsSync(join(REPO, 'dist'))).toBe(false);
+    // prepack builds dist/runtime and dist/client for the tarball; postpack removes them again.
+    expect(existsSync(join(REPO, 'dist/runtime'))).toBe(false);
+    expect(existsSync(join(REPO, 'dist/client'))).toBe(false);
 
     const app = join(work, 'app');
     mkdirSync(app);
+    // A project of its own: without a package.json npm installs into the nearest folder above that has
+    // one (a /tmp/package.json, say), where packages of other runs may be.
+    writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'app', private: true })}\n`);
     // --prefer-offline: the packages are in npm's cache after the project's own install.
     await ok('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(work, tarball)], app);
+    // tsx is a devDependency: the commands below run the CLI's build (dist/src/cli/, which prepack wrote).
+    expect(existsSync(join(app, 'node_modules/tsx'))).toBe(false);
+    expect(existsSync(join(app, 'node_modules/integration-service/dist/src/cli/bin.js'))).toBe(true);
 
     expect(await ok('npx', ['--no-install', 'service', 'init'], app)).toContain(
       'created service-integrations/service.yaml',

@@ -35,12 +35,20 @@ const SCRUBBED = [
   'PORT',
 ];
 
-export function startService(env: Record<string, string>, options: { cwd?: string } = {}): ServiceProcess {
+/**
+ * `nodeArgs`: what node runs, by default src/main.ts through tsx's loader (`npm start`); the built server
+ * is `[join(REPO, 'dist/src/main.js')]` (`npm run serve`, test/builtServer.test.ts).
+ */
+export function startService(
+  env: Record<string, string>,
+  options: { cwd?: string; nodeArgs?: string[] } = {},
+): ServiceProcess {
   const base = { ...process.env };
   for (const name of SCRUBBED) delete base[name];
   for (const name of Object.keys(base))
     if (name.startsWith('TEMPORAL_TLS') || name === 'TEMPORAL_API_KEY') delete base[name];
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, join(REPO, 'src/main.ts')], {
+  const nodeArgs = options.nodeArgs ?? ['--import', TSX_LOADER, join(REPO, 'src/main.ts')];
+  const child = spawn(process.execPath, nodeArgs, {
     cwd: options.cwd ?? REPO,
     // Warnings and errors only (no access log): the worker's and the pool's warnings stay in the output
     // that the tests scan for secrets.
