@@ -1,7 +1,7 @@
 /**
  * The project's test command (`npm test`): type check, lint, the dependency rules
  * (.dependency-cruiser.cjs), format, bundle the workflows (a Node import in workflow code fails here),
- * then the tests that need no server (vitest.unit.config.ts, no stack), then every other test on the
+ * build dist/ (`npm run build`, which test/builtServer.test.ts runs), then the tests that need no server (vitest.unit.config.ts, no stack), then every other test on the
  * real Temporal server and Postgres (vitest.config.ts). Stops at the first failing phase and exits
  * non-zero. Arguments after `--` go to vitest (a file, `-t name`, …); each configuration runs only when
  * they select one of its files, and selecting none is a failure.
@@ -51,6 +51,11 @@ if (!quick) {
       return false;
     }
   });
+  // test/builtServer.test.ts runs the build: it is brought up to date here (incremental, seconds when
+  // little changed). Under TEST_SKIP_CHECKS=1 that test says when the build is stale.
+  await phase('build (npm run build: the server as JavaScript in dist/)', () =>
+    npx(['tsx', 'scripts/build.ts', '--no-bundle']),
+  );
 }
 
 const UNIT_CONFIG = 'vitest.unit.config.ts';
