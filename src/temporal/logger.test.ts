@@ -32,6 +32,17 @@ describe('the Temporal runtime logger', () => {
     ]);
   });
 
+  it("writes the watchdogs' worker's 'no workflows' warning as a debug line, and the same of any other worker as a warning", () => {
+    const notice = 'No workflows registered, not polling for workflow tasks';
+    const { logger, entries } = capture('debug');
+    logger.warn(notice, { sdkComponent: 'worker', taskQueue: 'service-watch' });
+    logger.warn(notice, { sdkComponent: 'worker', taskQueue: 'service' });
+    expect(entries().map((entry) => [entry['level'], entry['taskQueue']])).toEqual([
+      ['debug', 'service-watch'],
+      ['warn', 'service'],
+    ]);
+  });
+
   it('logs an expected run failure as one INFO line without the error', () => {
     const { logger, lines, entries } = capture();
     logger.warn('Workflow failed', {

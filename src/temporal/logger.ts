@@ -22,6 +22,7 @@
 import { Runtime, type LogLevel, type LogMetadata, type Logger } from '@temporalio/worker';
 import { log as serviceLog, type Logger as PinoLogger } from '../log.js';
 import { FAILURE_TYPE_ATTRIBUTE } from '../../workflows/failureLog.js';
+import { watchTaskQueue } from '../../workflows/taskQueues.js';
 
 /** Failure types that are an ordinary outcome of a run, reported to whoever asked for it. */
 export const EXPECTED_FAILURE_TYPES: ReadonlySet<string> = new Set(['action_script_failure']);
@@ -79,10 +80,17 @@ function withheldError(error: unknown): string {
 
 const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
 
+const NO_WORKFLOWS = 'No workflows registered, not polling for workflow tasks';
+const isWatchWorkerNotice = (message: string, meta?: LogMetadata): boolean =>
+  message === NO_WORKFLOWS && String(meta?.['taskQueue']).endsWith(watchTaskQueue(''));
+
 class ServiceLogger implements Logger {
   constructor(private readonly target: PinoLogger) {}
 
-  log(level: LogLevel, message: string, meta?: LogMetadata): void {
+  log(given: LogLevel, message: string, meta?: LogMetadata): void {
+    // The watchdogs' worker serves activities only, by design (workflows/taskQueues.ts): the SDK's
+    // warning that it has no workflows is news to no one, so it is a debug line.
+    const level = given === 'WARN' && isWatchWorkerNotice(message, meta) ? 'DEBUG' : given;
     // Below the level nothing is built (an expected failure only ever goes down, from WARN to INFO).
     if (!this.target.isLevelEnabled(PINO_LEVEL[level])) return;
     const scriptRun = SCRIPT_WORKFLOW_TYPES.has(String(meta?.['workflowType']));
