@@ -1,5 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,8 +11,10 @@ import {
   embeddedIpv4,
   OUTBOUND_REFUSED,
   OutboundPolicy,
+  outboundPolicy,
   outboundRefusal,
   policyFetch,
+  policyRequest,
   refusedRange,
 } from './outbound.js';
 
@@ -203,6 +208,35 @@ describe('policyFetch, as fetch answers', () => {
     } finally {
       if (proxy === undefined) delete process.env['HTTP_PROXY'];
       else process.env['HTTP_PROXY'] = proxy;
+    }
+  });
+
+  it('connects only where the policy checked, whatever a caller of policyRequest asks: a socket path, a proxy', async () => {
+    // A local service on a Unix socket (as the Docker daemon's): never reachable through the client.
+    const socketDir = mkdtempSync(join(tmpdir(), 'outbound-'));
+    const socketPath = join(socketDir, 'daemon.sock');
+    const daemon = createServer((_req, res) => res.end('daemon secret'));
+    await new Promise<void>((resolve) => daemon.listen(socketPath, resolve));
+    try {
+      const allowed = `http://127.0.0.1:${port}/echo`;
+      const viaSocket = await policyRequest<string>({ url: allowed, method: 'POST', data: 'to-the-api', socketPath });
+      expect(viaSocket.data).toBe('to-the-api');
+      const viaProxy = await policyRequest<string>({
+        url: allowed,
+        method: 'POST',
+        data: 'to-the-api',
+        proxy: { protocol: 'http', host: '127.0.0.2', port: 9 },
+      });
+      expect(viaProxy.data).toBe('to-the-api');
+      // And the agents themselves refuse a socket path, for a client that passes one to them.
+      const agents = outboundPolicy().httpAgents();
+      const direct: unknown = await axios
+        .get(allowed, { httpAgent: agents.http, proxy: false, socketPath, timeout: 5_000 })
+        .catch((failure: unknown) => failure);
+      expect(outboundRefusal(direct)?.why).toBe('a local socket');
+    } finally {
+      await new Promise((resolve) => daemon.close(resolve));
+      rmSync(socketDir, { recursive: true, force: true });
     }
   });
 

@@ -330,6 +330,10 @@ export class OutboundPolicy {
 function guard(policy: OutboundPolicy, options: ClientRequestArgs): { options: ClientRequestArgs; refused?: Error } {
   const host = normalHost(options.host ?? options.hostname ?? 'localhost');
   const port = Number(options.port ?? 0);
+  // A Unix socket is a local service whatever the host says: never through the policy.
+  if (options.socketPath) {
+    return { options, refused: new OutboundRefusedError(host, options.socketPath, port, 'a local socket') };
+  }
   if (net.isIP(host) !== 0) {
     const why = policy.refusal(host, host, port);
     if (why !== undefined) return { options, refused: new OutboundRefusedError(host, host, port, why) };
@@ -384,17 +388,21 @@ export function refusedError(refusal: OutboundRefusedError): ServiceError {
  * outbound webhooks): axios through the policy's agents. Environment proxies are ignored (a proxy
  * would connect on the service's behalf, past the check), no redirect is followed (a caller that
  * follows them authorises each hop: src/runtime/http.ts), and every status is an answer, not an error.
- * The caller's options come first; the agents cannot be replaced.
+ * The caller's options come first; the agents, the redirects, the proxy, the socket path and the transport
+ * cannot be replaced.
  */
 export function policyRequest<T = unknown>(config: AxiosRequestConfig): Promise<AxiosResponse<T>> {
   const agents = outboundPolicy().httpAgents();
   return axios.request<T>({
-    maxRedirects: 0,
-    proxy: false,
     validateStatus: () => true,
     // A timeout keeps axios's ECONNABORTED code, which the callers' retry rules know.
     transitional: { clarifyTimeoutError: false },
     ...config,
+    // What would connect anywhere but through the policy's agents is not the caller's to choose.
+    maxRedirects: 0,
+    proxy: false,
+    socketPath: null,
+    transport: undefined,
     httpAgent: agents.http,
     httpsAgent: agents.https,
   });
