@@ -177,6 +177,11 @@ describe('policyFetch, as fetch answers', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       if (req.url === '/slow') return void setTimeout(() => res.end('late'), 5_000).unref();
+      if (req.url === '/bomb') {
+        // 11 MiB of zeros, gzipped to about 11 KiB.
+        res.writeHead(200, { 'content-encoding': 'gzip' });
+        return void res.end(gzipSync(Buffer.alloc(11 * 1024 * 1024)));
+      }
       if (req.url === '/gzip') {
         res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/json' });
         return void res.end(gzipSync('{"access_token":"t"}'));
@@ -240,9 +245,12 @@ describe('policyFetch, as fetch answers', () => {
     }
   });
 
-  it('decompresses a gzip body', async () => {
+  it('decompresses a gzip body, and refuses one that decompresses past 10 MiB', async () => {
     const response = await policyFetch(`http://127.0.0.1:${port}/gzip`);
     expect(await response.json()).toEqual({ access_token: 't' });
+    const bomb: unknown = await policyFetch(`http://127.0.0.1:${port}/bomb`).catch((error: unknown) => error);
+    expect(bomb).toBeInstanceOf(TypeError);
+    expect((bomb as Error).message).toMatch(/maxContentLength/);
   });
 
   it('rejects with the signal reason on a timeout, and with a TypeError naming the cause when nothing listens', async () => {

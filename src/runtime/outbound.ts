@@ -414,6 +414,9 @@ export function policyRequest<T = unknown>(config: AxiosRequestConfig): Promise<
  * is decompressed, a network error rejects with a TypeError whose `cause` chain holds the error (an
  * OutboundRefusedError for a refused address), and an aborted signal rejects with its reason.
  */
+/** The longest (decompressed) body policyFetch reads: 10 MiB. */
+export const POLICY_FETCH_MAX_BYTES = 10 * 1024 * 1024;
+
 export const policyFetch: typeof fetch = async (input, init) => {
   const request = new Request(input, init);
   const body = request.body === null ? undefined : Buffer.from(await request.arrayBuffer());
@@ -428,7 +431,9 @@ export const policyFetch: typeof fetch = async (input, init) => {
       data: body,
       responseType: 'arraybuffer',
       decompress: true,
-      maxContentLength: Infinity,
+      // Token answers and webhook acknowledgements are small: a body past this (a decompression bomb)
+      // fails the request instead of the process's memory.
+      maxContentLength: POLICY_FETCH_MAX_BYTES,
       maxBodyLength: Infinity,
       signal: request.signal,
     });
