@@ -51,6 +51,13 @@ interface PreparedRecord {
   hash: string;
 }
 
+/**
+ * The owner of a sync's run row once its records were erased (the sync removed, the connection
+ * deleted): no run has this id, so every batch still in flight is refused; a later run's beginRun
+ * takes the row over. The rows go with their environment.
+ */
+const ERASED_RUN = '(erased)';
+
 const zeroSummary = (): WriteSummary => ({ added: 0, updated: 0, deleted: 0, unchanged: 0 });
 
 /** The write once per step when a step is given (src/steps/stepLedger.ts), else simply the write. */
@@ -184,8 +191,11 @@ export function createPostgresRecordStore({
       const connection = options.connectionId;
       const { detached, deleted } = await inTransaction(db, async (client) => {
         // Lock order everywhere: the sync's run row, then scope rows (ascending), then records.
+        // The run rows stay, owned by no run (ERASED_RUN): a batch of the erased sync still in flight
+        // then finds another owner and fails, instead of writing records into the emptied scope.
         await client.query(
-          `DELETE FROM record_sync_runs WHERE environment_id = $1 AND integration_id = $2 AND sync_name = $3
+          `UPDATE record_sync_runs SET run_id = '${ERASED_RUN}'
+            WHERE environment_id = $1 AND integration_id = $2 AND sync_name = $3
              ${connection === undefined ? '' : 'AND connection_id = $4'}`,
           [
             options.environmentId,
@@ -231,8 +241,11 @@ export function createPostgresRecordStore({
 
     async eraseConnection(options: RecordScope) {
       const detached = await inTransaction(db, async (client) => {
+        // As in eraseSync: a batch still in flight for the deleted connection may not write after the
+        // erase (its records would show to the next connection of that id).
         await client.query(
-          'DELETE FROM record_sync_runs WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3',
+          `UPDATE record_sync_runs SET run_id = '${ERASED_RUN}'
+            WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3`,
           [options.environmentId, options.integrationId, options.connectionId],
         );
         const scopes = await client.query<{ scope_id: string }>(
@@ -364,11 +377,7 @@ function storeError(error: unknown, scope: SyncScope & { runId: string }): unkno
   if (code === 'SV001') {
     const detail = (error as { detail?: unknown }).detail;
     const current = typeof detail === 'string' ? detail : 'another run';
-    return new ServiceError(
-      'run_superseded',
-      `run ${scope.runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": run ${current} has begun since`,
-      { details: { runId: scope.runId, currentRunId: current } },
-    );
+    return supersededError(scope, scope.runId, current);
   }
   if (code === 'SV002') {
     return new ServiceError('record_scope_contended', 'could not lock the records of this connection and model', {
@@ -427,12 +436,21 @@ async function assertRunOwnsSync(client: PoolClient, scope: SyncScope, runId: st
   );
   const current = owner.rows[0]?.run_id;
   if (current !== undefined && current !== runId) {
-    throw new ServiceError(
-      'run_superseded',
-      `run ${runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": run ${current} has begun since`,
-      { details: { runId, currentRunId: current } },
-    );
+    throw supersededError(scope, runId, current);
   }
+}
+
+/** A batch of `runId` refused: `current` owns the sync's records now, or they were erased. */
+function supersededError(scope: SyncScope, runId: string, current: string): ServiceError {
+  const why =
+    current === ERASED_RUN
+      ? 'its records were erased since (the sync removed by a deploy, or the connection deleted)'
+      : `run ${current} has begun since`;
+  return new ServiceError(
+    'run_superseded',
+    `run ${runId} of sync "${scope.syncName}" may no longer write records of connection "${scope.connectionId}": ${why}`,
+    { details: { runId, currentRunId: current } },
+  );
 }
 
 interface ListRow {

@@ -641,8 +641,16 @@ describe('erasing', () => {
     expect(await store.countRecords({ ...a, model: 'Comment', includeDeleted: true })).toBe(0);
     expect(await store.countRecords({ ...b, model: 'Issue' })).toBe(1);
     expect(await store.eraseConnection(a)).toBe(0);
-    // A recreated connection is not fenced by the erased one's run.
+    // A batch of the erased connection's run that was still in flight does not write after the erase
+    // (its records would show to the next connection of that id).
+    await expect(
+      store.saveRecords({ ...a, model: 'Issue', runId: 'run-a', records: [{ id: 9 }] }),
+    ).rejects.toMatchObject({ code: 'run_superseded' });
+    expect(await store.countRecords({ ...a, model: 'Issue', includeDeleted: true })).toBe(0);
+    // A recreated connection's run is not fenced by the erased one's: its beginRun takes the sync over.
+    await store.beginRun({ ...a, runId: 'another' });
     await store.saveRecords({ ...a, model: 'Issue', runId: 'another', records: [{ id: 1 }] });
+    expect(await store.countRecords({ ...a, model: 'Issue' })).toBe(1);
   });
 });
 
