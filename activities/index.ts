@@ -56,7 +56,7 @@ export function createActivities({ db, runtime }: ActivityDeps) {
   const authorities = runtime ? (runtime.authorities ?? createRunAuthorities({ client: runtime.temporal })) : undefined;
   const connections = runtime?.connections;
   const secretsOf = async (scope: ConnectionScope): Promise<string[]> =>
-    (await connections?.credentialSecrets?.(scope).catch(() => [])) ?? [];
+    (await connections?.credentialSecrets?.(scope).catch(() => undefined)) ?? [];
   return {
     ...createHealthActivities({ db }),
     ...(runtime && authorities

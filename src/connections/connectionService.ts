@@ -423,12 +423,13 @@ export class PostgresConnectionService implements ConnectionService {
    * Every credential value of a connection in the forms it can be echoed in (src/runtime/redaction.ts),
    * for redacting error messages and statuses; empty when the connection does not exist.
    */
-  async credentialSecrets(scope: ConnectionScope): Promise<string[]> {
+  /** The connection's credential values in every spelling, for redaction; undefined when it does not exist. */
+  async credentialSecrets(scope: ConnectionScope): Promise<string[] | undefined> {
     const { rows } = await this.db.query<ConnectionRow>(
       'SELECT * FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
       [scope.environmentId, scope.integrationId, scope.connectionId],
     );
-    if (!rows[0]) return [];
+    if (!rows[0]) return undefined;
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId).catch(() => undefined);
     return this.secretsOf(this.decrypt(rows[0]), resolved);
   }

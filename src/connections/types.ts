@@ -31,7 +31,7 @@ export interface ConnectionService {
    * an error message kept or shown for it (a run's failure, a webhook) can have them redacted. Empty
    * when the connection does not exist. Optional: a connection service without it redacts nothing.
    */
-  credentialSecrets?(scope: ConnectionScope): Promise<string[]>;
+  credentialSecrets?(scope: ConnectionScope): Promise<string[] | undefined>;
   /** Replaces the whole metadata. */
   setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
   /** Merges the given properties into the metadata. */

@@ -62,9 +62,11 @@ export interface PostgresLogStoreOptions {
   /**
    * The credential values of a connection in every spelling (ConnectionService.credentialSecrets): a
    * script that logs what it read (`svc.log(token)`) has it stored, and shown by `GET /logs` and the
-   * dashboard, as `[redacted]`. Without it lines are stored as logged (tests of the store alone).
+   * dashboard, as `[redacted]`. Undefined: the connection no longer exists (deleted while its run went
+   * on), and its lines are not stored: its logs were erased with it, and its secrets could no longer
+   * be redacted. Without `secretsOf` lines are stored as logged (tests of the store alone).
    */
-  secretsOf?: ((scope: ConnectionScope) => Promise<string[]>) | undefined;
+  secretsOf?: ((scope: ConnectionScope) => Promise<string[] | undefined>) | undefined;
 }
 
 export function createPostgresLogStore({ db, secretsOf }: PostgresLogStoreOptions): ScriptLogStore {
@@ -74,6 +76,7 @@ export function createPostgresLogStore({ db, secretsOf }: PostgresLogStoreOption
       // Redacted before the cut below, so a cut can only shorten a line, never leave part of a secret
       // that redaction would have found whole.
       const secrets = secretsOf ? await secretsOf(context) : [];
+      if (secrets === undefined) return;
       await db.query(
         `INSERT INTO script_logs
            (environment_id, integration_id, connection_id, script_kind, script_name, run_id, level, message, logged_at, seq)

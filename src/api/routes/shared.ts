@@ -80,7 +80,7 @@ export async function redactorFor(
   deps: ApiDeps,
   scope: ConnectionScope,
 ): Promise<{ text: (text: string) => string; value: <T>(value: T) => T }> {
-  const secrets = await deps.connections.credentialSecrets(scope);
+  const secrets = (await deps.connections.credentialSecrets(scope)) ?? [];
   return { text: (text) => redactSecrets(text, secrets), value: (value) => redactValue(value, secrets) };
 }
 
