@@ -146,6 +146,10 @@ export const ERROR_CODES = {
   oauth_token_exchange_failed: { status: 502, meaning: 'The provider did not exchange the code for a token.' },
   outbound_request_refused: { status: 403, meaning: 'The outbound policy refused the request’s address.' },
   payload_too_large: { status: 413, meaning: 'The request body is larger than this server’s limit.' },
+  proxy_response_too_large: {
+    status: 502,
+    meaning: 'The external API answered with more than the proxy passes on (32 MiB).',
+  },
   proxy_upstream_unreachable: { status: 502, meaning: 'The external API could not be reached through the proxy.' },
   rate_limited: { status: 429, meaning: 'Too many requests for this key; Retry-After says when to retry.' },
   record_scope_contended: { status: 503, meaning: 'The records of the connection and model are locked; retryable.' },

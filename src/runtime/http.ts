@@ -65,6 +65,9 @@ function responseData(config: RequestConfig, data: unknown): unknown {
   return data;
 }
 
+/** The longest response body (after decompression) a `svc` request reads: 32 MiB (docs/scripts.md "Limits"). */
+export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
 /** Redirects followed per attempt, as axios does by default (each hop re-authorised and re-checked). */
 export const MAX_REDIRECTS = 5;
 
@@ -120,7 +123,8 @@ export async function sendRequest(
         responseType: axiosResponseType(config),
         decompress: config.decompress === true,
         timeout: REQUEST_TIMEOUT_MS,
-        maxContentLength: Infinity,
+        // A bigger (decompressed) body fails the request: one API's answer never fills the worker.
+        maxContentLength: MAX_RESPONSE_BYTES,
         maxBodyLength: Infinity,
       });
       const location = response.headers['location'] as unknown;

@@ -12,7 +12,7 @@ import type { Request } from 'express';
 import { AxiosError } from 'axios';
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
-import { isRetryableStatus, parseRetryAfter, RETRYABLE_NETWORK_CODES } from '../../runtime/http.js';
+import { isRetryableStatus, MAX_RESPONSE_BYTES, parseRetryAfter, RETRYABLE_NETWORK_CODES } from '../../runtime/http.js';
 import { outboundRefusal, policyRequest, refusedError } from '../../runtime/outbound.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute, type HttpMethod } from '../route.js';
@@ -130,6 +130,8 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
               data: body,
               responseType: 'arraybuffer',
               decompress: false,
+              // The body is held whole before it is passed on: at most this much of it.
+              maxContentLength: MAX_RESPONSE_BYTES,
               timeout: timeoutMs,
             });
             if (attempt < retries && isRetryableStatus(response.status, retryOn)) {
@@ -152,6 +154,12 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
             if (refused) throw refusedError(refused);
             if (!(error instanceof AxiosError)) throw error;
             const code = error.code ?? 'ERR_NETWORK';
+            if (code === 'ERR_BAD_RESPONSE' && /maxContentLength/.test(error.message)) {
+              throw new ServiceError(
+                'proxy_response_too_large',
+                `the external API's answer to ${authorized.method} is larger than ${MAX_RESPONSE_BYTES / 1024 / 1024} MiB, the most the proxy passes on; ask for less (a page, a range)`,
+              );
+            }
             if (attempt < retries && RETRYABLE_NETWORK_CODES.has(code)) {
               await sleep(delay);
               continue;
