@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle, INTEGRATION, PROVIDER } from './api/fixtures.js';
 import { eventually, startApiHarness, type ApiHarness } from './api/helpers/harness.js';
 import { createClient } from '../src/client/index.js';
+import { environmentRows } from './helpers/environmentRows.js';
 
 const KEY = 'key-hostile-s27-4c1d9e';
 
@@ -107,21 +108,7 @@ afterAll(() => {
   releaseSync();
 });
 
-/** Rows naming the environment in any table with an `environment_id` column (as test/api/environments.test.ts). */
-async function rowsOf(environmentId: string): Promise<Record<string, number>> {
-  const { rows: tables } = await h.pool.query<{ table_name: string }>(
-    `SELECT table_name FROM information_schema.columns WHERE column_name = 'environment_id' AND table_schema = 'public'`,
-  );
-  const found: Record<string, number> = {};
-  for (const { table_name } of tables) {
-    const { rows } = await h.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM "${table_name}" WHERE environment_id = $1`,
-      [environmentId],
-    );
-    if (Number(rows[0]?.n) > 0) found[table_name] = Number(rows[0]?.n);
-  }
-  return found;
-}
+const rowsOf = (environmentId: string) => environmentRows(h.pool, environmentId);
 
 /** A new environment with the fake API's integration, deployed with one script under `integration`'s YAML body. */
 async function environmentWith(

@@ -10,6 +10,7 @@ import { runCli } from '../../src/cli/main.js';
 import { createClient } from '../../src/client/index.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
 import { apiFailure, connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { environmentRows } from '../helpers/environmentRows.js';
 
 let h: ApiHarness;
 
@@ -27,26 +28,7 @@ async function cli(args: string[], env: Record<string, string | undefined>) {
   return { code, out, err };
 }
 
-/** Rows naming the environment in any table with an `environment_id` column. */
-async function rowsOf(environmentId: string): Promise<Record<string, number>> {
-  const { rows: tables } = await h.pool.query<{ table_name: string }>(
-    `SELECT table_name FROM information_schema.columns
-     WHERE column_name = 'environment_id' AND table_schema = 'public'`,
-  );
-  const found: Record<string, number> = {};
-  for (const { table_name } of tables) {
-    const { rows } = await h.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM "${table_name}" WHERE environment_id = $1`,
-      [environmentId],
-    );
-    if (Number(rows[0]?.n) > 0) found[table_name] = Number(rows[0]?.n);
-  }
-  const { rows } = await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM environments WHERE id = $1', [
-    environmentId,
-  ]);
-  if (Number(rows[0]?.n) > 0) found['environments'] = Number(rows[0]?.n);
-  return found;
-}
+const rowsOf = (environmentId: string) => environmentRows(h.pool, environmentId);
 
 beforeAll(async () => {
   h = await startApiHarness();
