@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import type { DeploymentStore } from '../src/deploy/store.js';
 import { syncDefinition } from '../src/deploy/plan.js';
 import { ServiceError } from '../src/errors.js';
+import { mapLimit } from '../src/mapLimit.js';
 import type { RecordStore } from '../src/records/types.js';
 import type { SyncDefinition } from '../src/runtime/definitions.js';
 import { requireEnvironment, scopeDenied, type RunAuthorities } from '../src/temporal/runAuthority.js';
@@ -35,17 +36,6 @@ export interface EntityBatch {
 export interface EntityToReconfigure {
   workflowId: string;
   definition: SyncDefinition;
-}
-
-async function mapLimit<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
 }
 
 /** What tags an entity started by this apply (in its memo), so a repeated step knows it for its own. */

@@ -39,7 +39,8 @@ import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { buildWorkflowBundle, saveWorkflowBundle } from '../src/temporal/workflowBundle.js';
 import { connectTemporal } from '../src/temporal/connection.js';
 import { positiveIntegerFlags } from './lib/flags.js';
-import { pool, processSample } from './lib/loadParts.js';
+import { mapLimit } from '../src/mapLimit.js';
+import { processSample } from './lib/loadParts.js';
 import { percentile } from './lib/stats.js';
 
 const flags = positiveIntegerFlags({
@@ -269,7 +270,7 @@ async function main(): Promise<void> {
     });
     let started = Date.now();
     const ids = Array.from({ length: N }, (_, i) => `conn-${String(i).padStart(6, '0')}`);
-    await pool(ids, flags['import-concurrency'], async (id) => {
+    await mapLimit(ids, flags['import-concurrency'], async (id) => {
       checkDeadline('importing connections');
       await api.connections.import({
         provider_config_key: INTEGRATION,

@@ -26,7 +26,8 @@ import { createService } from '../src/service.js';
 import { loadSettings } from '../src/settings.js';
 import { recordFigures } from '../test/chaos/lib/figures.js';
 import { positiveIntegerFlags } from './lib/flags.js';
-import { pool, processSample } from './lib/loadParts.js';
+import { mapLimit } from '../src/mapLimit.js';
+import { processSample } from './lib/loadParts.js';
 import { percentile } from './lib/stats.js';
 
 const {
@@ -162,7 +163,7 @@ async function main(): Promise<void> {
 
     let started = Date.now();
     const ids = Array.from({ length: N }, (_, i) => `conn-${String(i).padStart(5, '0')}`);
-    await pool(ids, 8, (id) =>
+    await mapLimit(ids, 8, (id) =>
       api.connections.import({
         provider_config_key: INTEGRATION,
         connection_id: id,

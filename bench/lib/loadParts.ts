@@ -1,23 +1,8 @@
 /**
- * Parts shared by the load benchmarks (bench/load.ts, bench/capacity.ts): a bounded-concurrency map,
- * and a process's CPU seconds and RSS from /proc (Linux only).
+ * Parts shared by the load benchmarks (bench/load.ts, bench/capacity.ts):
+ * a process's CPU seconds and RSS from /proc (Linux only).
  */
 import { readFileSync } from 'node:fs';
-
-/** Runs `work` over `items`, `concurrency` at a time. */
-export async function pool<T, R>(items: T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        results[index] = await work(items[index]!);
-      }
-    }),
-  );
-  return results;
-}
 
 /** CPU seconds (user + system) and RSS of a process, from /proc; undefined once it has gone. */
 export function processSample(pid: number): { cpuS: number; rssMb: number } | undefined {

@@ -13,7 +13,8 @@ import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import type { ApplyProgress } from '../../workflows/applyDeployment.js';
 import type { WorkerChild } from '../runtime/processWorker.js';
-import { deployEnvironment, mapLimit, request } from './applyHarness.js';
+import { mapLimit } from '../../src/mapLimit.js';
+import { deployEnvironment, request } from './applyHarness.js';
 
 // A wave of the apply (APPLY_BATCHING: `parallel` calls of `size` connections), then two more calls.
 const WAVE = APPLY_BATCHING.size * APPLY_BATCHING.parallel;

@@ -7,6 +7,7 @@ import { createConnections } from '../../src/connections/index.js';
 import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
 import { createDeployments, type DeployRequest } from '../../src/deploy/deployments.js';
 import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
+import { mapLimit } from '../../src/mapLimit.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
@@ -45,20 +46,6 @@ models:
     },
   ],
 });
-
-export async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        results[index] = await work(items[index] as T);
-      }
-    }),
-  );
-  return results;
-}
 
 /** How each entity was configured, from its history: started (by whom) and `reconfigure` signals. */
 /** An environment with `count` connections of one integration, and deployments over it. */

@@ -17,7 +17,8 @@ import { describe, expect, it } from 'vitest';
 import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import { expectReplays, type History } from '../helpers/replay.js';
 import { useDatabase } from '../helpers/stack.js';
-import { deployEnvironment, mapLimit, request } from './applyHarness.js';
+import { mapLimit } from '../../src/mapLimit.js';
+import { deployEnvironment, request } from './applyHarness.js';
 
 const { temporal } = proto;
 
