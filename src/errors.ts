@@ -84,7 +84,10 @@ export const ERROR_CODES = {
   invalid_connect_request: { status: 400, meaning: 'The connect form or request is malformed.' },
   invalid_connect_session: { status: 401, meaning: 'The link has no connect session.' },
   invalid_connection: { status: 400, meaning: 'The connection to import is malformed.' },
-  invalid_connection_config: { status: 400, meaning: 'A connection setting does not match its pattern.' },
+  invalid_connection_config: {
+    status: 400,
+    meaning: 'A connection setting does not match its pattern, or is URL syntax where a URL uses it.',
+  },
   invalid_connection_id: { status: 400, meaning: 'The connection id is malformed.' },
   invalid_cursor: { status: 400, meaning: 'The cursor is not one this service returned.' },
   invalid_dashboard_options: { status: 500, meaning: 'The dashboard was mounted with invalid options.' },

@@ -10,16 +10,38 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
+import { MAX_SETTING_VALUE_LENGTH, matchesSettingPattern, settingPatternProblem } from './settingPattern.js';
+import {
+  fillUrlTemplate,
+  placeValue,
+  secretUrlProblem,
+  templateSettings,
+  UrlTemplateError,
+  urlTemplateProblem,
+} from './urlTemplate.js';
 
 export const BUILTIN_PROVIDERS_FILE = join(dirname(fileURLToPath(import.meta.url)), 'providers.yaml');
 
+/**
+ * A URL that may hold `${connectionConfig.<name>}` placeholders (src/connections/providers/urlTemplate.ts):
+ * an http(s) URL, or one that starts with a placeholder standing for the whole origin, that parses as a
+ * URL with sample values (so `http://[fe80::1%25lo]:80` is refused when it is saved, not on every request).
+ */
 const templatedUrl = z
   .string()
   .min(1)
-  .refine(
-    (value) => /^https?:\/\//.test(value) || value.startsWith('${'),
-    'must be an http(s) URL or start with a ${…} placeholder',
-  );
+  .max(2048)
+  .superRefine((value, context) => {
+    const problem = urlTemplateProblem(value);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+  });
+
+/** A URL that receives a secret (client secret, client id, a signed assertion): its domain is literal. */
+const secretUrl = templatedUrl.superRefine((value, context) => {
+  if (urlTemplateProblem(value) !== undefined) return;
+  const problem = secretUrlProblem(value);
+  if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+});
 
 const stringMap = z.record(z.string(), z.string());
 
@@ -34,8 +56,17 @@ const connectionSetting = z
   .object({
     /** Shown to the end user / API caller. */
     description: z.string().optional(),
-    /** A value must match this regular expression (anchored by the author). Guards URL templates. */
-    pattern: z.string().optional(),
+    /**
+     * A value must match this regular expression (anchored by the author), in RE2 syntax: matched in
+     * linear time (settingPattern.ts), refused when saved if RE2 cannot compile it.
+     */
+    pattern: z
+      .string()
+      .superRefine((value, context) => {
+        const problem = settingPatternProblem(value);
+        if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+      })
+      .optional(),
     /** Required settings must be given at connect or import; optional ones may be absent. */
     optional: z.boolean().default(false),
   })
@@ -69,8 +100,8 @@ const oauth2Provider = z
   .object({
     auth_mode: z.literal('OAUTH2'),
     ...commonFields,
-    authorization_url: templatedUrl,
-    token_url: templatedUrl,
+    authorization_url: secretUrl,
+    token_url: secretUrl,
     /** Extra query parameters of the authorization URL (access_type=offline, say). */
     authorization_params: stringMap.default({}),
     /** Extra body parameters of the token request (both grants). */
@@ -96,9 +127,9 @@ const oauth1Provider = z
   .object({
     auth_mode: z.literal('OAUTH1'),
     ...commonFields,
-    request_token_url: templatedUrl,
-    authorization_url: templatedUrl,
-    access_token_url: templatedUrl,
+    request_token_url: secretUrl,
+    authorization_url: secretUrl,
+    access_token_url: secretUrl,
     authorization_params: stringMap.default({}),
     signature_method: z.literal('HMAC-SHA1').default('HMAC-SHA1'),
   })
@@ -126,7 +157,7 @@ const clientCredentialsProvider = z
   .object({
     auth_mode: z.literal('OAUTH2_CC'),
     ...commonFields,
-    token_url: templatedUrl,
+    token_url: secretUrl,
     token_params: stringMap.default({}),
     token_request_auth_method: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
     token_request_format: z.enum(['form', 'json']).default('form'),
@@ -145,7 +176,7 @@ const jwtProvider = z
   .object({
     auth_mode: z.literal('JWT'),
     ...commonFields,
-    token_url: templatedUrl,
+    token_url: secretUrl,
     /** The JWT's `aud`; default the token URL. */
     audience: z.string().min(1).optional(),
     scope_separator: z.string().default(' '),
@@ -164,7 +195,7 @@ const appProvider = z
   .object({
     auth_mode: z.literal('APP'),
     ...commonFields,
-    token_url: templatedUrl,
+    token_url: secretUrl,
     /** Headers of the installation token request (GitHub's Accept). */
     token_request_headers: stringMap.default({}),
     token_header: tokenHeader,
@@ -284,12 +315,15 @@ export function withOverrides(provider: Provider, overrides: Record<string, unkn
   return merged.data;
 }
 
-const PLACEHOLDER = /\$\{connectionConfig\.([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** The URL fields of a provider that may hold `${connectionConfig.<name>}`. */
+const URL_FIELDS = ['base_url', 'authorization_url', 'token_url', 'request_token_url', 'access_token_url'] as const;
 
 /**
  * Fills `${connectionConfig.<name>}` placeholders. Each value must match the setting's pattern (or,
- * without one, be a plain host label), so a connection setting cannot redirect a URL, and credentials
- * with it, to another host.
+ * without one, be a plain host label), and is a value in its position of the URL, never URL syntax
+ * (urlTemplate.ts): it fills host labels in front of the template's literal domain, one path
+ * segment, or a query value, so no setting (and no pattern an integration sets) can send a URL, and
+ * the credentials sent to it, to another host.
  */
 export function fillTemplate(
   template: string,
@@ -297,29 +331,68 @@ export function fillTemplate(
   connectionConfig: Record<string, string>,
   where: string,
 ): string {
-  return template.replace(PLACEHOLDER, (_match, name: string) => {
-    const value = connectionConfig[name];
-    if (value === undefined || value === '') {
-      throw new ServiceError(
-        'missing_connection_config',
-        `${where} needs the connection setting '${name}', which this connection does not have`,
-      );
+  try {
+    return fillUrlTemplate(template, (name) => {
+      const value = connectionConfig[name];
+      if (value === undefined || value === '') {
+        throw new ServiceError(
+          'missing_connection_config',
+          `${where} needs the connection setting '${name}', which this connection does not have`,
+        );
+      }
+      checkSetting(provider, name, value);
+      return value;
+    });
+  } catch (error) {
+    if (error instanceof UrlTemplateError) {
+      throw new ServiceError('invalid_connection_config', `${where}: ${error.message}`);
     }
-    checkSetting(provider, name, value);
-    return value;
-  });
+    throw error;
+  }
 }
 
-const DEFAULT_SETTING_PATTERN = /^[A-Za-z0-9][A-Za-z0-9-]*(\.[A-Za-z0-9-]+)*$/;
+const DEFAULT_SETTING_PATTERN = '^[A-Za-z0-9][A-Za-z0-9-]*(\\.[A-Za-z0-9-]+)*$';
 
+/**
+ * Checks one setting's value against its pattern (linear time: settingPattern.ts) and, where the
+ * provider's URLs use it, against each position it fills (a host label, a path segment…).
+ */
 export function checkSetting(provider: Provider, name: string, value: string): void {
   const pattern = provider.connection_config[name]?.pattern;
-  const ok = pattern === undefined ? DEFAULT_SETTING_PATTERN.test(value) : new RegExp(pattern).test(value);
+  if (value.length > MAX_SETTING_VALUE_LENGTH) {
+    throw new ServiceError(
+      'invalid_connection_config',
+      `connection setting '${name}' is longer than ${MAX_SETTING_VALUE_LENGTH} characters`,
+    );
+  }
+  let ok: boolean;
+  try {
+    ok = matchesSettingPattern(pattern ?? DEFAULT_SETTING_PATTERN, value);
+  } catch (error) {
+    // Saved before patterns were checked when an integration is saved: still the integration's problem.
+    throw new ServiceError(
+      'invalid_provider_settings',
+      `the pattern of connection setting '${name}' ${(error as Error).message}; fix provider_settings.connection_config.${name}.pattern`,
+    );
+  }
   if (!ok) {
     throw new ServiceError(
       'invalid_connection_config',
       `connection setting '${name}' has a value that does not match ${pattern ?? 'a host name label'}`,
     );
+  }
+  for (const field of URL_FIELDS) {
+    const template = (provider as Partial<Record<(typeof URL_FIELDS)[number], string>>)[field];
+    if (template === undefined) continue;
+    for (const position of templateSettings(template).get(name) ?? []) {
+      const placed = placeValue(value, position);
+      if ('problem' in placed) {
+        throw new ServiceError(
+          'invalid_connection_config',
+          `connection setting '${name}' ${placed.problem} (${field} of this provider uses it there)`,
+        );
+      }
+    }
   }
 }
 
@@ -336,6 +409,13 @@ export function validateConnectionConfig(provider: Provider, config: Record<stri
     );
   }
   for (const [name, value] of Object.entries(config)) {
-    if (provider.connection_config[name]) checkSetting(provider, name, value);
+    if (provider.connection_config[name] || usedInUrls(provider, name)) checkSetting(provider, name, value);
   }
+}
+
+function usedInUrls(provider: Provider, name: string): boolean {
+  return URL_FIELDS.some((field) => {
+    const template = (provider as Partial<Record<(typeof URL_FIELDS)[number], string>>)[field];
+    return template !== undefined && templateSettings(template).has(name);
+  });
 }

@@ -1,0 +1,230 @@
+/**
+ * Connection setting patterns set through an environment's key cost linear time wherever they are
+ * checked (issue 29, finding 2). `^(a|a)*$` against `"a"×26 + "!"` took 3.7 s in a backtracking
+ * engine, and the API's event loop, every environment's, waited with it (an unauthenticated GET
+ * /health sent meanwhile: 3.4 s); each extra character doubled it. Measured here: the request and a
+ * GET /health sent while it runs, on POST /connections, a connect session, the hosted connect page
+ * (no key), the OAuth start, and a run's request on the worker. And a pattern RE2 cannot compile (`(`)
+ * is a 400 naming the field when it is saved, not a 500 on the next connection.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ServiceApiError } from '../../src/client/index.js';
+import {
+  bundle,
+  fakeOAuthProvider,
+  INTEGRATION,
+  json,
+  PROVIDER,
+  startApiHarness,
+  type ApiHarness,
+} from './helpers/harness.js';
+
+/** What a backtracking engine needs hours for; RE2 answers in microseconds. */
+const CATASTROPHIC = '^(a|a)*$';
+/** 3.7 s before the fix: enough to show it, bounded if the fix is missing. */
+const HOSTILE = `${'a'.repeat(26)}!`;
+/** The longest value a setting may have: only sent once HOSTILE has answered fast. */
+const LONGEST = `${'a'.repeat(2047)}!`;
+/** Generous for a loaded 2-core machine, far below the 3.4 s the issue measured. */
+const FAST_MS = 1000;
+
+let h: ApiHarness;
+
+const YAML = `
+integrations:
+  ${INTEGRATION}:
+    actions:
+      ping:
+        description: One request to the API
+        output: Result
+        endpoint: POST /ping
+models:
+  Result:
+    ok: boolean
+`;
+const PING = bundle(`async function (svc) {
+  try { await svc.get({ endpoint: '/ping' }); return { ok: true }; } catch (e) { return { ok: false, code: e.code }; }
+}`);
+
+beforeAll(async () => {
+  h = await startApiHarness({ providers: fakeOAuthProvider('https://auth.example.test') });
+  h.fake.setHandler((_req, res) => json(res, 200, { pong: true }));
+  await h.api.integrations.create({
+    unique_key: INTEGRATION,
+    provider: PROVIDER,
+    provider_settings: { connection_config: { sub: { pattern: CATASTROPHIC } } },
+  });
+  await h.api.integrations.create({
+    unique_key: 'oa',
+    provider: 'fake-oauth',
+    credentials: { type: 'OAUTH2', client_id: 'client-1', client_secret: 'secret-1' },
+    provider_settings: { connection_config: { sub: { pattern: CATASTROPHIC } } },
+  });
+  await h.deploy(h.envA.id, {
+    yaml: YAML,
+    scripts: [{ integration: INTEGRATION, kind: 'action' as const, name: 'ping', code: PING }],
+  });
+}, 180_000);
+
+/**
+ * Runs `request` and, while it runs, an unauthenticated GET /health every 100 ms: how long the request
+ * took, and the slowest GET /health. The API and the worker run in this process, so a blocked event
+ * loop also delays the sending of a GET /health: its time counts from when it was due.
+ */
+async function timedWithHealth<T>(
+  request: () => Promise<T>,
+): Promise<{ result: T; requestMs: number; healthMs: number }> {
+  const started = performance.now();
+  let done = false;
+  const pending = request().then((result) => ({ result, requestMs: performance.now() - started }));
+  void pending.finally(() => (done = true)).catch(() => undefined);
+  let healthMs = 0;
+  let due = started + 50;
+  do {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
+    const status = await fetch(`${h.baseUrl}/health`, { signal: AbortSignal.timeout(30_000) }).then(
+      (response) => response.status,
+      () => 0,
+    );
+    healthMs = Math.max(healthMs, status === 200 ? performance.now() - due : Infinity);
+    due = performance.now() + 100;
+  } while (!done);
+  const { result, requestMs } = await pending;
+  return { result, requestMs, healthMs };
+}
+
+const failure = (call: Promise<unknown>): Promise<{ status: number; code: string } | 'succeeded'> =>
+  call.then(
+    () => 'succeeded' as const,
+    (error: unknown) => {
+      if (error instanceof ServiceApiError) return { status: error.status, code: error.code };
+      throw error;
+    },
+  );
+
+const importWith = (connectionId: string, sub: string) =>
+  failure(
+    h.api.connections.import({
+      provider_config_key: INTEGRATION,
+      connection_id: connectionId,
+      credentials: { type: 'API_KEY', apiKey: 'k-1' },
+      connection_config: { sub },
+    }),
+  );
+
+describe('connection setting patterns from an environment key', () => {
+  it('an invalid pattern is a 400 naming the field when it is saved, never a 500 on the next connection', async () => {
+    await h.api.integrations.create({ unique_key: 'bad', provider: PROVIDER });
+    const saved = await failure(
+      h.api.integrations.update('bad', {
+        provider: PROVIDER,
+        provider_settings: { connection_config: { sub: { pattern: '(' } } },
+      }),
+    );
+    // Whatever was stored, the next connection is not an internal error.
+    const next = await failure(
+      h.api.connections.import({
+        provider_config_key: 'bad',
+        connection_id: 'after-bad-pattern',
+        credentials: { type: 'API_KEY', apiKey: 'k-1' },
+        connection_config: { sub: 'abc' },
+      }),
+    );
+    expect(next === 'succeeded' ? 200 : next.status).toBeLessThan(500);
+    expect(saved).toEqual({ status: 400, code: 'invalid_provider_settings' });
+    const refused = await h.api.raw('PATCH', '/integrations/bad', {
+      body: { provider: PROVIDER, provider_settings: { connection_config: { sub: { pattern: '^(?=a)' } } } },
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.json)).toContain('connection_config.sub.pattern');
+  });
+
+  it('POST /connections answers fast, and so does GET /health sent meanwhile', async () => {
+    for (const value of [HOSTILE, LONGEST]) {
+      const { result, requestMs, healthMs } = await timedWithHealth(() => importWith('c-catastrophic', value));
+      expect(result).toEqual({ status: 400, code: 'invalid_connection_config' });
+      expect(healthMs, `GET /health with ${value.length} characters`).toBeLessThan(FAST_MS);
+      expect(requestMs, `POST /connections with ${value.length} characters`).toBeLessThan(FAST_MS);
+    }
+    // A value past the bound is refused as such, just as fast.
+    const { result, requestMs } = await timedWithHealth(() => importWith('c-long', 'a'.repeat(100_000)));
+    expect(result).toMatchObject({ status: 400 });
+    expect(requestMs).toBeLessThan(FAST_MS);
+  });
+
+  it('a connect session, the hosted connect page (no key) and the OAuth start answer fast', async () => {
+    for (const value of [HOSTILE, LONGEST]) {
+      const session = await timedWithHealth(() =>
+        failure(
+          h.api.connections.createConnectSession({
+            provider_config_key: INTEGRATION,
+            connection_id: 'c-session',
+            connection_config: { sub: value },
+          }),
+        ),
+      );
+      expect(session.result).toEqual({ status: 400, code: 'invalid_connection_config' });
+      expect(session.healthMs).toBeLessThan(FAST_MS);
+      expect(session.requestMs).toBeLessThan(FAST_MS);
+
+      const link = await h.api.connections.createConnectSession({
+        provider_config_key: INTEGRATION,
+        connection_id: 'c-page',
+      });
+      const token = new URL(link.connect_url).searchParams.get('session') ?? '';
+      const page = await timedWithHealth(() =>
+        fetch(`${h.baseUrl}/connect`, {
+          method: 'POST',
+          body: new URLSearchParams({ session: token, 'credentials.apiKey': 'k-1', 'connection_config.sub': value }),
+        }).then((response) => response.status),
+      );
+      expect(page.result).toBe(400);
+      expect(page.healthMs).toBeLessThan(FAST_MS);
+      expect(page.requestMs).toBeLessThan(FAST_MS);
+
+      const oauth = await h.api.connections.createConnectSession({
+        provider_config_key: 'oa',
+        connection_id: 'c-oauth',
+      });
+      const start = await timedWithHealth(() =>
+        fetch(`${oauth.connect_url}&connection_config[sub]=${value}`, { redirect: 'manual' }).then(
+          (response) => response.status,
+        ),
+      );
+      expect(start.result).toBeGreaterThanOrEqual(400);
+      expect(start.result).toBeLessThan(500);
+      expect(start.healthMs).toBeLessThan(FAST_MS);
+      expect(start.requestMs).toBeLessThan(FAST_MS);
+    }
+  });
+
+  it('a run’s request checks the stored setting on the worker in linear time', async () => {
+    // A value stored while the pattern allowed it; then the pattern changes, and the base URL uses it.
+    const base = `${h.fake.url}/api`;
+    await h.api.integrations.update(INTEGRATION, {
+      provider: PROVIDER,
+      provider_settings: {
+        base_url: `${base}/\${connectionConfig.sub}`,
+        connection_config: { sub: { pattern: '^.*$' } },
+      },
+    });
+    expect(await importWith('c-worker', HOSTILE)).toBe('succeeded');
+    await h.api.integrations.update(INTEGRATION, {
+      provider: PROVIDER,
+      provider_settings: {
+        base_url: `${base}/\${connectionConfig.sub}`,
+        connection_config: { sub: { pattern: CATASTROPHIC } },
+      },
+    });
+    const run = await timedWithHealth(() =>
+      h.api.raw('POST', '/ping', {
+        headers: { 'connection-id': 'c-worker', 'provider-config-key': INTEGRATION },
+        body: {},
+      }),
+    );
+    expect(run.result.json).toEqual({ ok: false, code: 'invalid_connection_config' });
+    expect(run.healthMs).toBeLessThan(FAST_MS);
+    // An action's whole round trip (a workflow, its activities) on a loaded machine; 7 s and more before the fix.
+    expect(run.requestMs).toBeLessThan(5000);
+  }, 60_000);
+});
