@@ -42,21 +42,56 @@ describe('refusedRange', () => {
     ['64:ff9b::a9fe:a9fe', 'link-local'], // NAT64 of 169.254.169.254
     ['2002:7f00:1::', 'loopback'], // 6to4 of 127.0.0.1
     ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
+    // Every IPv4-embedding form, each carrying an address of a refused range.
+    ['::ffff:0:127.0.0.1', 'loopback'], // IPv4-translated (SIIT, ::ffff:0:0:0/96)
+    ['::ffff:0:7f00:1', 'loopback'],
+    ['0:0:0:0:ffff:0:a9fe:a9fe', 'link-local'],
+    ['::ffff:0:a00:1', 'private'],
+    ['::a9fe:a9fe', 'link-local'], // IPv4-compatible
+    ['::0.0.0.2', 'unspecified'],
+    ['::ffff:0.0.0.0', 'unspecified'], // IPv4-mapped
+    ['::ffff:c0a8:101', 'private'],
+    ['64:ff9b::7f00:1', 'loopback'], // NAT64, well-known prefix
+    ['64:ff9b::10.0.0.1', 'private'],
+    ['64:ff9b:1::7f00:1', 'local-use NAT64'], // local-use NAT64 (RFC 8215): any layout
+    ['64:ff9b:1:7f00:1::', 'local-use NAT64'],
+    ['64:ff9b:1:808:8:800::', 'local-use NAT64'],
+    ['2002:a9fe:a9fe::1', 'link-local'], // 6to4
+    ['2002:c0a8:101:1::1', 'private'],
+    ['2001:0:0a00:1::', 'Teredo'],
+    ['2001:db8:1::5efe:127.0.0.1', 'documentation'],
+    ['2600:1f18::5efe:7f00:1', 'loopback'], // ISATAP interface identifier
+    ['2600:1f18::200:5efe:a9fe:a9fe', 'link-local'],
+    ['fe80::5efe:7f00:1', 'link-local'],
+    ['2001:2::1', 'benchmarking'],
+    ['3fff::1', 'documentation'],
+    ['::ffff:0:127.0.0.1%eth0', 'loopback'],
   ])('refuses %s (%s)', (address, kind) => {
     expect(refusedRange(address)).toContain(kind);
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])(
-    'lets the public address %s through',
-    (address) => {
-      expect(refusedRange(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    '93.184.215.14',
+    '8.8.8.8',
+    '1.1.1.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '::ffff:0:8.8.8.8',
+    '64:ff9b::808:808',
+    '2002:808:808::1',
+    '2600:1f18::5efe:808:808',
+  ])('lets the public address %s through', (address) => {
+    expect(refusedRange(address)).toBeUndefined();
+  });
 
   it('reads the IPv4 address inside IPv6 forms', () => {
     expect(embeddedIpv4('::ffff:10.0.0.1')).toBe('10.0.0.1');
     expect(embeddedIpv4('64:ff9b::0a00:0001')).toBe('10.0.0.1');
     expect(embeddedIpv4('2002:0a00:0001::1')).toBe('10.0.0.1');
+    expect(embeddedIpv4('::ffff:0:10.0.0.1')).toBe('10.0.0.1');
+    expect(embeddedIpv4('::a00:1')).toBe('10.0.0.1');
+    expect(embeddedIpv4('2600::5efe:a00:1')).toBe('10.0.0.1');
+    expect(embeddedIpv4('64:ff9b:0:0:1::a00:1')).toBeUndefined(); // not the /96 well-known prefix
     expect(embeddedIpv4('2606:4700::1')).toBeUndefined();
   });
 });
@@ -126,6 +161,10 @@ describe('connections through the policy agents', () => {
       `http://2130706433:${port}/`, // 127.0.0.1 as one number
       `http://0x7f.1:${port}/`,
       `http://[::ffff:127.0.0.1]:${port}/`,
+      `http://[::ffff:0:127.0.0.1]:${port}/`, // IPv4-translated (SIIT)
+      `http://[::127.0.0.1]:${port}/`,
+      `http://[64:ff9b::127.0.0.1]:${port}/`,
+      `http://[2002:7f00:1::1]:${port}/`,
       `http://0.0.0.0:${port}/`, // connects to the local host on Linux
       `https://127.0.0.1:${port}/`,
     ];

@@ -8,8 +8,9 @@
  *
  * Refused by default: loopback, private (RFC 1918, unique local), carrier-grade NAT, link-local (where
  * cloud metadata services live), unspecified, multicast, reserved and documentation ranges, the
- * IPv4 addresses embedded in IPv4-mapped, NAT64 and 6to4 IPv6 addresses of those ranges, Teredo, and
- * the metadata addresses outside them (Azure's 168.63.129.16). `SERVICE_OUTBOUND_ALLOW` opens what a
+ * IPv6 addresses that embed an IPv4 address of those ranges (IPv4-mapped, IPv4-translated,
+ * IPv4-compatible, NAT64, 6to4, ISATAP: `embeddedIpv4`), Teredo and local-use NAT64 whole, and the
+ * metadata addresses outside them (Azure's 168.63.129.16). `SERVICE_OUTBOUND_ALLOW` opens what a
  * deployment needs: comma-separated host names (`api.internal`, `*.corp.example`), addresses and CIDR
  * blocks (`10.1.0.0/16`, `fd00::/8`), each optionally with a port (`127.0.0.1:4010`, `[::1]:8080`,
  * `tracker.local:443`). A host-name entry opens that name whatever it resolves to.
@@ -53,9 +54,17 @@ const REFUSED_RANGES: Range[] = [
   { address: '168.63.129.16', prefix: 32, family: 'ipv4', why: 'a cloud metadata address (Azure)' },
   { address: '::', prefix: 128, family: 'ipv6', why: 'the unspecified address' },
   { address: '::1', prefix: 128, family: 'ipv6', why: 'a loopback address' },
+  {
+    address: '64:ff9b:1::',
+    prefix: 48,
+    family: 'ipv6',
+    why: 'a local-use NAT64 address (translated as the local network chooses)',
+  },
   { address: '100::', prefix: 64, family: 'ipv6', why: 'a discard address' },
   { address: '2001::', prefix: 32, family: 'ipv6', why: 'a Teredo address' },
+  { address: '2001:2::', prefix: 48, family: 'ipv6', why: 'a benchmarking address' },
   { address: '2001:db8::', prefix: 32, family: 'ipv6', why: 'a documentation address' },
+  { address: '3fff::', prefix: 20, family: 'ipv6', why: 'a documentation address' },
   { address: 'fc00::', prefix: 7, family: 'ipv6', why: 'a unique local (private) address' },
   { address: 'fe80::', prefix: 10, family: 'ipv6', why: 'a link-local address' },
   { address: 'fec0::', prefix: 10, family: 'ipv6', why: 'a site-local address' },
@@ -93,19 +102,28 @@ export function ipv6Bytes(address: string): number[] | undefined {
   });
 }
 
-/** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), if any. */
+/**
+ * The IPv4 address an IPv6 address carries, in every form that may reach it: IPv4-mapped
+ * (`::ffff:a.b.c.d`, RFC 4291), IPv4-translated (SIIT, `::ffff:0:a.b.c.d`, RFC 2765),
+ * IPv4-compatible (`::a.b.c.d`, deprecated by RFC 4291), the NAT64 well-known prefix
+ * (`64:ff9b::a.b.c.d`, RFC 6052), 6to4 (`2002:AABB:CCDD::/48`, RFC 3056) and an ISATAP interface
+ * identifier (`…:0:5efe:a.b.c.d`, `…:200:5efe:a.b.c.d`, RFC 5214). Teredo (2001::/32, the client's
+ * address obfuscated) and local-use NAT64 (64:ff9b:1::/48, RFC 8215, whose layout the local network
+ * chooses) are refused whole by REFUSED_RANGES instead.
+ */
 export function embeddedIpv4(address: string): string | undefined {
   const bytes = ipv6Bytes(address);
   if (!bytes) return undefined;
   const zeros = (from: number, to: number) => bytes.slice(from, to).every((byte) => byte === 0);
   const quad = (offset: number) => bytes.slice(offset, offset + 4).join('.');
-  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (the deprecated compatible form; not :: and ::1)
   if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return quad(12);
-  if (zeros(0, 12) && bytes[12] !== 0) return quad(12);
-  // 64:ff9b::a.b.c.d (NAT64, RFC 6052) and 64:ff9b:1::/48 (local-use NAT64, RFC 8215)
-  if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b) return quad(12);
-  // 2002:AABB:CCDD::/48 (6to4)
+  if (zeros(0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zeros(10, 12)) return quad(12);
+  if (zeros(0, 12)) return quad(12);
+  if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) {
+    return quad(12);
+  }
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return quad(2);
+  if ((bytes[8]! & 0xfd) === 0 && bytes[9] === 0 && bytes[10] === 0x5e && bytes[11] === 0xfe) return quad(12);
   return undefined;
 }
 
@@ -113,15 +131,13 @@ export function embeddedIpv4(address: string): string | undefined {
 export function refusedRange(address: string): string | undefined {
   const family = net.isIP(address);
   if (family === 0) return 'not an IP address';
-  if (family === 6) {
-    const inner = embeddedIpv4(address);
-    if (inner !== undefined) {
-      const why = refusedRange(inner);
-      return why === undefined ? undefined : `${why} (${inner} inside the IPv6 address)`;
-    }
-  }
   const type = family === 4 ? 'ipv4' : 'ipv6';
-  return refusedLists.find(({ list, range }) => range.family === type && list.check(address, type))?.range.why;
+  const listed = refusedLists.find(({ list, range }) => range.family === type && list.check(address, type))?.range.why;
+  if (listed !== undefined || family === 4) return listed;
+  const inner = embeddedIpv4(address);
+  if (inner === undefined) return undefined;
+  const why = refusedRange(inner);
+  return why === undefined ? undefined : `${why} (${inner} inside the IPv6 address)`;
 }
 
 interface AllowEntry {
