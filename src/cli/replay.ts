@@ -287,6 +287,12 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
     }
     throw error;
   }
+  if (run.payloads_withheld) {
+    io.err(
+      `service replay: run '${options.runId}': its connection was deleted, so the service withholds the run's recorded values (they may hold its credentials, which can no longer be redacted); replay a run of a connection that exists\n`,
+    );
+    return 1;
+  }
   const history = historyFromObject(run.history);
   const input = jsonOf(history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]) as
     { definition?: { integrationId?: string; syncName?: string; actionName?: string } } | undefined;

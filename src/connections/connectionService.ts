@@ -421,15 +421,20 @@ export class PostgresConnectionService implements ConnectionService {
 
   /**
    * Every credential value of a connection in the forms it can be echoed in (src/runtime/redaction.ts),
-   * for redacting error messages and statuses; empty when the connection does not exist.
+   * for redacting error messages and statuses; undefined when the connection does not exist, was made
+   * after `existedAt`, or is not one of the records `ids` (ConnectionService.credentialSecrets).
    */
-  /** The connection's credential values in every spelling, for redaction; undefined when it does not exist. */
-  async credentialSecrets(scope: ConnectionScope): Promise<string[] | undefined> {
+  async credentialSecrets(
+    scope: ConnectionScope,
+    options: { existedAt?: Date; ids?: readonly number[] } = {},
+  ): Promise<string[] | undefined> {
     const { rows } = await this.db.query<ConnectionRow>(
       'SELECT * FROM connections WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3',
       [scope.environmentId, scope.integrationId, scope.connectionId],
     );
     if (!rows[0]) return undefined;
+    if (options.existedAt !== undefined && rows[0].created_at.getTime() > options.existedAt.getTime()) return undefined;
+    if (options.ids !== undefined && options.ids.length > 0 && !options.ids.includes(rows[0].id)) return undefined;
     const resolved = await this.integrations.resolve(scope.environmentId, scope.integrationId).catch(() => undefined);
     return this.secretsOf(this.decrypt(rows[0]), resolved);
   }

@@ -28,10 +28,16 @@ export interface ConnectionService {
   getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>>;
   /**
    * Every credential value of the connection in the forms it can be echoed in (redaction.ts), so that
-   * an error message kept or shown for it (a run's failure, a webhook) can have them redacted. Empty
-   * when the connection does not exist. Optional: a connection service without it redacts nothing.
+   * an error message kept or shown for it (a run's failure, a webhook) can have them redacted.
+   * Undefined when the connection does not exist, or is not the one asked about: made after
+   * `existedAt`, or not the record `ids` names (the connection record's `id`, as a run read it).
+   * Another connection of the same id redacts nothing of the earlier one's values.
+   * Optional: a connection service without it redacts nothing.
    */
-  credentialSecrets?(scope: ConnectionScope): Promise<string[] | undefined>;
+  credentialSecrets?(
+    scope: ConnectionScope,
+    options?: { existedAt?: Date; ids?: readonly number[] },
+  ): Promise<string[] | undefined>;
   /** Replaces the whole metadata. */
   setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
   /** Merges the given properties into the metadata. */

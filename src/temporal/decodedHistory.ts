@@ -16,6 +16,7 @@ import {
 // CommonJS without named exports that Node's ESM loader sees: the default import is the module.
 import proto from '@temporalio/proto';
 import { ServiceError } from '../errors.js';
+import { redactValue, secretForms } from '../runtime/redaction.js';
 
 /** The workflow types whose histories a script author may replay. */
 export const REPLAYABLE_TYPES = ['runSync', 'runAction'] as const;
@@ -36,7 +37,15 @@ export interface DecodedRunHistory {
   status: string;
   /** The history as protobuf's JSON object form (bytes in base64, 64-bit numbers and enums as strings), payloads decoded. */
   history: Record<string, unknown>;
+  /**
+   * True when every payload was replaced by WITHHELD: the run's connection is gone, so the credentials
+   * its payloads may hold can no longer be told apart (redactorFor answered undefined).
+   */
+  payloadsWithheld: boolean;
 }
+
+/** What each payload of a withheld history holds instead of its value. */
+export const WITHHELD = "[withheld: the run's connection was deleted, and its credentials can no longer be redacted]";
 
 function notFound(runId: string): ServiceError {
   return new ServiceError('unknown_run', `no run '${runId}' in this environment`);
@@ -53,9 +62,16 @@ export async function fetchDecodedRunHistory(
   runId: string,
   /**
    * What to apply to every decoded JSON value, given the run's connection (read from the run's own
-   * input): the API redacts that connection's credentials with it.
+   * input) and when the run started: the API redacts that connection's credentials with it. Undefined
+   * when that connection is gone: every payload is withheld then.
    */
-  redactorFor?: (connection: { integrationId: string; connectionId: string }) => Promise<(value: unknown) => unknown>,
+  redactorFor?: (run: {
+    integrationId: string;
+    connectionId: string;
+    startedAt: Date;
+    /** The `id` of each connection record of this connection the run read (svc.getConnection). */
+    recordIds: number[];
+  }) => Promise<((value: unknown) => unknown) | undefined>,
 ): Promise<DecodedRunHistory> {
   if (!isRunOfEnvironment(runId, environmentId)) throw notFound(runId);
   const handle = client.workflow.getHandle(runId);
@@ -81,12 +97,37 @@ export async function fetchDecodedRunHistory(
   const connectionId = (input as { connectionId?: unknown } | undefined)?.connectionId;
   // The run's own input names its environment too: a run that says otherwise is not shown.
   if (definition?.environmentId !== environmentId) throw notFound(runId);
-  if (redactorFor && typeof definition.integrationId === 'string' && typeof connectionId === 'string') {
-    const redact = await redactorFor({ integrationId: definition.integrationId, connectionId });
-    const rewrite = (payload: Payload): Payload => {
-      const value = jsonOf(payload);
-      return value === undefined ? payload : { ...payload, data: encoder.encode(JSON.stringify(redact(value))) };
-    };
+  let payloadsWithheld = false;
+  if (redactorFor) {
+    // Credentials the run itself read (svc.getConnection's results) are redacted too: a token
+    // refreshed or a key replaced since is no longer among the connection's current values.
+    const read = await connectionsReadBy(history);
+    const redact =
+      typeof definition.integrationId === 'string' && typeof connectionId === 'string'
+        ? await redactorFor({
+            integrationId: definition.integrationId,
+            connectionId,
+            startedAt: description.startTime,
+            recordIds: read.records.filter((record) => record.connectionId === connectionId).map((record) => record.id),
+          })
+        : undefined;
+    let rewrite: (payload: Payload) => Payload;
+    if (redact === undefined) {
+      payloadsWithheld = true;
+      const withheld: Payload = {
+        metadata: { encoding: encoder.encode('json/plain') },
+        data: encoder.encode(JSON.stringify(WITHHELD)),
+      };
+      rewrite = () => withheld;
+    } else {
+      const seen = read.secrets;
+      rewrite = (payload) => {
+        const value = jsonOf(payload);
+        return value === undefined
+          ? payload
+          : { ...payload, data: encoder.encode(JSON.stringify(redactValue(redact(value), seen))) };
+      };
+    }
     await visit({ history }, walkGetWorkflowExecutionHistoryResponse, {
       transformPayload: (payload) => Promise.resolve(rewrite(payload)),
       transformPayloads: (payloads) => Promise.resolve(payloads.map(rewrite)),
@@ -99,7 +140,72 @@ export async function fetchDecodedRunHistory(
     workflowType: description.type,
     status: description.status.name,
     history: historyToObject(history),
+    payloadsWithheld,
   };
+}
+
+/** The fields of a connection record's `credentials` (and of its `raw` token answer) that hold secrets. */
+const SECRET_FIELDS = new Set([
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'token',
+  'apiKey',
+  'api_key',
+  'password',
+  'client_secret',
+  'private_key',
+  'oauth_token',
+  'oauth_token_secret',
+]);
+
+/**
+ * What the history's decoded payloads hold of connection records: every secret of every `credentials`
+ * object, in every spelling, and the `id` and `connection_id` of each record around one.
+ */
+async function connectionsReadBy(
+  history: proto.temporal.api.history.v1.IHistory,
+): Promise<{ secrets: string[]; records: { id: number; connectionId: string }[] }> {
+  const values: string[] = [];
+  const records: { id: number; connectionId: string }[] = [];
+  const collect = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(collect);
+      return;
+    }
+    if (!node || typeof node !== 'object') return;
+    const record = node as Record<string, unknown>;
+    const credentials = record['credentials'];
+    if (credentials && typeof credentials === 'object' && !Array.isArray(credentials)) {
+      if (typeof record['id'] === 'number' && typeof record['connection_id'] === 'string') {
+        records.push({ id: record['id'], connectionId: record['connection_id'] });
+      }
+      const fields = credentials as Record<string, unknown>;
+      for (const source of [fields, fields['raw']]) {
+        if (!source || typeof source !== 'object') continue;
+        for (const [name, value] of Object.entries(source as Record<string, unknown>)) {
+          if (SECRET_FIELDS.has(name) && typeof value === 'string') values.push(value);
+        }
+      }
+      if (typeof fields['username'] === 'string' && typeof fields['password'] === 'string') {
+        values.push(`${fields['username']}:${fields['password']}`);
+      }
+    }
+    Object.values(record).forEach(collect);
+  };
+  await visit({ history }, walkGetWorkflowExecutionHistoryResponse, {
+    transformPayload: (payload) => {
+      collect(jsonOf(payload));
+      return Promise.resolve(payload);
+    },
+    transformPayloads: (payloads) => {
+      for (const payload of payloads) collect(jsonOf(payload));
+      return Promise.resolve(payloads);
+    },
+    skipHeaders: true,
+    skipSearchAttributes: true,
+  });
+  return { secrets: secretForms(values), records };
 }
 
 const encoder = new TextEncoder();

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncRun } from '../../src/client/index.js';
 import { json, startApiHarness, INTEGRATION, PROVIDER, type ApiHarness } from '../api/helpers/harness.js';
+import { collectPayloadTexts } from '../helpers/historyPayloads.js';
 import { stack } from '../helpers/stack.js';
 import { runLocalCli } from './localCli.js';
 
@@ -91,6 +92,7 @@ async function finishedRuns(count: number): Promise<SyncRun[]> {
 
 let succeeded: SyncRun;
 let failed: SyncRun;
+let shortLivedRun: string;
 
 beforeAll(async () => {
   h = await startApiHarness();
@@ -127,6 +129,18 @@ beforeAll(async () => {
   await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'r1', syncs: ['issues'] });
   [failed] = (await finishedRuns(2)) as [SyncRun];
   expect(failed.status).toBe('failed');
+  // An action run of a connection the last test deletes.
+  await h.api.connections.import({
+    provider_config_key: INTEGRATION,
+    connection_id: 'short-lived',
+    credentials: { type: 'API_KEY', apiKey: API_KEY },
+  });
+  const shortLived = { connectionId: 'short-lived', providerConfigKey: INTEGRATION };
+  expect(await h.api.actions.trigger(shortLived, { action_name: 'close-issue', input: { id: '8' } })).toMatchObject({
+    ok: true,
+  });
+  shortLivedRun =
+    (await h.api.logs.search({ sync: 'close-issue', connection_id: 'short-lived' })).logs[0]?.run_id ?? '';
 }, 180_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -176,22 +190,6 @@ describe('GET /runs/:run_id/history', () => {
     }
   });
 });
-
-/** The text of every payload in a history's JSON form: its metadata values, then its data. */
-function collectPayloadTexts(node: unknown, into: string[] = []): string[] {
-  if (Array.isArray(node)) for (const item of node) collectPayloadTexts(item, into);
-  else if (node && typeof node === 'object') {
-    const record = node as Record<string, unknown>;
-    if (typeof record['data'] === 'string' && record['metadata'] && typeof record['metadata'] === 'object') {
-      const metadata = Object.values(record['metadata'] as Record<string, string>).map((value) =>
-        Buffer.from(value, 'base64').toString('utf8'),
-      );
-      into.push(`${metadata.join(' ')} ${Buffer.from(record['data'], 'base64').toString('utf8')}`);
-    }
-    for (const value of Object.values(record)) collectPayloadTexts(value, into);
-  }
-  return into;
-}
 
 describe('service replay', () => {
   it('replays a run with the unchanged local script and prints its steps', async () => {
@@ -334,5 +332,12 @@ describe('service replay', () => {
     const help = await cli(['replay', '--help']);
     expect(help.out).toMatch(/--inspect-brk/);
     expect(help.out).toMatch(/Examples:\n {2}npx service replay/);
+  });
+
+  it('says why a run of a deleted connection cannot be replayed', async () => {
+    await h.api.connections.delete({ connectionId: 'short-lived', providerConfigKey: INTEGRATION });
+    const result = await cli(['replay', shortLivedRun]);
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/its connection was deleted, so the service withholds the run's recorded values/);
   });
 });
