@@ -31,7 +31,8 @@ const deploymentSummary = z.object({
   redeployOf: z.number().int().nullable(),
 });
 
-const versionParams = z.object({ version: z.coerce.number().int().min(1) }).strict();
+/** A version is a Postgres integer: a larger number names no version (404), not an overflow (500). */
+const versionParams = z.object({ version: z.coerce.number().int().min(1).max(2_147_483_647) }).strict();
 
 export function createDeployRoutes({ deployments }: { deployments: Deployments }): AnyRoute[] {
   return [

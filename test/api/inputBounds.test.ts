@@ -1,0 +1,49 @@
+/**
+ * Bad input is a 400 (or a 404 for what cannot exist) when it arrives, never a 500 then or later
+ * (issue 29, finding 8; each found by hand or by schemathesis, test/api/schemathesis.test.ts):
+ * - `provider_settings.base_url` that is not a URL (`http://[fe80::1%25lo]:80`) was stored, and every
+ *   proxied request of the integration answered 500 "Invalid URL";
+ * - a deployment version past Postgres's integer range (`GET /deployments/2147483648`, `/request`,
+ *   `/redeploy`) answered 500.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { deployWithConnection, INTEGRATION, PROVIDER, startApiHarness, type ApiHarness } from './helpers/harness.js';
+
+let h: ApiHarness;
+
+beforeAll(async () => {
+  h = await startApiHarness();
+  await deployWithConnection(h, 'bounds-key-1f9d3a');
+}, 180_000);
+
+const statusOf = (response: { status: number }) => response.status;
+
+describe('bad input is refused when it arrives', () => {
+  it('a base_url that is not a URL is a 400 naming the field, and proxied requests never answer 500', async () => {
+    const saved = await h.api.raw('PATCH', `/integrations/${INTEGRATION}`, {
+      body: { provider: PROVIDER, provider_settings: { base_url: 'http://[fe80::1%25lo]:80' } },
+    });
+    const proxied = await h.api.raw('GET', '/proxy/anything', {
+      headers: { 'connection-id': 'c1', 'provider-config-key': INTEGRATION },
+    });
+    expect(proxied.status).toBeLessThan(500);
+    expect(saved.status).toBe(400);
+    expect(JSON.stringify(saved.json)).toMatch(/invalid_provider_settings.*base_url/);
+    for (const base of ['not a url', 'ftp://example.com', 'http://exa mple.com', 'https://']) {
+      const again = await h.api.raw('PATCH', `/integrations/${INTEGRATION}`, {
+        body: { provider: PROVIDER, provider_settings: { base_url: base } },
+      });
+      expect(again.status, base).toBe(400);
+    }
+  });
+
+  it('a deployment version past the integer range is a 404 or a 400, on every route that takes one', async () => {
+    for (const version of ['2147483648', '9007199254740990', '1e30']) {
+      expect(statusOf(await h.api.raw('GET', `/deployments/${version}`)), version).toBeLessThan(500);
+      expect(statusOf(await h.api.raw('GET', `/deployments/${version}/request`)), version).toBeLessThan(500);
+      expect(statusOf(await h.api.raw('POST', `/deployments/${version}/redeploy`)), version).toBeLessThan(500);
+    }
+    expect(statusOf(await h.api.raw('GET', '/deployments/2147483647'))).toBe(404);
+    expect(statusOf(await h.api.raw('GET', '/deployments/1'))).toBe(200);
+  });
+});
