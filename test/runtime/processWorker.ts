@@ -1,19 +1,37 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll } from 'vitest';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { stack } from '../helpers/stack.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-// node itself with tsx's loader, not the tsx CLI: the CLI runs the script in a child process of its
-// own, so a SIGKILL sent to it would leave the real worker running as an orphan.
-const TSX_LOADER = pathToFileURL(join(here, '..', '..', 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+import { runningWorkers, spawnWorkerProcess } from './workerSpawn.js';
 
 export interface WorkerChild {
   child: ChildProcess;
   /** Resolves with the exit code (or signal) when the process ends. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   output: () => string;
+}
+
+let cleanupRegistered = false;
+
+/**
+ * A worker process with its lifeline (workerSpawn.ts); the test file's afterAll kills any still running.
+ */
+export function spawnTrackedWorker(env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawnWorkerProcess(env);
+  if (!cleanupRegistered) {
+    cleanupRegistered = true;
+    afterAll(async () => {
+      await Promise.all(
+        [...runningWorkers].map(async (worker) => {
+          const exited = new Promise((resolve) => worker.once('exit', resolve));
+          worker.kill('SIGKILL');
+          await exited;
+        }),
+      );
+    });
+  }
+  return child;
 }
 
 /** Starts test/runtime/workerProcess.ts and resolves once it polls its task queue. */
@@ -25,21 +43,18 @@ export async function startWorkerProcess(options: {
   env?: Record<string, string>;
 }): Promise<WorkerChild> {
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, join(here, 'workerProcess.ts')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: options.databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_NAMESPACE: temporalNamespace,
-      TASK_QUEUE: options.taskQueue,
-      // Thread marks of this test's workers only (src/temporal/scriptThreads.ts).
-      SERVICE_THREAD_MARKS_DIR: join(tmpdir(), 'integration-service-threads-test', options.taskQueue),
-      WORKFLOW_BUNDLE: workflowBundlePath,
-      API_BASE_URL: options.apiBaseUrl,
-      NODE_OPTIONS: options.nodeOptions ?? '',
-      ...options.env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnTrackedWorker({
+    ...process.env,
+    DATABASE_URL: options.databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: temporalNamespace,
+    TASK_QUEUE: options.taskQueue,
+    // Thread marks of this test's workers only (src/temporal/scriptThreads.ts).
+    SERVICE_THREAD_MARKS_DIR: join(tmpdir(), 'integration-service-threads-test', options.taskQueue),
+    WORKFLOW_BUNDLE: workflowBundlePath,
+    API_BASE_URL: options.apiBaseUrl,
+    NODE_OPTIONS: options.nodeOptions ?? '',
+    ...options.env,
   });
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -59,6 +74,10 @@ export async function startWorkerProcess(options: {
       clearTimeout(timer);
       reject(new Error(`worker process exited (${code ?? signal}) before it was ready:\n${output}`));
     });
+  }).catch((error: unknown) => {
+    // Not ready: not left running either.
+    child.kill('SIGKILL');
+    throw error;
   });
   return { child, exited, output: () => output };
 }

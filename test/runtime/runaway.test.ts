@@ -98,6 +98,8 @@ function superviseWorkers(h: { dbUrl: string; taskQueue: string }, nodeOptions =
         apiBaseUrl: 'http://127.0.0.1:9',
         nodeOptions,
       });
+      // Stopped while this one started: it is not left running.
+      if (stopped) current.child.kill('SIGKILL');
       const exit = await current.exited;
       const notes = current
         .output()

@@ -19,6 +19,23 @@ import { createRuntimeWorkers } from '../../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
+// Dies with the process that started it. The parent holds our stdin's other end: when the parent is
+// gone (its test finished, or the test runner was killed, SIGKILL included) the pipe closes. A clean-clone
+// CI run once left this worker running 28 minutes after the suite, reparented to init and retrying the
+// stopped Temporal server forever. The parent's pid changing is checked too (a parent that did not
+// give a pipe).
+const parent = process.ppid;
+const orphaned = (why: string): void => {
+  process.stderr.write(`workerProcess: ${why}; exiting\n`);
+  process.exit(1);
+};
+process.stdin.on('end', () => orphaned('the parent closed the lifeline'));
+process.stdin.on('error', () => orphaned('the lifeline broke'));
+process.stdin.resume();
+setInterval(() => {
+  if (process.ppid !== parent) orphaned(`the parent ${parent} is gone`);
+}, 500).unref();
+
 function required(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`workerProcess: ${name} is not set`);
@@ -68,7 +85,11 @@ const workers = await createRuntimeWorkers({
   dataConverter: createDataConverter({ db }),
   tuning: process.env['WORKER_REUSE_V8'] === '0' ? { reuseV8Context: false } : {},
 });
-process.on('SIGTERM', () => workers.shutdown());
+process.on('SIGTERM', () => {
+  workers.shutdown();
+  // A shutdown waits for the tasks in flight; a test that asked for it does not wait forever.
+  setTimeout(() => orphaned('SIGTERM and no shutdown within 15 s'), 15_000).unref();
+});
 const running = workers.run();
 process.stdout.write('ready\n');
 await running;

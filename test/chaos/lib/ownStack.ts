@@ -6,11 +6,10 @@
  * and a supervisor that runs the runtime worker in child processes and restarts each one that dies,
  * as systemd or Kubernetes would.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll } from 'vitest';
 import { createPool, type Pool } from '../../../src/db/pool.js';
@@ -20,13 +19,8 @@ import { freePort, run, sleep } from '../../../src/devstack/process.js';
 import { startTemporal, type TemporalServer } from '../../../src/devstack/temporal.js';
 import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
 import { bundleWorkflows } from '../../../src/temporal/worker.js';
+import { spawnTrackedWorker } from '../../runtime/processWorker.js';
 import { connectTemporal } from '../../../src/temporal/connection.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(here, '..', '..', '..');
-// node with tsx's loader, not the tsx CLI, so that SIGKILL reaches the worker itself (processWorker.ts).
-const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-const WORKER_SCRIPT = join(ROOT, 'test', 'runtime', 'workerProcess.ts');
 
 /** The environment without the variables that make the dev stack adopt a running server. */
 function ownEnv(): NodeJS.ProcessEnv {
@@ -199,21 +193,18 @@ export function superviseWorkers(
     while (!stopped) {
       const started = Date.now();
       starts++;
-      const child = spawn(process.execPath, ['--import', TSX_LOADER, WORKER_SCRIPT], {
-        env: {
-          ...process.env,
-          DATABASE_URL: stack.databaseUrl,
-          TEMPORAL_ADDRESS: stack.temporalAddress,
-          TEMPORAL_NAMESPACE: stack.namespace,
-          TASK_QUEUE: options.taskQueue,
-          // Thread marks of this test's workers only (src/temporal/scriptThreads.ts).
-          SERVICE_THREAD_MARKS_DIR: join(tmpdir(), 'integration-service-threads-test', options.taskQueue),
-          WORKFLOW_BUNDLE: stack.workflowBundlePath,
-          API_BASE_URL: options.apiBaseUrl,
-          NODE_OPTIONS: options.nodeOptions ?? '',
-          ...options.env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const child = spawnTrackedWorker({
+        ...process.env,
+        DATABASE_URL: stack.databaseUrl,
+        TEMPORAL_ADDRESS: stack.temporalAddress,
+        TEMPORAL_NAMESPACE: stack.namespace,
+        TASK_QUEUE: options.taskQueue,
+        // Thread marks of this test's workers only (src/temporal/scriptThreads.ts).
+        SERVICE_THREAD_MARKS_DIR: join(tmpdir(), 'integration-service-threads-test', options.taskQueue),
+        WORKFLOW_BUNDLE: stack.workflowBundlePath,
+        API_BASE_URL: options.apiBaseUrl,
+        NODE_OPTIONS: options.nodeOptions ?? '',
+        ...options.env,
       });
       let output = '';
       const entry = { child, ready: false };
