@@ -4,7 +4,8 @@
  * - `provider_settings.base_url` that is not a URL (`http://[fe80::1%25lo]:80`) was stored, and every
  *   proxied request of the integration answered 500 "Invalid URL";
  * - a deployment version past Postgres's integer range (`GET /deployments/2147483648`, `/request`,
- *   `/redeploy`) answered 500.
+ *   `/redeploy`) answered 500;
+ * - a page of connections whose offset overflows a bigint (`GET /connections?page=6402373705728000&limit=8902`).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { deployWithConnection, INTEGRATION, PROVIDER, startApiHarness, type ApiHarness } from './helpers/harness.js';
@@ -45,5 +46,12 @@ describe('bad input is refused when it arrives', () => {
     }
     expect(statusOf(await h.api.raw('GET', '/deployments/2147483647'))).toBe(404);
     expect(statusOf(await h.api.raw('GET', '/deployments/1'))).toBe(200);
+  });
+
+  it('a page of connections past any offset Postgres can count is a 400 (schemathesis: page 6.4e15 of 8902)', async () => {
+    expect(
+      statusOf(await h.api.raw('GET', '/connections', { query: { page: '6402373705728000', limit: '8902' } })),
+    ).toBe(400);
+    expect(statusOf(await h.api.raw('GET', '/connections', { query: { page: '1000000', limit: '10000' } }))).toBe(200);
   });
 });

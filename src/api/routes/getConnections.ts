@@ -20,7 +20,14 @@ export const connectionsQuery = z
     endUserId: z.string().min(1).max(255).optional().describe('Deprecated: the tag `end_user_id`.'),
     endUserOrganizationId: z.string().min(1).max(255).optional().describe('Deprecated: the tag `organization_id`.'),
     limit: z.coerce.number().int().min(1).max(10_000).optional().describe('At most this many; all when omitted.'),
-    page: z.coerce.number().int().min(0).optional().describe('With `limit`: the page (from 0) of `limit` connections.'),
+    // Bounded so that page × limit stays a Postgres bigint offset (schemathesis found 6.4e15 × 8902: a 500).
+    page: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1_000_000)
+      .optional()
+      .describe('With `limit`: the page (from 0, at most 1,000,000) of `limit` connections.'),
   })
   .strict();
 
