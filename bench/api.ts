@@ -1,19 +1,24 @@
 /**
- * REST API benchmark (issue 7). `npx tsx bench/api.ts [--records N] [--connections N] [--requests N]
+ * REST API benchmark (issues 7, 31). `npx tsx bench/api.ts [--records N] [--connections N] [--requests N]
  * [--concurrency N] [--actions N]`. Uses DATABASE_URL / TEMPORAL_ADDRESS when set, else an ephemeral
  * Postgres and a Temporal dev server of the dev stack.
  *
  * 1. GET /records at N stored records (default 1,000,000 over 20 connections, about 200 bytes each):
  *    100-record pages at random cursors of random connections, through the API over HTTP (keep-alive,
- *    `--concurrency` requests in flight), and the same pages straight from the RecordStore in the same
- *    run, in alternating blocks. Prints throughput and latency of both and the ratio API / store.
- * 2. POST /action/trigger of a deployed action that returns its input: p50 and p99 through the API
- *    (one request at a time; the action runs as a workflow on a worker in this process).
+ *    `--concurrency` requests in flight), straight from the RecordStore, and as the same SQL through
+ *    the raw pg pool (the statements the store sends for that page, rows as pg returns them), in the
+ *    same run, in alternating blocks. Prints throughput and latency of each and the ratios API / SQL
+ *    (issue 31's goal: ≥ 0.5 in pages/s, p99 ≤ 2× SQL's) and API / store.
+ * 2. POST /action/trigger of a deployed action that returns its input through the API (HTTP, auth,
+ *    checks, the run), against a bare workflow that returns at once (`floorNoop`) started by the
+ *    service's own client on the same queue and worker: p50 and p99 of both and the ratio (issue 31's
+ *    goal: ≤ 1.3×). One call at a time, alternating.
  */
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { from as copyFrom } from 'pg-copy-streams';
 import { log } from '../src/log.js';
@@ -22,10 +27,13 @@ import { Encryptor } from '../src/connections/encryption.js';
 import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
 import { startTemporal } from '../src/devstack/temporal.js';
 import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
+import { listQueryBuilder, SCOPE_ID_SQL, scopeParams } from '../src/records/postgresRecordStore.js';
+import { bundleWorkflows } from '../src/temporal/worker.js';
+import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { createService } from '../src/service.js';
 import { loadSettings } from '../src/settings.js';
 import { useBenchDatabase } from './lib/database.js';
-import { formatCount, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
+import { formatCount, formatGoal, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -110,6 +118,9 @@ async function main(): Promise<void> {
         }),
         log: () => undefined,
         backgroundJobs: false,
+        // The service's workflows plus Temporal's floors (bench/workflows.ts): the bare workflow the
+        // action is compared with runs on the same worker and queue.
+        workflowBundle: await bundleWorkflows(fileURLToPath(new URL('./workflows.ts', import.meta.url))),
       },
     );
     stops.push(() => service.stop());
@@ -207,17 +218,26 @@ async function main(): Promise<void> {
       });
       if (result.records.length !== PAGE) throw new Error(`API page of ${result.records.length} records`);
     };
+    const storeOptions = (page: (typeof pages)[number]) => ({
+      environmentId: environment.id,
+      integrationId: INTEGRATION,
+      connectionId: page.connection,
+      model: 'Issue',
+      cursor: page.cursor,
+      limit: PAGE,
+    });
     const viaStore = async (page: (typeof pages)[number]) => {
-      const result = await records.listRecords({
-        environmentId: environment.id,
-        integrationId: INTEGRATION,
-        connectionId: page.connection,
-        model: 'Issue',
-        cursor: page.cursor,
-        limit: PAGE,
-      });
+      const result = await records.listRecords(storeOptions(page));
       // What the API does after reading: the page becomes JSON.
       if (JSON.stringify(result).length === 0 || result.records.length !== PAGE) throw new Error('short store page');
+    };
+    // The same SQL: the statements the store sends for this page (scope, then page), through the raw pool.
+    const viaSql = async (page: (typeof pages)[number]) => {
+      const options = storeOptions(page);
+      const scope = await pool.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
+      const query = listQueryBuilder(options)(scope.rows[0]?.scope_id ?? '0');
+      const result = await pool.query(query);
+      if (result.rows.length !== PAGE + 1) throw new Error(`SQL page of ${result.rows.length} rows`);
     };
     async function run(kind: (page: (typeof pages)[number]) => Promise<void>, slice: typeof pages) {
       const latencies: number[] = [];
@@ -235,39 +255,58 @@ async function main(): Promise<void> {
       );
       return { latencies, ms: nowMs() - started };
     }
-    // Warm both paths (connections, plans, caches), then alternate blocks so drift hits both alike.
+    // Warm every path (connections, plans, caches), then alternate blocks so drift hits all alike.
     await run(viaApi, pages.slice(0, 200));
     await run(viaStore, pages.slice(0, 200));
+    await run(viaSql, pages.slice(0, 200));
     const apiLat: number[] = [];
     const storeLat: number[] = [];
+    const sqlLat: number[] = [];
     let apiMs = 0;
     let storeMs = 0;
+    let sqlMs = 0;
     const BLOCK = 250;
     for (let start = 0; start < pages.length; start += BLOCK) {
       const slice = pages.slice(start, start + BLOCK);
       const a = await run(viaApi, slice);
       const s = await run(viaStore, slice);
+      const q = await run(viaSql, slice);
       apiLat.push(...a.latencies);
       storeLat.push(...s.latencies);
+      sqlLat.push(...q.latencies);
       apiMs += a.ms;
       storeMs += s.ms;
+      sqlMs += q.ms;
     }
     const apiRps = (pages.length / apiMs) * 1000;
     const storeRps = (pages.length / storeMs) * 1000;
+    const sqlRps = (pages.length / sqlMs) * 1000;
+    const apiSummary = summarize(apiLat);
+    const sqlSummary = summarize(sqlLat);
     console.log(
       `\nGET /records, ${PAGE}-record pages at random cursors, ${CONCURRENCY} in flight, ${formatCount(pages.length)} pages each`,
     );
     console.log(
-      line(
-        'API (HTTP keep-alive, auth, checks, JSON)',
-        `${formatCount(apiRps)} pages/s; ${formatSummary(summarize(apiLat))}`,
-      ),
+      line('API (HTTP keep-alive, auth, checks, JSON)', `${formatCount(apiRps)} pages/s; ${formatSummary(apiSummary)}`),
     );
     console.log(
       line(
         'RecordStore.listRecords (same pages)',
         `${formatCount(storeRps)} pages/s; ${formatSummary(summarize(storeLat))}`,
       ),
+    );
+    console.log(
+      line('the same SQL through the raw pool', `${formatCount(sqlRps)} pages/s; ${formatSummary(sqlSummary)}`),
+    );
+    console.log(formatGoal({ label: 'ratio API / SQL (pages/s)', value: apiRps / sqlRps, goal: 0.5, kind: 'min' }));
+    console.log(
+      formatGoal({
+        label: 'p99 API / p99 SQL',
+        value: apiSummary.p99 / sqlSummary.p99,
+        goal: 2,
+        kind: 'max',
+        unit: '×',
+      }),
     );
     console.log(line('ratio API / store (throughput)', (apiRps / storeRps).toFixed(2)));
     // The floor of any call: HTTP round trip, Express, one trivial query (GET /health, no key).
@@ -281,16 +320,41 @@ async function main(): Promise<void> {
 
     // ---- 2. action trigger through the API ------------------------------------------------------------
     const connection = { connectionId: connectionId(0), providerConfigKey: INTEGRATION };
-    for (let i = 0; i < 10; i++) await api.actions.trigger(connection, { action_name: 'echo', input: { n: i } });
+    const bare = () =>
+      service.temporal.workflow.execute('floorNoop', {
+        taskQueue: actionTaskQueue(service.taskQueue),
+        workflowId: `floor-${randomBytes(8).toString('hex')}`,
+      });
+    for (let i = 0; i < 10; i++) {
+      await api.actions.trigger(connection, { action_name: 'echo', input: { n: i } });
+      await bare();
+    }
     const actionLat: number[] = [];
+    const bareLat: number[] = [];
     for (let i = 0; i < ACTIONS; i++) {
       const t = nowMs();
       const outcome = await api.actions.trigger(connection, { action_name: 'echo', input: { n: i } });
       actionLat.push(nowMs() - t);
       if (!outcome.ok) throw new Error('action failed');
+      bareLat.push((await timed(bare)).ms);
     }
-    console.log(`\nPOST /action/trigger (echo action, one at a time, ${ACTIONS} runs)`);
-    console.log(line('through the API', formatSummary(summarize(actionLat))));
+    const actionSummary = summarize(actionLat);
+    const bareSummary = summarize(bareLat);
+    console.log(
+      `\nPOST /action/trigger (echo action, one at a time, ${ACTIONS} runs, alternating with a bare workflow)`,
+    );
+    console.log(line('through the API', formatSummary(actionSummary)));
+    console.log(line('bare workflow (client.execute)', formatSummary(bareSummary)));
+    console.log(
+      formatGoal({
+        label: 'p50 action / bare workflow',
+        value: actionSummary.p50 / bareSummary.p50,
+        goal: 1.3,
+        kind: 'max',
+        unit: '×',
+      }),
+    );
+    console.log(line('p99 action / bare workflow', `${(actionSummary.p99 / bareSummary.p99).toFixed(2)}×`));
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     await temporalServer.stop();

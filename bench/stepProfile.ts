@@ -182,15 +182,7 @@ const bench = await startRuntimeBench({
 });
 
 function timeActivities(activities: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(activities).map(([name, fn]) => [
-      name,
-      typeof fn === 'function'
-        ? (...args: unknown[]) =>
-            probe.span(`activity body: ${name}`, () => (fn as (...a: unknown[]) => Promise<unknown>)(...args))
-        : fn,
-    ]),
-  );
+  return probe.timeActivities(activities);
 }
 
 const pages = Math.ceil(records / page);

@@ -16,7 +16,8 @@ import { createPool, type Pool } from '../src/db/pool.js';
 import { startStack } from '../src/devstack/index.js';
 import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { outboundPolicy } from '../src/runtime/outbound.js';
-import { createDataConverter } from '../src/runtime/payloadStorage.js';
+import type { Encryptor } from '../src/connections/encryption.js';
+import { createDataConverter, createEncryptionCodec } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
 import { connectTemporal, connectWorker } from '../src/temporal/connection.js';
 import { bundleWorkflows, createRuntimeWorkers, type RuntimeWorkers } from '../src/temporal/worker.js';
@@ -127,6 +128,15 @@ export async function startRuntimeBench(
       await stack.stop();
     },
   };
+}
+
+/**
+ * The data converter production uses (src/service.ts, createDataConverter with the service's key):
+ * every payload encrypted, then claim-checked. For `dataConverter` and `clientDataConverter`.
+ */
+export function productionConverter(encryptor: Encryptor): (standard: DataConverter) => DataConverter {
+  const encryption = createEncryptionCodec(encryptor);
+  return (standard) => ({ ...standard, payloadCodecs: [encryption, ...(standard.payloadCodecs ?? [])] });
 }
 
 /** A script bundle in the compiled format from the source of its default-exported function. */

@@ -6,6 +6,14 @@ import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
 const { noop: localNoop } = proxyLocalActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
 
+/**
+ * The barest round trip Temporal offers: a workflow that returns at once (one workflow task, no
+ * activity). What an action is measured against (bench/action.ts, bench/api.ts).
+ */
+export async function floorNoop(): Promise<void> {
+  return Promise.resolve();
+}
+
 /** A request-response run: one workflow, one ordinary activity that does nothing (bench/action.ts). */
 export async function floorRoundTrip(): Promise<void> {
   await noop();

@@ -48,6 +48,8 @@ export interface StepProbe {
   reset(): void;
   span<T>(name: string, work: () => Promise<T>): Promise<T>;
   add(name: string, ms: number): void;
+  /** Wraps each activity so that its body is timed as `activity body: <name>`. */
+  timeActivities(activities: Record<string, unknown>): Record<string, unknown>;
   /** Wraps each codec so that its encode and decode are timed as `codec.<label>.encode|decode`. */
   timeCodecs(codecs: PayloadCodec[], labels: string[]): PayloadCodec[];
   report(): Promise<ProbeReport>;
@@ -254,6 +256,17 @@ export function installStepProbe(): StepProbe {
     },
     span,
     add,
+    timeActivities(activities) {
+      return Object.fromEntries(
+        Object.entries(activities).map(([name, fn]) => [
+          name,
+          typeof fn === 'function'
+            ? (...args: unknown[]) =>
+                span(`activity body: ${name}`, () => (fn as (...a: unknown[]) => Promise<unknown>)(...args))
+            : fn,
+        ]),
+      );
+    },
     timeCodecs(codecs, labels) {
       return codecs.map((codec, index) => ({
         encode: (payloads) => span(`codec.${labels[index]}.encode`, () => codec.encode(payloads)),
