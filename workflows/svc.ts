@@ -91,8 +91,9 @@ const LOG_FLUSH_SIZE = 100;
 // Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a reference of a
 // few hundred bytes.
 const TASK_RESULT_BYTES = 1024 * 1024;
-// What a result weighs in its marker, per byte of body: the encryption codec base64s a JSON payload
-// into JSON again (measured 1.78×, bench/stepProfile.ts); 2 leaves a margin.
+// What a result weighs in its marker, per byte of body: the encryption codec adds a few dozen bytes
+// (1.78× until issue 31, bench/stepProfile.ts); 2 leaves a margin, and the claim check's threshold
+// (64 KiB of encoded payload, src/runtime/payloadStorage.ts) makes CLAIM_THRESHOLD_BYTES / 2 of body exact.
 const CODEC_EXPANSION = 2;
 const CLAIM_THRESHOLD_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import proto from '@temporalio/proto';
 import type { Pool } from '../db/pool.js';
 import { PACKAGE_ROOT } from '../packageRoot.js';
 import { clearSummary } from './stepSummary.js';
@@ -17,8 +18,14 @@ import { clearSummary } from './stepSummary.js';
  * copy of protobufjs 8, and the reference payload is encoded across the two). docs/architecture.md.
  */
 
-/** Payloads above this size leave the history. 128 KiB keeps a run of 10,000 steps far below 50 MiB. */
-export const EXTERNAL_PAYLOAD_THRESHOLD = 128 * 1024;
+/**
+ * Encoded payloads above this size leave the history. It matches what workflow code assumes when it
+ * weighs a step's result in its workflow task (workflows/svc.ts resultBytes: a body over 64 KiB is a
+ * claim of a few hundred bytes; a smaller one, inline, at most twice its size): an encrypted payload
+ * is its body plus a few dozen bytes (createEncryptionCodec), so a body over 64 KiB is over this. A
+ * run of 10,000 steps stays far below Temporal's 50 MiB.
+ */
+export const EXTERNAL_PAYLOAD_THRESHOLD = 64 * 1024;
 
 /** Metadata encoding of a claim: the payload's data is the hash of the stored payload. */
 export const CLAIM_ENCODING = 'binary/postgres-claim';
@@ -45,13 +52,53 @@ function payloadHash(payload: Payload): string {
   return hash.digest('hex');
 }
 
+/** What the claim check keeps in memory by default: payloads it stored or read lately, by hash. */
+export const CLAIM_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Recently stored or read payloads by hash, least recently used first out, at most `maxBytes` in all.
+ * A claim is most often decoded by the process that just encoded it (a local activity's large result
+ * goes from the activity to the workflow in the same worker; a large input the other way), which then
+ * needs no query. Content-addressed, so an entry can never be stale.
+ */
+class ClaimCache {
+  private readonly entries = new Map<string, Payload>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
+
+  get(hash: string): Payload | undefined {
+    const payload = this.entries.get(hash);
+    if (payload) {
+      this.entries.delete(hash);
+      this.entries.set(hash, payload);
+    }
+    return payload;
+  }
+
+  set(hash: string, payload: Payload): void {
+    const bytes = size(payload);
+    if (bytes > this.maxBytes || this.entries.has(hash)) return;
+    this.entries.set(hash, payload);
+    this.bytes += bytes;
+    for (const [oldest, evicted] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= size(evicted);
+    }
+  }
+}
+
 export function createClaimCheckCodec({
   db,
   threshold = EXTERNAL_PAYLOAD_THRESHOLD,
+  cacheBytes = CLAIM_CACHE_BYTES,
 }: {
   db: Pool;
   threshold?: number;
+  /** Memory for payloads stored or read lately (ClaimCache); 0 turns it off. */
+  cacheBytes?: number;
 }): PayloadCodec {
+  const cache = new ClaimCache(cacheBytes);
   return {
     async encode(payloads) {
       return Promise.all(
@@ -67,6 +114,7 @@ export function createClaimCheckCodec({
             'INSERT INTO payload_blobs (hash, metadata, data) VALUES ($1, $2, $3) ON CONFLICT (hash) DO UPDATE SET last_written_at = now()',
             [hash, JSON.stringify(metadata), Buffer.from(payload.data ?? new Uint8Array())],
           );
+          cache.set(hash, payload);
           return { metadata: { encoding: encoder.encode(CLAIM_ENCODING) }, data: encoder.encode(hash) };
         }),
       );
@@ -77,18 +125,22 @@ export function createClaimCheckCodec({
           const encoding = payload.metadata?.['encoding'];
           if (!encoding || decoder.decode(encoding) !== CLAIM_ENCODING) return payload;
           const hash = decoder.decode(payload.data ?? new Uint8Array());
+          const cached = cache.get(hash);
+          if (cached) return cached;
           const result = await db.query<{ metadata: Record<string, string>; data: Buffer }>(
             'SELECT metadata, data FROM payload_blobs WHERE hash = $1',
             [hash],
           );
           const row = result.rows[0];
           if (!row) throw new Error(`claimed payload ${hash} is missing from payload_blobs`);
-          return {
+          const stored = {
             metadata: Object.fromEntries(
               Object.entries(row.metadata).map(([key, value]) => [key, new Uint8Array(Buffer.from(value, 'base64'))]),
             ),
             data: new Uint8Array(row.data),
           };
+          cache.set(hash, stored);
+          return stored;
         }),
       );
     },
@@ -111,8 +163,24 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
 export interface PayloadCipher {
   encrypt(plaintext: string, purpose: 'temporal_payload'): string;
   decrypt(ciphertext: string, purpose: 'temporal_payload'): string;
+  encryptBytes(plaintext: Uint8Array, purpose: 'temporal_payload'): Uint8Array;
+  decryptBytes(envelope: Uint8Array, purpose: 'temporal_payload'): Uint8Array;
 }
 
+const PayloadMessage = proto.temporal.api.common.v1.Payload;
+// The first bytes of a binary ciphertext (Encryptor.encryptBytes); a text one starts `v1.`.
+const BINARY_CIPHERTEXT = encoder.encode('v2.');
+
+function isBinaryCiphertext(data: Uint8Array): boolean {
+  return data.byteLength > BINARY_CIPHERTEXT.byteLength && BINARY_CIPHERTEXT.every((byte, at) => data[at] === byte);
+}
+
+/**
+ * Each payload becomes its protobuf encoding (metadata and data, as Temporal itself encodes a
+ * Payload), encrypted as bytes: about 40 bytes over the payload. Until issue 31 a payload was encrypted
+ * as JSON with base64 inside and base64 outside (1.78× its size, and four conversions each way);
+ * payloads of that form, in the histories of older runs, still decode.
+ */
 export function createEncryptionCodec(encryptor: PayloadCipher): PayloadCodec {
   return {
     async encode(payloads) {
@@ -120,15 +188,13 @@ export function createEncryptionCodec(encryptor: PayloadCipher): PayloadCodec {
         // A step's name, built and redacted by workflow code: the Web UI shows it as it is.
         const clear = clearSummary(payload);
         if (clear) return clear;
-        const plain = JSON.stringify({
-          metadata: Object.fromEntries(
-            Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
-          ),
-          data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64'),
-        });
+        const plain = PayloadMessage.encode({
+          metadata: payload.metadata ?? {},
+          data: payload.data ?? new Uint8Array(),
+        }).finish();
         return {
           metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING) },
-          data: encoder.encode(encryptor.encrypt(plain, 'temporal_payload')),
+          data: encryptor.encryptBytes(plain, 'temporal_payload'),
         };
       });
     },
@@ -136,9 +202,20 @@ export function createEncryptionCodec(encryptor: PayloadCipher): PayloadCodec {
       return payloads.map((payload) => {
         const encoding = payload.metadata?.['encoding'];
         if (!encoding || decoder.decode(encoding) !== ENCRYPTED_ENCODING) return payload;
-        const plain = JSON.parse(
-          encryptor.decrypt(decoder.decode(payload.data ?? new Uint8Array()), 'temporal_payload'),
-        ) as {
+        const data = payload.data ?? new Uint8Array();
+        if (isBinaryCiphertext(data)) {
+          const message = PayloadMessage.decode(encryptor.decryptBytes(data, 'temporal_payload'));
+          // Each in an ArrayBuffer of its own: the decoded fields are views into the decrypted bytes
+          // (or into Node's shared 8 KiB pool), and a view sent to a workflow thread (postMessage)
+          // carries its whole buffer along, once per view.
+          return {
+            metadata: Object.fromEntries(
+              Object.entries(message.metadata).map(([key, value]) => [key, new Uint8Array(value)]),
+            ),
+            data: new Uint8Array(message.data),
+          };
+        }
+        const plain = JSON.parse(encryptor.decrypt(decoder.decode(data), 'temporal_payload')) as {
           metadata: Record<string, string>;
           data: string;
         };
