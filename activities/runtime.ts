@@ -207,15 +207,13 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
             message: error.message,
             details: [...(error.details ?? [])],
           };
-          await ledger.remember(key, { ok: false, failure }).catch(() => undefined);
+          ledger.defer(key, { ok: false, failure });
         }
         throw error;
       }
-      // Not recorded (Postgres away): the request was answered all the same; only a crash before the
-      // next workflow task would send it again.
-      await ledger.remember(key, { ok: true, value: result }).catch((error: unknown) => {
-        console.warn(`[worker] step ledger: could not record request step ${key.step}: ${String(error)}`);
-      });
+      // Recorded with the run's next record write, before its next request, or a moment later
+      // (src/steps/stepLedger.ts): no round trip of its own on the way back to the script.
+      ledger.defer(key, { ok: true, value: result });
       return result;
     },
 
@@ -223,18 +221,24 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async saveRecords(input: RecordWriteInput, step?: StepRef): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return records.saveRecords({ ...input, step: await stepKey(step) });
+        const key = await stepKey(step);
+        return ledger.withDeferred(key.runId, (earlier) =>
+          records.saveRecords({ ...input, step: { ...key, earlier } }),
+        );
       });
     },
 
     async deleteRecords(input: RecordWriteInput, step?: StepRef): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return records.deleteRecords({
-          ...input,
-          records: input.records.map((record) => ({ id: record['id'] })),
-          step: await stepKey(step),
-        });
+        const key = await stepKey(step);
+        return ledger.withDeferred(key.runId, (earlier) =>
+          records.deleteRecords({
+            ...input,
+            records: input.records.map((record) => ({ id: record['id'] })),
+            step: { ...key, earlier },
+          }),
+        );
       });
     },
 
@@ -245,7 +249,10 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     ): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        return records.markUnseenDeleted({ ...input, step: await stepKey(step) });
+        const key = await stepKey(step);
+        return ledger.withDeferred(key.runId, (earlier) =>
+          records.markUnseenDeleted({ ...input, step: { ...key, earlier } }),
+        );
       });
     },
 

@@ -351,7 +351,7 @@ async function saveChunk(
   at?: string,
 ): Promise<{ summary: WriteSummary; at: string | undefined }> {
   const { rows } = await db.query<{ saved: WriteSummary & { at?: string } }>(
-    'SELECT records_save($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) AS saved',
+    'SELECT records_save($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS saved',
     [
       ...scopeParams(options),
       options.syncName,
@@ -362,6 +362,8 @@ async function saveChunk(
       chunk.map((record) => record.key),
       chunk.map((record) => record.hash),
       chunk.map((record) => record.json),
+      step?.earlier?.length ? step.earlier.map((row) => row.step) : null,
+      step?.earlier?.length ? step.earlier.map((row) => row.outcome) : null,
     ],
   );
   const { at: savedAt, ...summary } = rows[0]!.saved;

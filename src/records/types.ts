@@ -4,6 +4,8 @@
  * postgresRecordStore.ts.
  */
 
+import type { StepRow } from '../steps/stepLedger.js';
+
 /** Whose records: one connection of one integration in one environment, and the sync that wrote them. */
 export interface RecordScope {
   environmentId: string;
@@ -43,6 +45,11 @@ export interface WriteSummary {
 export interface WriteStep {
   runId: string;
   step: number;
+  /**
+   * Outcomes of earlier steps of the same run that the step ledger deferred (requests answered since
+   * its last write): recorded in the write's own transaction, whatever becomes of the write itself.
+   */
+  earlier?: readonly StepRow[] | undefined;
 }
 
 export interface SaveRecordsOptions extends SyncScope {

@@ -7,9 +7,12 @@
  * keyed by the run (Temporal's run id) and the step (its index in the run, the same on every replay):
  * a step executed again finds its outcome here and answers with it instead of acting again.
  *
- * - Requests: the outcome (the response, or a final failure) is written right after the answer
- *   arrives, encrypted (responses carry users' data). Only the request in flight at the crash is sent
- *   twice.
+ * - Requests: the outcome (the response, or a final failure) is kept, encrypted (responses carry
+ *   users' data), from the moment the answer arrives, and written with the run's next step: in the
+ *   transaction of its next record write (no round trip of its own, issue 31), before its next request
+ *   is sent, or DEFER_MS after the answer, whichever comes first. So a sequential script still has at
+ *   most one request whose answer is not yet recorded: the one in flight at a crash, or the one just
+ *   answered; only that one is sent twice.
  * - Record writes: the ledger row is taken in the same transaction as the records
  *   (`onceInTransaction`), so a write is applied and counted exactly once.
  *
@@ -30,11 +33,29 @@ export interface StepKey {
 export type StepOutcome<T> =
   { ok: true; value: T } | { ok: false; failure: { type: string; message: string; details: unknown[] } };
 
+/** A step's outcome as the ledger stores it (encrypted), not yet written: see StepLedger.defer. */
+export interface StepRow {
+  step: number;
+  outcome: string;
+}
+
 export interface StepLedger {
-  /** The outcome of a step that already completed, if it did. */
+  /** The outcome of a step that already completed, if it did (a deferred one included). */
   recall<T>(key: StepKey): Promise<StepOutcome<T> | undefined>;
-  /** Records a step's outcome (the first record of a step wins). */
+  /** Records a step's outcome now (the first record of a step wins). */
   remember(key: StepKey, outcome: StepOutcome<unknown>): Promise<void>;
+  /**
+   * Keeps a request's outcome to be recorded with the run's next step (`take`, `flush`), or by itself
+   * DEFER_MS later. `recall` answers from it meanwhile.
+   */
+  defer(key: StepKey, outcome: StepOutcome<unknown>): void;
+  /**
+   * Runs a write of the run with its deferred outcomes, which the write records in its own transaction
+   * (WriteStep.earlier); when the write fails they stay deferred.
+   */
+  withDeferred<T>(runId: string, write: (earlier: StepRow[]) => Promise<T>): Promise<T>;
+  /** Writes the run's deferred outcomes now: before a request of the run is sent. */
+  flush(runId: string): Promise<void>;
   /** Forgets the steps of a run below this index: Temporal holds their results now. */
   forget(runId: string, below: number): Promise<void>;
 }
@@ -42,11 +63,36 @@ export interface StepLedger {
 const PURPOSE = 'step_outcome';
 
 /**
+ * How long a deferred outcome waits for the run's next step before it is written by itself. The next
+ * step of a script that awaits each one comes a few milliseconds later (tens on a loaded machine); a
+ * script that computes longer, or runs requests side by side, gets its outcomes written after this.
+ */
+export const DEFER_MS = 100;
+
+// Runs whose steps below some index were forgotten, kept to refuse late deferred rows of theirs.
+const FORGOTTEN_KEPT = 10_000;
+
+const INSERT_ROWS_SQL = `INSERT INTO script_steps (run_id, step, outcome)
+  SELECT $1, s, o FROM unnest($2::integer[], $3::text[]) AS u(s, o)
+  ON CONFLICT (run_id, step) DO NOTHING`;
+
+/** Records deferred outcomes of a run in the caller's transaction (the first record of a step wins). */
+export async function recordEarlier(client: PoolClient, runId: string, rows: readonly StepRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await client.query(INSERT_ROWS_SQL, [runId, rows.map((row) => row.step), rows.map((row) => row.outcome)]);
+}
+
+/**
  * Runs `work` (which writes in `client`'s open transaction) once per step: the ledger row is taken
  * first in the same transaction, so a repeated (or concurrent) execution of the step waits for the
  * first to commit and then answers with its result instead of writing again.
  */
-export async function onceInTransaction<T>(client: PoolClient, key: StepKey, work: () => Promise<T>): Promise<T> {
+export async function onceInTransaction<T>(
+  client: PoolClient,
+  key: StepKey & { earlier?: readonly StepRow[] | undefined },
+  work: () => Promise<T>,
+): Promise<T> {
+  await recordEarlier(client, key.runId, key.earlier ?? []);
   const taken = await client.query(
     'INSERT INTO script_steps (run_id, step) VALUES ($1, $2) ON CONFLICT (run_id, step) DO NOTHING',
     [key.runId, key.step],
@@ -68,8 +114,51 @@ export async function onceInTransaction<T>(client: PoolClient, key: StepKey, wor
 }
 
 export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encryptor }): StepLedger {
+  // Per run (Temporal's run id): deferred outcomes by step, and the timer that writes them.
+  const deferred = new Map<string, { rows: Map<number, string>; timer: NodeJS.Timeout | undefined }>();
+  const forgotten = new Map<string, number>();
+
+  function take(runId: string): StepRow[] {
+    const entry = deferred.get(runId);
+    if (!entry) return [];
+    deferred.delete(runId);
+    clearTimeout(entry.timer);
+    return [...entry.rows].map(([step, outcome]) => ({ step, outcome }));
+  }
+
+  function put(runId: string, rows: readonly StepRow[]): void {
+    const below = forgotten.get(runId) ?? 0;
+    const kept = rows.filter((row) => row.step >= below);
+    if (kept.length === 0) return;
+    let entry = deferred.get(runId);
+    if (!entry) {
+      entry = { rows: new Map(), timer: undefined };
+      deferred.set(runId, entry);
+    }
+    for (const row of kept) if (!entry.rows.has(row.step)) entry.rows.set(row.step, row.outcome);
+    entry.timer ??= setTimeout(() => {
+      flush(runId).catch((error: unknown) => {
+        console.warn(`[worker] step ledger: could not record the steps of run ${runId}: ${String(error)}`);
+      });
+    }, DEFER_MS).unref();
+  }
+
+  async function flush(runId: string): Promise<void> {
+    const rows = take(runId);
+    if (rows.length === 0) return;
+    try {
+      await db.query(INSERT_ROWS_SQL, [runId, rows.map((row) => row.step), rows.map((row) => row.outcome)]);
+    } catch (error) {
+      // Kept for the next step or the timer: the request was answered all the same.
+      put(runId, rows);
+      throw error;
+    }
+  }
+
   return {
     async recall<T>(key: StepKey): Promise<StepOutcome<T> | undefined> {
+      const waiting = deferred.get(key.runId)?.rows.get(key.step);
+      if (waiting !== undefined) return encryptor.decryptJson(waiting, PURPOSE) as StepOutcome<T>;
       const { rows } = await db.query<{ outcome: string | null }>(
         'SELECT outcome FROM script_steps WHERE run_id = $1 AND step = $2',
         [key.runId, key.step],
@@ -85,7 +174,30 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
       );
     },
 
+    defer(key, outcome) {
+      put(key.runId, [{ step: key.step, outcome: encryptor.encryptJson(outcome, PURPOSE) }]);
+    },
+
+    async withDeferred(runId, write) {
+      const rows = take(runId);
+      try {
+        return await write(rows);
+      } catch (error) {
+        put(runId, rows);
+        throw error;
+      }
+    },
+
+    flush,
+
     async forget(runId, below) {
+      const entry = deferred.get(runId);
+      if (entry) {
+        for (const step of entry.rows.keys()) if (step < below) entry.rows.delete(step);
+        if (entry.rows.size === 0) take(runId);
+      }
+      forgotten.set(runId, Math.max(below, forgotten.get(runId) ?? 0));
+      if (forgotten.size > FORGOTTEN_KEPT) forgotten.delete(forgotten.keys().next().value!);
       await db.query('DELETE FROM script_steps WHERE run_id = $1 AND step < $2', [runId, below]);
     },
   };
