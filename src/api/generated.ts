@@ -31,7 +31,7 @@ import type { ExtraOperation } from './openapi.js';
 import type { AuthenticatedEnvironment } from './route.js';
 import { connectionHeaders, invalidRequest, parse, ROUTE_TEMPLATE, type ValidationProblem } from './server.js';
 import { triggerAction } from './routes/postActionTrigger.js';
-import { readRecords, recordsPageQuery } from './routes/shared.js';
+import { recordsPageQuery, sendRecords } from './routes/shared.js';
 
 /** The fallback of createServer: answers requests that match a generated endpoint of the caller's environment. */
 export function createGeneratedFallback(deps: ApiDeps, routing: GeneratedRouting) {
@@ -62,7 +62,7 @@ export function createGeneratedFallback(deps: ApiDeps, routing: GeneratedRouting
       const problems: ValidationProblem[] = [];
       const query = parse(recordsPageQuery, req.query, 'query', problems);
       if (problems.length > 0) throw invalidRequest(problems);
-      res.status(200).json(await readRecords(deps, scope, endpoint.model, query));
+      await sendRecords(deps, res, scope, endpoint.model, query);
       return true;
     }
     await triggerAction(deps, res, scope, endpoint.name, actionInput(req, method, params));

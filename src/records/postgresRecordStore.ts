@@ -12,6 +12,7 @@ import type {
   LastAction,
   ListRecordsOptions,
   RecordPage,
+  RecordPageJson,
   RecordScope,
   RecordStore,
   SaveRecordsOptions,
@@ -156,17 +157,13 @@ export function createPostgresRecordStore({
     },
 
     async listRecords(options) {
-      // Validate first, so a bad request fails the same whether or not the scope exists.
-      const build = listQueryBuilder(options);
-      // The scope id is resolved on its own so that the page query is planned with it as a
-      // constant: with an unknown id the planner guesses an average scope size, and for a large
-      // scope it then picks a bitmap scan that reads and sorts every record of the scope.
-      const scope = await db.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
-      const scopeId = scope.rows[0]?.scope_id;
-      if (scopeId === undefined) return { records: [], next_cursor: null };
-      const query = build(scopeId);
-      const result = await db.query<ListRow>(query);
-      return toPage(result.rows, query.limit);
+      const { rows, limit } = await readPage(db, options);
+      return toPage(rows, limit);
+    },
+
+    async listRecordsJson(options) {
+      const { rows, limit } = await readPage(db, options);
+      return toPageJson(rows, limit);
     },
 
     async countRecords(options) {
@@ -455,14 +452,36 @@ function supersededError(scope: SyncScope, runId: string, current: string): Serv
   );
 }
 
+/**
+ * A record as the page query returns it: the stored JSON as text (never parsed on the way out), the
+ * instants already in the form of Date.toISOString() (UTC, milliseconds, `Z`), the position as text.
+ */
 interface ListRow {
   id: string;
-  data: Record<string, unknown>;
-  first_seen_at: Date;
-  last_modified_at: Date;
+  data: string;
+  first_seen_at: string;
+  last_modified_at: string;
   last_action: LastAction;
-  deleted_at: Date | null;
+  deleted_at: string | null;
   position: string;
+}
+
+/** An instant as Date.toISOString() writes it (to_char truncates to the millisecond, as Date does). */
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
+const LIST_COLUMNS = `id, data::text AS data, ${iso('first_seen_at')}, ${iso('last_modified_at')}, last_action, ${iso('deleted_at')}, position`;
+
+/** Resolves the scope, then reads one page of it (rows of the page query, one more than `limit`). */
+async function readPage(db: Pool, options: ListRecordsOptions): Promise<{ rows: ListRow[]; limit: number }> {
+  // Validate first, so a bad request fails the same whether or not the scope exists.
+  const build = listQueryBuilder(options);
+  // The scope id is resolved on its own so that the page query is planned with it as a
+  // constant: with an unknown id the planner guesses an average scope size, and for a large
+  // scope it then picks a bitmap scan that reads and sorts every record of the scope.
+  const scope = await db.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
+  const scopeId = scope.rows[0]?.scope_id;
+  if (scopeId === undefined) return { rows: [], limit: options.limit ?? DEFAULT_PAGE_LIMIT };
+  const query = build(scopeId);
+  return { rows: (await db.query<ListRow>(query)).rows, limit: query.limit };
 }
 
 /** The SQL of one page, exported so the benchmark runs exactly the store's queries through raw pg. */
@@ -520,27 +539,51 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
     conditions.push(`id = ANY($${values.length}::text[])`);
   }
   values.push(limit + 1);
-  const text = `SELECT id, data, first_seen_at, last_modified_at, last_action, deleted_at, position FROM records
+  const text = `SELECT ${LIST_COLUMNS} FROM records
            WHERE ${conditions.join(' AND ')} ORDER BY position LIMIT $${values.length}`;
   return (scopeId) => ({ text, values: [scopeId, ...values.slice(1)], limit });
+}
+
+/** A record's `_service_metadata`, added on the way out (the stored object is the script's record). */
+function metadataOf(row: ListRow): StoredRecord[typeof METADATA_KEY] {
+  return {
+    first_seen_at: row.first_seen_at,
+    last_modified_at: row.last_modified_at,
+    last_action: row.last_action,
+    deleted_at: row.deleted_at,
+    cursor: encodeCursor(row.position),
+  };
 }
 
 function toPage(rows: ListRow[], limit: number): RecordPage {
   const page = rows.length > limit ? rows.slice(0, limit) : rows;
   const records = page.map((row) => {
-    // The stored object is the script's record with id; the metadata is added on the way out.
-    const record = row.data;
-    record[METADATA_KEY] = {
-      first_seen_at: row.first_seen_at.toISOString(),
-      last_modified_at: row.last_modified_at.toISOString(),
-      last_action: row.last_action,
-      deleted_at: row.deleted_at === null ? null : row.deleted_at.toISOString(),
-      cursor: encodeCursor(row.position),
-    };
+    const record = JSON.parse(row.data) as Record<string, unknown>;
+    record[METADATA_KEY] = metadataOf(row);
     return record as StoredRecord;
   });
   const last = page[page.length - 1];
   return { records, next_cursor: rows.length > limit && last ? encodeCursor(last.position) : null };
+}
+
+const METADATA_MEMBER = `${JSON.stringify(METADATA_KEY)}:`;
+
+/**
+ * The page as toPage would give it, written as JSON.stringify would write that: each stored record's
+ * text (the canonical JSON of a JSON object, which never holds METADATA_KEY: canonicalRecordJson drops
+ * it) with the metadata member spliced in before its closing brace.
+ */
+function toPageJson(rows: ListRow[], limit: number): RecordPageJson {
+  const page = rows.length > limit ? rows.slice(0, limit) : rows;
+  const records = page.map((row) => {
+    const close = row.data.lastIndexOf('}');
+    const body = row.data.slice(0, close).trimEnd();
+    const member = METADATA_MEMBER + JSON.stringify(metadataOf(row));
+    return `${body}${body.endsWith('{') ? '' : ','}${member}}`;
+  });
+  const last = page[page.length - 1];
+  const next = rows.length > limit && last ? JSON.stringify(encodeCursor(last.position)) : 'null';
+  return { json: `{"records":[${records.join(',')}],"next_cursor":${next}}`, count: page.length };
 }
 
 /**

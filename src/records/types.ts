@@ -68,6 +68,12 @@ export interface DeleteRecordsOptions extends SyncScope {
   step?: WriteStep | undefined;
 }
 
+/** A page as JSON text (RecordStore.listRecordsJson) and how many records it holds. */
+export interface RecordPageJson {
+  json: string;
+  count: number;
+}
+
 export interface ListRecordsOptions extends RecordScope {
   model: string;
   /** Opaque cursor from a previous page's `next_cursor` or a record's `_service_metadata.cursor`. */
@@ -112,6 +118,11 @@ export interface RecordStore {
     options: SyncScope & { model: string; runId: string; step?: WriteStep | undefined },
   ): Promise<WriteSummary>;
   listRecords(options: ListRecordsOptions): Promise<RecordPage>;
+  /**
+   * The same page as `listRecords`, as the JSON text of a RecordPage (`{"records":[…],"next_cursor":…}`),
+   * built from the stored JSON of each record without parsing it: what the API answers with.
+   */
+  listRecordsJson(options: ListRecordsOptions): Promise<RecordPageJson>;
   countRecords(options: RecordScope & { model: string; includeDeleted?: boolean }): Promise<number>;
   /** Records a sync wrote, deleted ones included, across every connection (what removing it erases). */
   countSyncRecords(options: { environmentId: string; integrationId: string; syncName: string }): Promise<number>;

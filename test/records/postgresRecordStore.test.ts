@@ -356,6 +356,51 @@ describe('reading', () => {
     );
   });
 
+  it('answers the JSON page byte for byte as JSON.stringify of the page, instants as the database holds them', async () => {
+    const where = scope();
+    const awkward = 'tab\there\nnew line\\back "quoted" é 日本 😀 \u2028 \u0000';
+    await store.saveRecords({
+      ...where,
+      model: 'Issue',
+      runId: 'r1',
+      records: [
+        { id: 'a', text: awkward, nested: { list: [1, 2.5, -0.001, 1e21, null, true], empty: {} }, z: 'last' },
+        { id: 7, n: Number.MAX_SAFE_INTEGER },
+        { id: 'gone', text: 'deleted later' },
+        ...Array.from({ length: 5 }, (_, i) => ({ id: `p${i}` })),
+      ],
+    });
+    await store.deleteRecords({ ...where, model: 'Issue', runId: 'r1', records: [{ id: 'gone' }] });
+    // Microseconds the millisecond form must cut, as Date does (never round up).
+    await pool.query(
+      `UPDATE records SET first_seen_at = '2026-01-02 03:04:05.678999+00' WHERE id = 'a' AND scope_id =
+         (SELECT scope_id FROM record_scopes WHERE connection_id = $1)`,
+      [where.connectionId],
+    );
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 5; pages++) {
+      const options = { ...where, model: 'Issue', limit: 3, cursor };
+      const [text, page] = [await store.listRecordsJson(options), await store.listRecords(options)];
+      expect(text.json).toBe(JSON.stringify(page));
+      expect(text.count).toBe(page.records.length);
+      cursor = page.next_cursor ?? undefined;
+      if (!cursor) break;
+    }
+    const all = byId(await readAll(where, 'Issue'));
+    expect(all.get('a')?._service_metadata.first_seen_at).toBe('2026-01-02T03:04:05.678Z');
+    expect(all.get('a')?.['text']).toBe(awkward);
+    expect(all.get('gone')?._service_metadata.deleted_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const { rows } = await pool.query<{ last_modified_at: Date }>(
+      `SELECT r.last_modified_at FROM records r JOIN record_scopes s USING (scope_id) WHERE s.connection_id = $1 AND r.id = 'gone'`,
+      [where.connectionId],
+    );
+    expect(all.get('gone')?._service_metadata.last_modified_at).toBe(rows[0]!.last_modified_at.toISOString());
+    expect(JSON.parse((await store.listRecordsJson({ ...where, model: 'Nothing' })).json)).toEqual({
+      records: [],
+      next_cursor: null,
+    });
+  });
+
   it('filters by modified_after, by last action (alone and combined) and by ids', async () => {
     const where = scope();
     await store.saveRecords({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { readRecords, recordsPageQuery, recordsPageSchema, scopeOf } from './shared.js';
+import { recordsPageQuery, recordsPageSchema, scopeOf, sendRecords } from './shared.js';
 
 export const recordsQuery = recordsPageQuery.extend({
   model: z.string().min(1).describe('An output model of a deployed sync of the integration.'),
@@ -20,9 +20,9 @@ export const getRecordsRoute = (deps: ApiDeps) =>
     connectionScoped: true,
     query: recordsQuery,
     responses: { 200: { description: 'One page', schema: recordsPageSchema } },
-    handler: async ({ query, connection }) => {
+    handler: async ({ query, connection, res }) => {
       const scope = scopeOf(connection);
-      return readRecords(deps, scope, query.model, query, async () => {
+      return sendRecords(deps, res, scope, query.model, query, async () => {
         const models = await deps.generated.syncModels(scope.environmentId, scope.integrationId);
         if (!models.includes(query.model)) {
           throw new ServiceError(

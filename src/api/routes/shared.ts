@@ -3,6 +3,7 @@
  * endpoints), the sync selection bodies of /sync/* (the selecting is src/syncs/selection.ts), and the checks that keep one connection's data away from
  * another's.
  */
+import type { Response } from 'express';
 import { z } from 'zod';
 import type { ConnectionScope } from '../../connections/types.js';
 import { ServiceError } from '../../errors.js';
@@ -94,18 +95,21 @@ export async function assertConnection(deps: ApiDeps, scope: ConnectionScope): P
 }
 
 /**
- * Reads one page of records. The checks that turn a typo into a clear error (the connection exists in
- * the caller's environment, the model is deployed) run only when the page is empty: a connection's
- * records exist only while it does (deleting it erases them) and only for deployed models (removing
- * a sync erases them), so a non-empty page needs no check, and the common read is one query.
+ * Answers one page of records (200, `{ records, next_cursor }`). The checks that turn a typo into a
+ * clear error (the connection exists in the caller's environment, the model is deployed) run only
+ * when the page is empty: a connection's records exist only while it does (deleting it erases them)
+ * and only for deployed models (removing a sync erases them), so a non-empty page needs no check, and
+ * the common read is one query. The page is sent as the store writes it (RecordStore.listRecordsJson):
+ * no record is parsed and serialized again on the way (issue 31).
  */
-export async function readRecords(
+export async function sendRecords(
   deps: ApiDeps,
+  res: Response,
   scope: RecordScope,
   model: string,
   query: RecordsPageQuery,
   whenEmpty: () => Promise<void> = async () => undefined,
-): Promise<z.infer<typeof recordsPageSchema>> {
+): Promise<undefined> {
   const given = [query.modified_after, query.modifiedAfter, query.delta].filter((value) => value !== undefined);
   if (given.some((value) => value.getTime() !== given[0]?.getTime())) {
     throw new ServiceError(
@@ -113,7 +117,7 @@ export async function readRecords(
       'Invalid request: query.modified_after, query.modifiedAfter and query.delta disagree; send one of them',
     );
   }
-  const page = await deps.records.listRecords({
+  const page = await deps.records.listRecordsJson({
     ...scope,
     model,
     cursor: query.cursor,
@@ -122,11 +126,12 @@ export async function readRecords(
     filter: query.filter,
     ids: query.ids,
   });
-  if (page.records.length === 0) {
+  if (page.count === 0) {
     await assertConnection(deps, scope);
     await whenEmpty();
   }
-  return page;
+  res.status(200).type('application/json').send(page.json);
+  return undefined;
 }
 
 /**
