@@ -20,11 +20,11 @@ import {
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../src/connections/types.js';
 import { isServiceError } from '../src/errors.js';
 import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.js';
-import type { ActionDefinition } from '../src/runtime/definitions.js';
+import type { ActionDefinition, LoadedScript } from '../src/runtime/definitions.js';
+import { createScriptLoader } from '../src/runtime/scriptLoader.js';
 import { sendRequest } from '../src/runtime/http.js';
 import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
-import { budgetFunctionName, instrumentScript } from '../src/runtime/instrument.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
 import { createStepLedger, type StepKey } from '../src/steps/stepLedger.js';
 import type { Encryptor } from '../src/connections/encryption.js';
@@ -84,15 +84,6 @@ function mayRepeat(step: StepRef | undefined): boolean {
   return !(step?.fresh === true && info.isLocal && info.attempt === 1);
 }
 
-/** A bundle as the run workflow evaluates it. */
-export interface LoadedScript {
-  code: string;
-  /** The name of the loop-protection function the code calls. */
-  budget: string;
-}
-
-const LOADED_SCRIPTS_KEPT = 50;
-
 /**
  * Runs `work` and translates a ServiceError it throws into Temporal's taxonomy: an ApplicationFailure
  * whose type is the code, with the error's details, retried only when the error says trying again can
@@ -149,9 +140,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     return { runId, step: step ? step.index : 1_000_000_000 + Number(info.activityId) };
   }
 
-  // Bundles are immutable by hash; a few instrumented ones are kept to spare a parse per run, keyed by
-  // environment too: a run loads only what was deployed to its own environment.
-  const loadedScripts = new Map<string, LoadedScript>();
+  const scripts = createScriptLoader(deps.scripts);
 
   return {
     /**
@@ -161,25 +150,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      */
     async loadScript(hash: string): Promise<LoadedScript> {
       const run = await translated(caller);
-      const key = `${run.environmentId}\n${hash}`;
-      const cached = loadedScripts.get(key);
-      if (cached) return cached;
-      const code = await translated(() => deps.scripts.get(hash, run.environmentId));
-      const budget = budgetFunctionName(code);
-      let instrumented: string;
-      try {
-        instrumented = instrumentScript(code, budget);
-      } catch (error) {
-        throw ApplicationFailure.create({
-          type: 'invalid_script',
-          nonRetryable: true,
-          message: `the bundle ${hash.slice(0, 12)} does not parse: ${error instanceof Error ? error.message : String(error)}`,
-        });
-      }
-      const loaded = { code: instrumented, budget };
-      loadedScripts.set(key, loaded);
-      if (loadedScripts.size > LOADED_SCRIPTS_KEPT) loadedScripts.delete(loadedScripts.keys().next().value!);
-      return loaded;
+      return translated(() => scripts.load(hash, run.environmentId));
     },
 
     /**
@@ -196,6 +167,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       if (recalled?.ok === false) {
         throw ApplicationFailure.create({ ...recalled.failure, nonRetryable: true });
       }
+      // The run's earlier answers are recorded before this request goes out: a crash then repeats at
+      // most this one (src/steps/stepLedger.ts).
+      await ledger.flush(key.runId).catch((error: unknown) => {
+        console.warn(`[worker] step ledger: could not record the steps before step ${key.step}: ${String(error)}`);
+      });
       let result: HttpResult;
       try {
         result = await sendRequest(deps.connections, scope, request);
@@ -411,3 +387,4 @@ function requireOwnRun(run: RunAuthority, workflowId: string): void {
 }
 
 export type RuntimeActivities = ReturnType<typeof createRuntimeActivities>;
+export type { LoadedScript };

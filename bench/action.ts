@@ -11,11 +11,10 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Encryptor } from '../src/connections/encryption.js';
-import { createSyncControl } from '../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { formatGoal, formatSummary, line, summarize, timed } from './lib/stats.js';
-import { bundle, productionConverter, startRuntimeBench } from './syncHarness.js';
+import { bundle, productionConverter, serviceSyncControl, startRuntimeBench } from './syncHarness.js';
 
 const { runs } = positiveIntegerFlags({ runs: 200 });
 
@@ -32,7 +31,7 @@ const bench = await startRuntimeBench({
 
 try {
   console.log(`action round trip: ${runs} calls of each, alternating\n  (${bench.versions})`);
-  const control = createSyncControl({ client: bench.client, taskQueue: bench.taskQueue });
+  const control = serviceSyncControl(bench);
   const actionQueue = actionTaskQueue(bench.taskQueue);
   const definition = (name: string, scriptHash: string) => ({
     environmentId: 'bench',

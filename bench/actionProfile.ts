@@ -17,12 +17,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type proto from '@temporalio/proto';
 import { Encryptor } from '../src/connections/encryption.js';
-import { createSyncControl } from '../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { line, nowMs, summarize } from './lib/stats.js';
 import { installStepProbe } from './lib/stepProbe.js';
-import { bundle, productionConverter, startRuntimeBench } from './syncHarness.js';
+import { bundle, productionConverter, serviceSyncControl, startRuntimeBench } from './syncHarness.js';
 
 const { runs } = positiveIntegerFlags({ runs: 60 });
 
@@ -91,7 +90,7 @@ function eventName(event: Event): string {
 
 try {
   console.log(`action profile: ${runs} runs of each kind, alternating\n  (${bench.versions})`);
-  const control = createSyncControl({ client: bench.client, taskQueue: bench.taskQueue });
+  const control = serviceSyncControl(bench);
   const queue = actionTaskQueue(bench.taskQueue);
   const definition = (name: string, code: string) =>
     bench.scripts.put(bundle(code), 'bench').then((scriptHash) => ({

@@ -18,7 +18,9 @@ import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { outboundPolicy } from '../src/runtime/outbound.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import { createDataConverter, createEncryptionCodec } from '../src/runtime/payloadStorage.js';
+import { createScriptLoader } from '../src/runtime/scriptLoader.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
+import { createSyncControl } from '../src/temporal/syncControl.js';
 import { connectTemporal, connectWorker } from '../src/temporal/connection.js';
 import { bundleWorkflows, createRuntimeWorkers, type RuntimeWorkers } from '../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js';
@@ -137,6 +139,16 @@ export async function startRuntimeBench(
 export function productionConverter(encryptor: Encryptor): (standard: DataConverter) => DataConverter {
   const encryption = createEncryptionCodec(encryptor);
   return (standard) => ({ ...standard, payloadCodecs: [encryption, ...(standard.payloadCodecs ?? [])] });
+}
+
+/** The sync control as the service composes it (src/service.ts): small action bundles go with the input. */
+export function serviceSyncControl(bench: Pick<RuntimeBench, 'client' | 'taskQueue' | 'scripts'>) {
+  const loader = createScriptLoader(bench.scripts);
+  return createSyncControl({
+    client: bench.client,
+    taskQueue: bench.taskQueue,
+    scriptOf: (definition) => loader.load(definition.scriptHash, definition.environmentId),
+  });
 }
 
 /** A script bundle in the compiled format from the source of its default-exported function. */

@@ -8,6 +8,7 @@ import { ApplicationFailure, defineSignal, isCancellation, setHandler, workflowI
 import type { WriteSummary } from '../src/records/types.js';
 import {
   SCRIPT_INCIDENT_SIGNAL,
+  type LoadedScript,
   type RunActionInput,
   type RunSyncInput,
   type SyncRunResult,
@@ -92,6 +93,7 @@ async function execute(
   name: string,
   scriptHash: string,
   inputJson: string | undefined,
+  preloaded?: LoadedScript,
 ): Promise<unknown> {
   setHandler(scriptIncident, () => undefined);
   // A failure the script must not be able to swallow (history limit, spent budget, an interrupted
@@ -102,7 +104,8 @@ async function execute(
   });
   ended.catch(() => undefined);
   try {
-    const loaded = await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]);
+    const loaded =
+      preloaded ?? (await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]));
     const realm = createScriptRealm({
       scriptName: name,
       budget,
@@ -204,6 +207,9 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     webhook: undefined,
     depth: input.depth ?? 0,
   });
+  // The bundle the API handed over (src/temporal/syncControl.ts), only to a run a client started.
+  const preloaded =
+    input.script?.hash === definition.scriptHash && !workflowInfo().parent && !input.depth ? input.script : undefined;
   const output = await execute(
     runtime,
     budget,
@@ -211,6 +217,7 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     definition.scriptHash,
     // undefined for an action triggered without input: the script's input parameter stays undefined.
     input.input === undefined ? undefined : JSON.stringify(input.input),
+    preloaded,
   );
   await runtime.flushLogs();
   // No finish() here: an action's few steps are forgotten by the periodic purge instead of costing

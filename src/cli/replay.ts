@@ -178,16 +178,27 @@ function resultText(step: RecordedStep): string {
 
 /**
  * Puts the local script in the place of the deployed one: the result of the run's `loadScript` step
- * becomes the local bundle, instrumented as the worker instruments a deployed one.
+ * becomes the local bundle, instrumented as the worker instruments a deployed one; so does the bundle
+ * an action was handed with its input (src/temporal/syncControl.ts), which took no such step.
  */
 export function swapScript(history: temporal.api.history.v1.IHistory, code: string): void {
   const budget = budgetFunctionName(code);
+  const instrumented = instrumentScript(code, budget);
   const payload: Payload = {
     metadata: { encoding: encoder.encode('json/plain') },
-    data: encoder.encode(JSON.stringify({ code: instrumentScript(code, budget), budget })),
+    data: encoder.encode(JSON.stringify({ code: instrumented, budget })),
   };
   const events = history.events ?? [];
   let swapped = false;
+  const started = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  const input = started
+    ? (jsonOf(started) as { definition?: { scriptHash?: string }; script?: unknown } | undefined)
+    : undefined;
+  if (started && input?.script && input.definition?.scriptHash) {
+    const script = { hash: input.definition.scriptHash, code: instrumented, budget };
+    started.data = encoder.encode(JSON.stringify({ ...input, script }));
+    swapped = true;
+  }
   for (const event of events) {
     const marker = event.markerRecordedEventAttributes;
     const data = marker

@@ -77,6 +77,16 @@ export interface RunSyncInput {
   options?: RunOptions | undefined;
 }
 
+/** A deployed bundle as the run workflow evaluates it (src/runtime/scriptLoader.ts). */
+export interface LoadedScript {
+  /** The bundle's content hash (its definition's scriptHash). */
+  hash: string;
+  /** The bundle's code with loop protection inserted (src/runtime/instrument.ts). */
+  code: string;
+  /** The name of the loop-protection function the code calls. */
+  budget: string;
+}
+
 export interface RunActionInput {
   definition: ActionDefinition;
   connectionId: string;
@@ -84,6 +94,12 @@ export interface RunActionInput {
   /** svc.triggerAction levels above this run (0 or absent for a run the API started). */
   depth?: number | undefined;
   options?: RunOptions | undefined;
+  /**
+   * The bundle itself, when the API that starts the action hands it over (a small one,
+   * src/temporal/syncControl.ts): the run then takes no `loadScript` step. Used only by a run without
+   * a parent (one a Temporal client started) and only when its hash is the definition's.
+   */
+  script?: LoadedScript | undefined;
 }
 
 /** What a finished sync run reports: per model, the records it added, updated and deleted. */

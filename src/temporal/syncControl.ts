@@ -14,6 +14,8 @@ import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporal
 import { RelayedError, ServiceError } from '../errors.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  type ActionDefinition,
+  type LoadedScript,
   type RunActionInput,
   type RunOptions,
   type SyncDefinition,
@@ -41,7 +43,21 @@ export interface SyncControlOptions {
    * survives redeploys. @default none: every sync runs at its `runs`
    */
   frequencyOf?: (ref: SyncRef) => Promise<{ frequencyMs: number } | undefined>;
+  /**
+   * The deployed bundle of an action, instrumented (src/runtime/scriptLoader.ts): an action whose
+   * bundle is small gets it with its input and takes no `loadScript` step (a local activity, and the
+   * caller lookup it makes: about a third of an action's round trip, bench/actionProfile.ts).
+   * @default none: every action loads its bundle itself
+   */
+  scriptOf?: (definition: ActionDefinition) => Promise<LoadedScript>;
 }
+
+/**
+ * The largest bundle an action is handed with its input. The input travels in the run's history
+ * (encrypted): below the claim check's threshold (64 KiB, src/runtime/payloadStorage.ts) it costs no
+ * write to payload_blobs per action; a larger bundle is loaded by the run's `loadScript` step.
+ */
+export const ACTION_SCRIPT_INLINE_BYTES = 32 * 1024;
 
 export interface SyncRef {
   environmentId: string;
@@ -57,7 +73,14 @@ const DEFAULT_ACTION_TIMEOUT_MS = 5 * 60_000;
 export type ActionOutcome =
   { ok: true; output: unknown } | { ok: false; body: { error_type: 'action_script_failure'; payload: unknown } };
 
-export function createSyncControl({ client, taskQueue, frequencyOf }: SyncControlOptions) {
+export function createSyncControl({ client, taskQueue, frequencyOf, scriptOf }: SyncControlOptions) {
+  /** The action's bundle when it is small enough to go with the input; otherwise the run loads it. */
+  async function inlineScript(definition: ActionDefinition): Promise<LoadedScript | undefined> {
+    // A bundle that cannot be loaded here fails in the run's own loadScript step, with its error.
+    const script = await scriptOf?.(definition).catch(() => undefined);
+    return script && Buffer.byteLength(script.code, 'utf8') <= ACTION_SCRIPT_INLINE_BYTES ? script : undefined;
+  }
+
   const handle = (ref: SyncRef) => client.workflow.getHandle(syncWorkflowId(ref));
 
   async function signalExisting(ref: SyncRef, signal: string, args: unknown[] = []): Promise<void> {
@@ -165,10 +188,11 @@ export function createSyncControl({ client, taskQueue, frequencyOf }: SyncContro
       let done = false;
       let watching: Promise<void> = Promise.resolve();
       try {
+        const script = input.script ?? (await inlineScript(input.definition));
         const handle = await client.workflow.start<typeof runAction>('runAction', {
           taskQueue: actionTaskQueue(taskQueue),
           workflowId,
-          args: [input],
+          args: [script ? { ...input, script } : input],
           workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,
           workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
           staticSummary: `action ${input.definition.actionName} for ${input.connectionId}`,

@@ -18,6 +18,7 @@ import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
+import { createScriptLoader } from '../../src/runtime/scriptLoader.js';
 import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
@@ -35,7 +36,7 @@ export interface RuntimeHarness {
   worker: Worker;
   actionWorker: Worker;
   /** The script store: deploys to the test environment (ENVIRONMENT) unless told another. */
-  scripts: { put(code: string, environmentId?: string): Promise<string> };
+  scripts: ReturnType<typeof boundScripts>;
   connections: TestConnections;
   actions: Map<string, ActionDefinition>;
 }
@@ -109,8 +110,14 @@ export async function useRuntime(
 }
 
 /** Deploys bundles to the test environment, as a deployment would. */
-export function boundScripts(store: ScriptStore): { put(code: string, environmentId?: string): Promise<string> } {
-  return { put: (code, environmentId = ENVIRONMENT) => store.put(code, environmentId) };
+export function boundScripts(store: ScriptStore): {
+  put(code: string, environmentId?: string): Promise<string>;
+  get: ScriptStore['get'];
+} {
+  return {
+    put: (code, environmentId = ENVIRONMENT) => store.put(code, environmentId),
+    get: (hash, environmentId) => store.get(hash, environmentId),
+  };
 }
 
 export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
@@ -192,6 +199,19 @@ export function stepSummaries(history: {
     .map((event) => event.userMetadata?.summary?.data)
     .filter((data): data is Uint8Array => data instanceof Uint8Array)
     .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
+}
+
+/**
+ * The sync control as the service composes it (src/service.ts): an action whose bundle is small is
+ * handed it with its input (scriptOf).
+ */
+export function serviceControl(h: Pick<RuntimeHarness, 'client' | 'taskQueue' | 'scripts'>) {
+  const loader = createScriptLoader(h.scripts);
+  return createSyncControl({
+    client: h.client,
+    taskQueue: h.taskQueue,
+    scriptOf: (definition) => loader.load(definition.scriptHash, definition.environmentId),
+  });
 }
 
 /** Runs an action script to its end through the sync control: `completed`, or the code it failed with. */

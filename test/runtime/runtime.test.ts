@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { syncRunId } from '../../src/temporal/runAuthority.js';
+import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import { createPostgresLogStore } from '../../src/runtime/logStore.js';
 import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
@@ -9,6 +9,7 @@ import {
   bundle,
   json,
   startFakeApi,
+  serviceControl,
   stepSummaries,
   syncDefinition,
   useRuntime,
@@ -124,7 +125,8 @@ describe('runtime: sync and action runs on the real Temporal server', () => {
   });
 
   it('fails clearly: batchSave from an action, a missing base URL, a 404, a thrown error, a bad bundle', async () => {
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    // As the service runs actions: a small bundle goes with the input, a bad one fails the run as before.
+    const control = serviceControl(h);
     const run = async (source: string) =>
       control.runAction({
         definition: actionDefinition('a', await h.scripts.put(source)),
@@ -163,5 +165,47 @@ describe('runtime: sync and action runs on the real Temporal server', () => {
     await expect(
       run(bundle(`async function () { return [typeof process, typeof fetch, Math.random() === Math.random()]; }`)),
     ).resolves.toEqual({ ok: true, output: ['undefined', 'undefined', false] });
+  });
+  it('hands an action started by a client its small bundle: no loadScript step; a large or mismatched one is loaded', async () => {
+    const control = serviceControl(h);
+    const steps = async (workflowId: string) =>
+      stepSummaries(await h.client.workflow.getHandle(workflowId).fetchHistory()).map((step) => step.split(' ')[0]);
+    const small = await h.scripts.put(bundle(`async function (svc, input) { return { got: input.n }; }`));
+    const idOf = (name: string) => rootActionId({ ...actionDefinition(name, ''), connectionId: 'c4' }, randomUUID());
+    const smallId = idOf('small');
+    await expect(
+      control.runAction(
+        { definition: actionDefinition('small', small), connectionId: 'c4', input: { n: 1 } },
+        { workflowId: smallId },
+      ),
+    ).resolves.toEqual({ ok: true, output: { got: 1 } });
+    expect(await steps(smallId)).not.toContain('loadScript');
+    // Over ACTION_SCRIPT_INLINE_BYTES: loaded by the run, as before.
+    const large = await h.scripts.put(
+      bundle(
+        `async function (svc, input) { const pad = ${JSON.stringify('x'.repeat(40_000))}; return { got: input.n, pad: pad.length }; }`,
+      ),
+    );
+    const largeId = idOf('large');
+    await expect(
+      control.runAction(
+        { definition: actionDefinition('large', large), connectionId: 'c4', input: { n: 2 } },
+        { workflowId: largeId },
+      ),
+    ).resolves.toEqual({ ok: true, output: { got: 2, pad: 40_000 } });
+    expect(await steps(largeId)).toContain('loadScript');
+    // A bundle in the input that is not the definition's, or given to a nested run, is not evaluated.
+    const plain = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const other = { hash: 'f'.repeat(64), code: 'module.exports.default = async () => "injected";', budget: '__b' };
+    for (const extra of [{ script: other }, { script: { ...other, hash: small }, depth: 1 }]) {
+      await expect(
+        plain.runAction({
+          definition: actionDefinition('small', small),
+          connectionId: 'c4',
+          input: { n: 3 },
+          ...extra,
+        }),
+      ).resolves.toEqual({ ok: true, output: { got: 3 } });
+    }
   });
 });
