@@ -18,7 +18,6 @@ import type { ActionDefinition } from '../src/runtime/definitions.js';
 import { outboundPolicy } from '../src/runtime/outbound.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import { createDataConverter, createEncryptionCodec } from '../src/runtime/payloadStorage.js';
-import { createScriptLoader } from '../src/runtime/scriptLoader.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
 import { createSyncControl } from '../src/temporal/syncControl.js';
 import { connectTemporal, connectWorker } from '../src/temporal/connection.js';
@@ -143,12 +142,7 @@ export function productionConverter(encryptor: Encryptor): (standard: DataConver
 
 /** The sync control as the service composes it (src/service.ts): small action bundles go with the input. */
 export function serviceSyncControl(bench: Pick<RuntimeBench, 'client' | 'taskQueue' | 'scripts'>) {
-  const loader = createScriptLoader(bench.scripts);
-  return createSyncControl({
-    client: bench.client,
-    taskQueue: bench.taskQueue,
-    scriptOf: (definition) => loader.load(definition.scriptHash, definition.environmentId),
-  });
+  return createSyncControl({ client: bench.client, taskQueue: bench.taskQueue, scripts: bench.scripts });
 }
 
 /** A script bundle in the compiled format from the source of its default-exported function. */

@@ -65,7 +65,6 @@ import {
 import { threadMarksDirFor } from './temporal/scriptThreads.js';
 import { ensureConnectionSyncs } from './syncs/selection.js';
 import { createSyncControl } from './temporal/syncControl.js';
-import { createScriptLoader } from './runtime/scriptLoader.js';
 import { createRuntimeWorkers, type CreateWorkerOptions, type RuntimeWorkers } from './temporal/worker.js';
 import { loadWorkflowBundle } from './temporal/workflowBundle.js';
 import { createConnectionEvents } from './webhooks/connectionEvents.js';
@@ -182,13 +181,7 @@ function composeParts(options: {
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
   const frequencies = new SyncFrequencyStore(db);
-  const scriptLoader = createScriptLoader(scripts);
-  const syncs = createSyncControl({
-    client: temporal,
-    taskQueue,
-    frequencyOf: (ref) => frequencies.get(ref),
-    scriptOf: (definition) => scriptLoader.load(definition.scriptHash, definition.environmentId),
-  });
+  const syncs = createSyncControl({ client: temporal, taskQueue, frequencyOf: (ref) => frequencies.get(ref), scripts });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
   const connectionIds = async (environmentId: string, integrationId: string) =>
     (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);

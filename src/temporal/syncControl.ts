@@ -23,6 +23,8 @@ import {
   type SyncStatus,
 } from '../runtime/definitions.js';
 import type { WebhookEvent } from '../runtime/public.js';
+import { createScriptLoader } from '../runtime/scriptLoader.js';
+import type { ScriptStore } from '../runtime/scriptStore.js';
 import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
 import { syncWorkflowId } from './connection.js';
@@ -44,12 +46,12 @@ export interface SyncControlOptions {
    */
   frequencyOf?: (ref: SyncRef) => Promise<{ frequencyMs: number } | undefined>;
   /**
-   * The deployed bundle of an action, instrumented (src/runtime/scriptLoader.ts): an action whose
-   * bundle is small gets it with its input and takes no `loadScript` step (a local activity, and the
-   * caller lookup it makes: about a third of an action's round trip, bench/actionProfile.ts).
+   * The deployed bundles (ScriptStore): an action whose bundle is small gets it, instrumented
+   * (src/runtime/scriptLoader.ts), with its input and takes no `loadScript` step (a local activity,
+   * and the caller lookup it makes: about a third of an action's round trip, bench/actionProfile.ts).
    * @default none: every action loads its bundle itself
    */
-  scriptOf?: (definition: ActionDefinition) => Promise<LoadedScript>;
+  scripts?: Pick<ScriptStore, 'get'>;
 }
 
 /**
@@ -73,11 +75,12 @@ const DEFAULT_ACTION_TIMEOUT_MS = 5 * 60_000;
 export type ActionOutcome =
   { ok: true; output: unknown } | { ok: false; body: { error_type: 'action_script_failure'; payload: unknown } };
 
-export function createSyncControl({ client, taskQueue, frequencyOf, scriptOf }: SyncControlOptions) {
+export function createSyncControl({ client, taskQueue, frequencyOf, scripts }: SyncControlOptions) {
+  const loader = scripts ? createScriptLoader(scripts) : undefined;
   /** The action's bundle when it is small enough to go with the input; otherwise the run loads it. */
   async function inlineScript(definition: ActionDefinition): Promise<LoadedScript | undefined> {
     // A bundle that cannot be loaded here fails in the run's own loadScript step, with its error.
-    const script = await scriptOf?.(definition).catch(() => undefined);
+    const script = await loader?.load(definition.scriptHash, definition.environmentId).catch(() => undefined);
     return script && Buffer.byteLength(script.code, 'utf8') <= ACTION_SCRIPT_INLINE_BYTES ? script : undefined;
   }
 

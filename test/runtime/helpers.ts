@@ -18,7 +18,6 @@ import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { createScriptLoader } from '../../src/runtime/scriptLoader.js';
 import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
@@ -206,12 +205,7 @@ export function stepSummaries(history: {
  * handed it with its input (scriptOf).
  */
 export function serviceControl(h: Pick<RuntimeHarness, 'client' | 'taskQueue' | 'scripts'>) {
-  const loader = createScriptLoader(h.scripts);
-  return createSyncControl({
-    client: h.client,
-    taskQueue: h.taskQueue,
-    scriptOf: (definition) => loader.load(definition.scriptHash, definition.environmentId),
-  });
+  return createSyncControl({ client: h.client, taskQueue: h.taskQueue, scripts: h.scripts });
 }
 
 /** Runs an action script to its end through the sync control: `completed`, or the code it failed with. */
