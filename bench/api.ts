@@ -5,8 +5,9 @@
  *
  * 1. GET /records at N stored records (default 1,000,000 over 20 connections, about 200 bytes each):
  *    100-record pages at random cursors of random connections, through the API over HTTP (keep-alive,
- *    `--concurrency` requests in flight), straight from the RecordStore, and as the same SQL through
- *    the raw pg pool (the statements the store sends for that page, rows as pg returns them), in the
+ *    `--concurrency` requests in flight, from an application process of its own: bench/lib/apiReader.ts),
+ *    straight from the RecordStore, and as the same SQL through
+ *    the raw pg pool (the statements the store sends for that page, each record's JSON parsed), in the
  *    same run, in alternating blocks. Prints throughput and latency of each and the ratios API / SQL
  *    (issue 31's goal: ≥ 0.5 in pages/s, p99 ≤ 2× SQL's) and API / store.
  * 2. POST /action/trigger of a deployed action that returns its input through the API (HTTP, auth,
@@ -18,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -32,6 +34,7 @@ import { bundleWorkflows } from '../src/temporal/worker.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { createService } from '../src/service.js';
 import { loadSettings } from '../src/settings.js';
+import type { BlockResult, ReadBlock } from './lib/apiReader.js';
 import { useBenchDatabase } from './lib/database.js';
 import { formatCount, formatGoal, formatMs, formatSummary, line, nowMs, prng, summarize, timed } from './lib/stats.js';
 
@@ -208,16 +211,28 @@ async function main(): Promise<void> {
         cursor: encodeCursor(String(lo + Math.floor(random() * Math.max(1, hi - lo - PAGE)))),
       };
     });
-    const viaApi = async (page: (typeof pages)[number]) => {
-      const result = await api.records.list({
-        connectionId: page.connection,
-        providerConfigKey: INTEGRATION,
-        model: 'Issue',
-        cursor: page.cursor,
-        limit: PAGE,
+    // The application reading through the API is a process of its own (bench/lib/apiReader.ts), as it
+    // is in production: the API server's event loop here is not also the client's.
+    const reader = fork(fileURLToPath(new URL('./lib/apiReader.ts', import.meta.url)), [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, BENCH_API_URL: baseUrl, BENCH_SECRET_KEY: secretKey, BENCH_INTEGRATION: INTEGRATION },
+    });
+    stops.push(async () => {
+      reader.kill();
+    });
+    const readerCpu = { ms: 0 };
+    const runApi = (slice: typeof pages) =>
+      new Promise<{ latencies: number[]; ms: number }>((resolve, reject) => {
+        const failed = (code: number | null) => reject(new Error(`the API reader exited with ${code}`));
+        reader.once('exit', failed);
+        reader.once('message', (result: BlockResult) => {
+          reader.off('exit', failed);
+          readerCpu.ms += result.cpuMs;
+          resolve(result);
+        });
+        const block: ReadBlock = { pages: slice, concurrency: CONCURRENCY, limit: PAGE };
+        reader.send(block);
       });
-      if (result.records.length !== PAGE) throw new Error(`API page of ${result.records.length} records`);
-    };
     const storeOptions = (page: (typeof pages)[number]) => ({
       environmentId: environment.id,
       integrationId: INTEGRATION,
@@ -231,13 +246,37 @@ async function main(): Promise<void> {
       // What the API does after reading: the page becomes JSON.
       if (JSON.stringify(result).length === 0 || result.records.length !== PAGE) throw new Error('short store page');
     };
-    // The same SQL: the statements the store sends for this page (scope, then page), through the raw pool.
+    // The same SQL: the statements the store sends for this page (scope, then page), through the raw
+    // pool, each record's JSON parsed (pg parsed the json column itself until the store read it as text).
     const viaSql = async (page: (typeof pages)[number]) => {
       const options = storeOptions(page);
       const scope = await pool.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
       const query = listQueryBuilder(options)(scope.rows[0]?.scope_id ?? '0');
-      const result = await pool.query(query);
+      const result = await pool.query<{ data: string }>(query);
       if (result.rows.length !== PAGE + 1) throw new Error(`SQL page of ${result.rows.length} rows`);
+      // The records as an application uses them, as the API's client has them: parsed.
+      for (const row of result.rows) JSON.parse(row.data);
+    };
+    // Where an API page's time goes: the key lookup and the store's read, timed inside the server.
+    const spans = { authenticate: 0, read: 0 };
+    const timedMethod = <T extends object>(owner: T, name: keyof T & string, span: 'authenticate' | 'read') => {
+      const original = (owner[name] as (...args: unknown[]) => Promise<unknown>).bind(owner);
+      (owner as Record<string, unknown>)[name] = async (...args: unknown[]) => {
+        const t = nowMs();
+        try {
+          return await original(...args);
+        } finally {
+          spans[span] += nowMs() - t;
+        }
+      };
+    };
+    timedMethod(connections.environments, 'findBySecretKey', 'authenticate');
+    timedMethod(records, 'listRecordsJson', 'read');
+    // CPU of this process per page, by path: the API server, or the store or SQL and their caller.
+    const cpu = { api: 0, store: 0, sql: 0 };
+    const cpuMs = () => {
+      const usage = process.cpuUsage();
+      return (usage.user + usage.system) / 1000;
     };
     async function run(kind: (page: (typeof pages)[number]) => Promise<void>, slice: typeof pages) {
       const latencies: number[] = [];
@@ -256,7 +295,7 @@ async function main(): Promise<void> {
       return { latencies, ms: nowMs() - started };
     }
     // Warm every path (connections, plans, caches), then alternate blocks so drift hits all alike.
-    await run(viaApi, pages.slice(0, 200));
+    await runApi(pages.slice(0, 200));
     await run(viaStore, pages.slice(0, 200));
     await run(viaSql, pages.slice(0, 200));
     const apiLat: number[] = [];
@@ -266,11 +305,20 @@ async function main(): Promise<void> {
     let storeMs = 0;
     let sqlMs = 0;
     const BLOCK = 250;
+    spans.authenticate = 0;
+    spans.read = 0;
+    readerCpu.ms = 0;
     for (let start = 0; start < pages.length; start += BLOCK) {
       const slice = pages.slice(start, start + BLOCK);
-      const a = await run(viaApi, slice);
+      let c = cpuMs();
+      const a = await runApi(slice);
+      cpu.api += cpuMs() - c;
+      c = cpuMs();
       const s = await run(viaStore, slice);
+      cpu.store += cpuMs() - c;
+      c = cpuMs();
       const q = await run(viaSql, slice);
+      cpu.sql += cpuMs() - c;
       apiLat.push(...a.latencies);
       storeLat.push(...s.latencies);
       sqlLat.push(...q.latencies);
@@ -309,6 +357,18 @@ async function main(): Promise<void> {
       }),
     );
     console.log(line('ratio API / store (throughput)', (apiRps / storeRps).toFixed(2)));
+    console.log(
+      line(
+        'API page, mean ms inside the server',
+        `key lookup ${(spans.authenticate / pages.length).toFixed(2)}, store read ${(spans.read / pages.length).toFixed(2)}, of ${apiSummary.mean.toFixed(2)} end to end`,
+      ),
+    );
+    console.log(
+      line(
+        'CPU ms per page of this process',
+        `API server ${(cpu.api / pages.length).toFixed(2)} + its client (another process) ${(readerCpu.ms / pages.length).toFixed(2)}, store ${(cpu.store / pages.length).toFixed(2)}, SQL ${(cpu.sql / pages.length).toFixed(2)}`,
+      ),
+    );
     // The floor of any call: HTTP round trip, Express, one trivial query (GET /health, no key).
     const health = await run(
       async () => {

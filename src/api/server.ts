@@ -46,6 +46,9 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export function createServer(options: CreateServerOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // No answer of this API is revalidated by its ETag (records pages move on by cursor, actions run
+  // again): Express would hash every body for one (issue 31: a SHA-1 of each page of records).
+  app.set('etag', false);
   app.set('query parser', 'extended');
   const logger = options.logger ?? createAccessLogger();
   const limiter = createRateLimiter(options.rateLimit);

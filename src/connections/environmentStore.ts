@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { ServiceError } from '../errors.js';
 import type { EnvironmentHoldings } from '../db/environmentHoldings.js';
+import { ENVIRONMENT_CHANGES, startEnvironmentKeyCache, type EnvironmentKeyCache } from './environmentKeyCache.js';
 
 export interface Environment {
   id: string;
@@ -122,6 +123,28 @@ export class EnvironmentStore {
     private readonly holdings?: readonly EnvironmentHoldings[],
   ) {}
 
+  private keyCache: EnvironmentKeyCache<Environment> | undefined;
+
+  /**
+   * Keeps environments by key digest from now on (src/connections/environmentKeyCache.ts: forgotten
+   * at every change of an environment, in every process, as soon as Postgres notifies it). The API
+   * process turns it on; the returned function turns it off.
+   */
+  async cacheSecretKeys(options?: { ttlMs?: number }): Promise<() => Promise<void>> {
+    const cache = await startEnvironmentKeyCache<Environment>(this.db, options);
+    this.keyCache = cache;
+    return async () => {
+      if (this.keyCache === cache) this.keyCache = undefined;
+      await cache.stop();
+    };
+  }
+
+  /** Every process forgets its kept keys when this transaction commits; this one at once. */
+  private async changed(db: Pool | PoolClient, id: string): Promise<void> {
+    await db.query('SELECT pg_notify($1, $2)', [ENVIRONMENT_CHANGES, id]);
+    this.keyCache?.invalidate();
+  }
+
   /** Creates an environment and returns its secret key: the only time the key is readable. */
   async create(input: { name: string; id?: string }): Promise<{ environment: Environment; secretKey: string }> {
     const secretKey = newSecretKey();
@@ -155,10 +178,14 @@ export class EnvironmentStore {
   async rename(id: string, newName: string): Promise<Environment> {
     const name = validName(newName);
     try {
-      const { rows } = await this.db.query<EnvironmentRow>(
-        'UPDATE environments SET name = $2, updated_at = now() WHERE id = $1 RETURNING *',
-        [id, name],
-      );
+      const rows = await inTransaction(this.db, async (client) => {
+        const updated = await client.query<EnvironmentRow>(
+          'UPDATE environments SET name = $2, updated_at = now() WHERE id = $1 RETURNING *',
+          [id, name],
+        );
+        if (updated.rows[0]) await this.changed(client, id);
+        return updated.rows;
+      });
       if (!rows[0]) throw unknownEnvironment(id);
       return toEnvironment(rows[0]);
     } catch (error) {
@@ -221,6 +248,7 @@ export class EnvironmentStore {
         );
       }
       await client.query('DELETE FROM environments WHERE id = $1', [id]);
+      await this.changed(client, id);
       return { environment, removed };
     });
   }
@@ -248,13 +276,20 @@ export class EnvironmentStore {
   async findBySecretKey(presented: string): Promise<Environment | undefined> {
     if (!presented.startsWith(SECRET_PREFIX) || presented.length > 200) return undefined;
     const digest = hashKey(presented);
+    const cache = this.keyCache;
+    const kept = cache?.get(digest);
+    if (kept) return kept;
+    const generation = cache?.generation();
     const { rows } = await this.db.query<EnvironmentRow>('SELECT * FROM environments WHERE secret_key_hash = $1', [
       digest,
     ]);
     const row = rows[0];
     if (!row) return undefined;
     const equal = timingSafeEqual(Buffer.from(row.secret_key_hash, 'hex'), Buffer.from(digest, 'hex'));
-    return equal ? toEnvironment(row) : undefined;
+    if (!equal) return undefined;
+    const environment = toEnvironment(row);
+    if (generation !== undefined) cache?.set(digest, environment, generation);
+    return environment;
   }
 
   async findByPublicKey(publicKey: string): Promise<Environment | undefined> {
@@ -266,26 +301,37 @@ export class EnvironmentStore {
 
   /** Changes the per-environment opt-ins given; the others keep their value. */
   async updateSettings(id: string, settings: EnvironmentSettings): Promise<Environment> {
-    const { rows } = await this.db.query<EnvironmentRow>(
-      `UPDATE environments SET
-         allow_public_key_connect = COALESCE($2, allow_public_key_connect),
-         allow_unsigned_webhooks = COALESCE($3, allow_unsigned_webhooks),
-         updated_at = now()
-       WHERE id = $1 RETURNING *`,
-      [id, settings.allowPublicKeyConnect ?? null, settings.allowUnsignedWebhooks ?? null],
-    );
+    const rows = await inTransaction(this.db, async (client) => {
+      const updated = await client.query<EnvironmentRow>(
+        `UPDATE environments SET
+           allow_public_key_connect = COALESCE($2, allow_public_key_connect),
+           allow_unsigned_webhooks = COALESCE($3, allow_unsigned_webhooks),
+           updated_at = now()
+         WHERE id = $1 RETURNING *`,
+        [id, settings.allowPublicKeyConnect ?? null, settings.allowUnsignedWebhooks ?? null],
+      );
+      if (updated.rows[0]) await this.changed(client, id);
+      return updated.rows;
+    });
     if (!rows[0]) throw new ServiceError('unknown_environment', `environment '${id}' does not exist`);
     return toEnvironment(rows[0]);
   }
 
-  /** Replaces the secret key; the old one stops working at once. Returns the new key, shown once. */
+  /**
+   * Replaces the secret key; the old one stops working at once (in processes that keep keys, as soon
+   * as they are notified: cacheSecretKeys). Returns the new key, shown once.
+   */
   async rotateSecretKey(id: string): Promise<string> {
     const secretKey = newSecretKey();
-    const { rowCount } = await this.db.query(
-      'UPDATE environments SET secret_key_hash = $2, updated_at = now() WHERE id = $1',
-      [id, hashKey(secretKey)],
-    );
-    if (rowCount === 0) throw unknownEnvironment(id);
+    const rotated = await inTransaction(this.db, async (client) => {
+      const { rowCount } = await client.query(
+        'UPDATE environments SET secret_key_hash = $2, updated_at = now() WHERE id = $1',
+        [id, hashKey(secretKey)],
+      );
+      if (rowCount) await this.changed(client, id);
+      return rowCount !== 0;
+    });
+    if (!rotated) throw unknownEnvironment(id);
     return secretKey;
   }
 }

@@ -1,0 +1,106 @@
+/**
+ * Secret keys kept by API processes (src/connections/environmentKeyCache.ts, issue 31): a kept key
+ * spares the lookup query, and still stops working when it is rotated or its environment deleted, in
+ * the process that changed it at once and in every other one as soon as Postgres notifies them; a
+ * process whose notification connection is lost keeps nothing until it listens again.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Pool } from '../../src/db/pool.js';
+import { EnvironmentStore } from '../../src/connections/environmentStore.js';
+import { eventually } from '../helpers/eventually.js';
+import { uniqueName, useDatabase } from '../helpers/stack.js';
+
+let pool: Pool;
+let lookups = 0;
+
+/** Two API processes' stores on one database, each keeping keys; `counted` counts key lookups sent. */
+async function twoProcesses() {
+  const counted = new Proxy(pool, {
+    get(target, property, receiver) {
+      if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
+      return (...args: unknown[]) => {
+        if (typeof args[0] === 'string' && args[0].includes('secret_key_hash = $1')) lookups++;
+        return (target.query as (...a: unknown[]) => unknown)(...args);
+      };
+    },
+  });
+  const a = new EnvironmentStore(counted, []);
+  const b = new EnvironmentStore(counted, []);
+  const stops = [await a.cacheSecretKeys(), await b.cacheSecretKeys()];
+  return { a, b, stop: () => Promise.all(stops.map((stop) => stop())) };
+}
+
+beforeAll(async () => {
+  ({ pool } = await useDatabase());
+});
+
+describe('kept secret keys', () => {
+  it('spare the lookup, and a rotated key stops working in the rotating process at once and in the other one when notified', async () => {
+    const { a, b, stop } = await twoProcesses();
+    try {
+      const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
+      expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      const before = lookups;
+      for (let i = 0; i < 20; i++) expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      expect(lookups).toBe(before);
+      expect((await a.findBySecretKey(secretKey))?.id).toBe(environment.id);
+
+      const started = Date.now();
+      const rotated = await a.rotateSecretKey(environment.id);
+      expect(await a.findBySecretKey(secretKey)).toBeUndefined();
+      await eventually(async () => ((await b.findBySecretKey(secretKey)) === undefined ? true : undefined), 5000);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect((await b.findBySecretKey(rotated))?.id).toBe(environment.id);
+      // A renamed environment is seen with its new name.
+      const name = uniqueName('renamed').toLowerCase();
+      await a.rename(environment.id, name);
+      await eventually(async () => ((await b.findBySecretKey(rotated))?.name === name ? true : undefined), 5000);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('stop working when the environment is deleted', async () => {
+    const { a, b, stop } = await twoProcesses();
+    try {
+      const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
+      expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      await a.delete(environment.id);
+      expect(await a.findBySecretKey(secretKey)).toBeUndefined();
+      await eventually(async () => ((await b.findBySecretKey(secretKey)) === undefined ? true : undefined), 5000);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('are not used while the notification connection is lost: a rotation then is seen at once', async () => {
+    const { a, b, stop } = await twoProcesses();
+    try {
+      const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
+      expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      // Every listener of this database loses its connection (as a Postgres restart would do it).
+      await pool.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND application_name LIKE '% key cache'`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Rotated straight in the database, as if its notification were lost too.
+      await pool.query(`UPDATE environments SET secret_key_hash = 'x' WHERE id = $1`, [environment.id]);
+      expect(await b.findBySecretKey(secretKey)).toBeUndefined();
+      // Listening again (after about a second), it keeps keys again.
+      const { secretKey: other } = await a.create({ name: uniqueName('env').toLowerCase() });
+      await eventually(
+        async () => {
+          await b.findBySecretKey(other);
+          const before = lookups;
+          await b.findBySecretKey(other);
+          return lookups === before ? true : undefined;
+        },
+        10_000,
+        'the cache to listen again',
+      );
+    } finally {
+      await stop();
+    }
+  });
+});
