@@ -69,6 +69,11 @@ const PURPOSE = 'step_outcome';
  */
 export const DEFER_MS = 100;
 
+/** Deferred outcomes kept per run at most while their writes fail (the lowest steps go first). */
+export const DEFERRED_KEPT = 100;
+/** How soon a write of deferred outcomes that failed is tried again. */
+export const RETRY_MS = 1000;
+
 // Runs whose steps below some index were forgotten, kept to refuse late deferred rows of theirs.
 const FORGOTTEN_KEPT = 10_000;
 
@@ -117,6 +122,8 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
   // Per run (Temporal's run id): deferred outcomes by step, and the timer that writes them.
   const deferred = new Map<string, { rows: Map<number, string>; timer: NodeJS.Timeout | undefined }>();
   const forgotten = new Map<string, number>();
+  // Runs whose deferred outcomes could not be written (said once, until a write succeeds).
+  const unrecorded = new Set<string>();
 
   function take(runId: string): StepRow[] {
     const entry = deferred.get(runId);
@@ -126,7 +133,7 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
     return [...entry.rows].map(([step, outcome]) => ({ step, outcome }));
   }
 
-  function put(runId: string, rows: readonly StepRow[]): void {
+  function put(runId: string, rows: readonly StepRow[], delayMs = DEFER_MS): void {
     const below = forgotten.get(runId) ?? 0;
     const kept = rows.filter((row) => row.step >= below);
     if (kept.length === 0) return;
@@ -136,13 +143,24 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
       deferred.set(runId, entry);
     }
     for (const row of kept) if (!entry.rows.has(row.step)) entry.rows.set(row.step, row.outcome);
+    // Postgres away for long: the earliest steps go unrecorded (as a failed write did before), memory stays bounded.
+    if (entry.rows.size > DEFERRED_KEPT) {
+      const steps = [...entry.rows.keys()].sort((a, b) => a - b);
+      for (const step of steps.slice(0, steps.length - DEFERRED_KEPT)) entry.rows.delete(step);
+    }
     entry.timer ??= setTimeout(() => {
-      flush(runId).catch((error: unknown) => {
-        console.warn(`[worker] step ledger: could not record the steps of run ${runId}: ${String(error)}`);
-      });
-    }, DEFER_MS).unref();
+      flush(runId).then(
+        () => unrecorded.delete(runId),
+        (error: unknown) => {
+          if (unrecorded.has(runId)) return;
+          console.warn(`[worker] step ledger: could not record the steps of run ${runId}: ${String(error)}`);
+          unrecorded.add(runId);
+        },
+      );
+    }, delayMs).unref();
   }
 
+  /** Writes the run's deferred outcomes; those a failed write leaves are tried again a second later. */
   async function flush(runId: string): Promise<void> {
     const rows = take(runId);
     if (rows.length === 0) return;
@@ -150,7 +168,7 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
       await db.query(INSERT_ROWS_SQL, [runId, rows.map((row) => row.step), rows.map((row) => row.outcome)]);
     } catch (error) {
       // Kept for the next step or the timer: the request was answered all the same.
-      put(runId, rows);
+      put(runId, rows, RETRY_MS);
       throw error;
     }
   }
@@ -197,6 +215,7 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
         if (entry.rows.size === 0) take(runId);
       }
       forgotten.set(runId, Math.max(below, forgotten.get(runId) ?? 0));
+      unrecorded.delete(runId);
       if (forgotten.size > FORGOTTEN_KEPT) forgotten.delete(forgotten.keys().next().value!);
       await db.query('DELETE FROM script_steps WHERE run_id = $1 AND step < $2', [runId, below]);
     },

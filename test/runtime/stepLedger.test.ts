@@ -4,12 +4,12 @@
  * the run's next request, or by itself a moment later; never lost, never a row of a forgotten step.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { RecordStore } from '../../src/records/types.js';
-import { createStepLedger, DEFER_MS, type StepLedger } from '../../src/steps/stepLedger.js';
+import { createStepLedger, DEFER_MS, DEFERRED_KEPT, RETRY_MS, type StepLedger } from '../../src/steps/stepLedger.js';
 import { eventually } from '../helpers/eventually.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
 
@@ -126,6 +126,50 @@ describe('deferred step outcomes', () => {
     expect((await stored(runId)).map((row) => row.step)).toEqual([1]);
     await ledger.forget(runId, 2_147_483_647);
     expect(await stored(runId)).toEqual([]);
+  });
+
+  it('are tried again while Postgres refuses them, said once, the latest DEFERRED_KEPT of a run kept', async () => {
+    // A ledger whose writes of deferred rows fail until `refusing` is turned off (Postgres away).
+    let refusing = true;
+    const refused: string[] = [];
+    const flaky = new Proxy(pool, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
+        return (...args: Parameters<Pool['query']>) => {
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
+          if (refusing && text.includes('unnest')) {
+            refused.push(text);
+            return Promise.reject(new Error('connection refused'));
+          }
+          return (target.query as (...a: unknown[]) => unknown)(...args);
+        };
+      },
+    });
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const away = createStepLedger({ db: flaky, encryptor: new Encryptor([randomBytes(32)]) });
+      const runId = randomUUID();
+      const total = DEFERRED_KEPT + 20;
+      for (let step = 0; step < total; step++) away.defer({ runId, step }, { ok: true, value: `page ${step}` });
+      // Tried at DEFER_MS, then every RETRY_MS: at least two attempts, one warning.
+      await eventually(async () => (refused.length >= 2 ? true : undefined), 10_000);
+      expect(warn.mock.calls.filter((call) => String(call[0]).includes(runId))).toHaveLength(1);
+      expect(await stored(runId)).toEqual([]);
+      // Still answered from memory meanwhile: the latest steps; the earliest went unrecorded.
+      expect(await away.recall({ runId, step: total - 1 })).toEqual({ ok: true, value: `page ${total - 1}` });
+      expect(await away.recall({ runId, step: 0 })).toBeUndefined();
+      refusing = false;
+      const rows = await eventually(
+        async () => ((await stored(runId)).length === DEFERRED_KEPT ? stored(runId) : undefined),
+        10_000 + RETRY_MS,
+      );
+      expect(rows.map((row) => row.step)).toEqual(
+        Array.from({ length: DEFERRED_KEPT }, (_, i) => total - DEFERRED_KEPT + i),
+      );
+      await away.forget(runId, 2_147_483_647);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('records_save still takes the twelve arguments of the previous version (rolling upgrade)', async () => {
