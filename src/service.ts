@@ -418,7 +418,11 @@ export async function createService(settings: Settings, overrides: ServiceOverri
     const startApi = async (): Promise<void> => {
       // Requests are authenticated from kept keys, forgotten at every change of an environment in any
       // process (src/connections/environmentKeyCache.ts): no query of its own per request.
-      cleanups.push(await connections.environments.cacheSecretKeys());
+      if (settings.SERVICE_KEY_CACHE_SECONDS > 0) {
+        cleanups.push(
+          await connections.environments.cacheSecretKeys({ ttlMs: settings.SERVICE_KEY_CACHE_SECONDS * 1000 }),
+        );
+      }
       const app = createApi(api);
       if (overrides.server) {
         const server = overrides.server;

@@ -142,6 +142,12 @@ export const settingsSchema = z.object({
   /** Sustained API requests per second per key, and the burst. */
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).default(200),
   /**
+   * How long an API process keeps an environment found by its secret key (src/connections/
+   * environmentKeyCache.ts; forgotten at once when any process changes an environment). 0: every
+   * request looks its key up in Postgres.
+   */
+  SERVICE_KEY_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(10),
+  /**
    * What outbound requests (svc, proxy, OAuth token requests, outbound webhooks) may reach beyond
    * public addresses: host names, addresses and CIDR blocks, each optionally with a port.
    */

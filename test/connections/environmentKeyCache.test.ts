@@ -7,6 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { EnvironmentStore } from '../../src/connections/environmentStore.js';
+import { loadSettings } from '../../src/settings.js';
 import { eventually } from '../helpers/eventually.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
 
@@ -102,5 +103,34 @@ describe('kept secret keys', () => {
     } finally {
       await stop();
     }
+  });
+
+  it('are kept no longer than their ttl (SERVICE_KEY_CACHE_SECONDS: 0 to an hour, 10 s unless set)', async () => {
+    const counted = new Proxy(pool, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
+        return (...args: unknown[]) => {
+          if (typeof args[0] === 'string' && args[0].includes('secret_key_hash = $1')) lookups++;
+          return (target.query as (...a: unknown[]) => unknown)(...args);
+        };
+      },
+    });
+    const store = new EnvironmentStore(counted, []);
+    const stop = await store.cacheSecretKeys({ ttlMs: 300 });
+    try {
+      const { environment, secretKey } = await store.create({ name: uniqueName('env').toLowerCase() });
+      expect((await store.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      const before = lookups;
+      expect((await store.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      expect(lookups).toBe(before);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect((await store.findBySecretKey(secretKey))?.id).toBe(environment.id);
+      expect(lookups).toBe(before + 1);
+    } finally {
+      await stop();
+    }
+    expect(loadSettings({}).SERVICE_KEY_CACHE_SECONDS).toBe(10);
+    expect(loadSettings({ SERVICE_KEY_CACHE_SECONDS: '0' }).SERVICE_KEY_CACHE_SECONDS).toBe(0);
+    expect(() => loadSettings({ SERVICE_KEY_CACHE_SECONDS: '7200' })).toThrow(/SERVICE_KEY_CACHE_SECONDS/);
   });
 });
