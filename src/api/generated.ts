@@ -126,6 +126,17 @@ function objectSchema(fields: ModelConfig['fields'], stringIndex: TypeExpr | nul
   };
 }
 
+/** Distinct schemas, first occurrence first (outputs that share an endpoint may share a model). */
+function uniqueSchemas(schemas: readonly JsonSchema[]): JsonSchema[] {
+  const seen = new Set<string>();
+  return schemas.filter((schema) => {
+    const key = JSON.stringify(schema);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** The models of a deployment as OpenAPI component schemas. */
 export function modelSchemas(config: ServiceConfig): Record<string, JsonSchema> {
   return Object.fromEntries(config.models.map((model) => [model.name, objectSchema(model.fields, model.stringIndex)]));
@@ -178,10 +189,9 @@ export function generatedOperations(config: ServiceConfig): ExtraOperation[] {
     );
     const isSync = first.kind === 'sync';
     const bodyMethod = ['POST', 'PUT', 'PATCH'].includes(first.method);
-    const refs = [...new Set(group.map((endpoint) => endpoint.model))].map((model) => ({
-      $ref: `#/components/schemas/${model}`,
-    }));
-    const inputRef = first.input ? { $ref: `#/components/schemas/${first.input}` } : {};
+    const refs = uniqueSchemas(group.map((endpoint) => typeSchema(endpoint.outputType)));
+    const inputRef = first.inputType === null ? {} : typeSchema(first.inputType);
+    const tags = [...new Set(group.flatMap((endpoint) => (endpoint.group === undefined ? [] : [endpoint.group])))];
     operations.push({
       method: first.method,
       path: openApiPath,
@@ -191,7 +201,8 @@ export function generatedOperations(config: ServiceConfig): ExtraOperation[] {
           ? `Records of ${[...new Set(group.map((e) => e.model))].join(' / ')}`
           : `Run action ${group.map((e) => e.name).join(' / ')}`,
         description: `Generated from the deployed service.yaml.\n\n${lines.join('\n')}`,
-        tags: ['generated'],
+        // The endpoints' `group` (the mapping form of `endpoint`) is their heading in the reference.
+        tags: tags.length > 0 ? tags : ['generated'],
         parameters: [
           ...pathNames.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
           ...(isSync ? queryParameters(recordsPageQuery) : []),

@@ -2,7 +2,8 @@
  * Files that `service init` and `service generate` write: the example integration, script stubs and
  * the tsconfig that makes editors check scripts the way `service compile` does.
  */
-import type { ActionConfig, SyncConfig } from '../config/index.js';
+import { modelNamesIn, typeToTs } from '../config/generateModels.js';
+import { actionOutputType, inputTypeOf, type ActionConfig, type SyncConfig } from '../config/types.js';
 
 /** Compiler options of scripts: `service compile` type-checks with these, and `init` writes them to tsconfig.json. */
 export const SCRIPT_COMPILER_OPTIONS = {
@@ -152,7 +153,8 @@ function docComment(description: string): string {
 
 export function syncStub(sync: SyncConfig): string {
   const models = [...new Set(sync.outputs.map((o) => o.model))];
-  const imports = [...new Set([...models, ...(sync.input === null ? [] : [sync.input]), 'ServiceSync'])].sort();
+  const inputType = inputTypeOf(sync);
+  const imports = [...new Set([...models, ...modelNamesIn(inputType), 'ServiceSync'])].sort();
   const saves = models
     .map(
       (model) =>
@@ -160,9 +162,9 @@ export function syncStub(sync: SyncConfig): string {
     )
     .join('\n');
   const input =
-    sync.input === null
+    inputType === null
       ? ''
-      : `  const input = await svc.getMetadata<${sync.input}>();\n  await svc.log(\`input: \${JSON.stringify(input)}\`);\n`;
+      : `  const input = await svc.getMetadata<${typeToTs(inputType, '  ')}>();\n  await svc.log(\`input: \${JSON.stringify(input)}\`);\n`;
   return `import type { ${imports.join(', ')} } from '../../models';
 
 ${docComment(sync.description)}
@@ -174,14 +176,16 @@ ${input}${saves}
 }
 
 export function actionStub(action: ActionConfig): string {
-  const imports = [...new Set([action.output, ...(action.input === null ? [] : [action.input])])].sort();
-  const params = action.input === null ? 'svc: ServiceAction' : `svc: ServiceAction, input: ${action.input}`;
-  const use = action.input === null ? '' : `  await svc.log(\`input: \${JSON.stringify(input)}\`);\n`;
-  return `import { ActionError, type ServiceAction, ${imports.map((name) => `type ${name}`).join(', ')} } from '../../models';
+  const outputType = actionOutputType(action);
+  const inputType = inputTypeOf(action);
+  const imports = [...new Set([...modelNamesIn(outputType), ...modelNamesIn(inputType)])].sort();
+  const params = inputType === null ? 'svc: ServiceAction' : `svc: ServiceAction, input: ${typeToTs(inputType)}`;
+  const use = inputType === null ? '' : `  await svc.log(\`input: \${JSON.stringify(input)}\`);\n`;
+  return `import { ActionError, type ServiceAction${imports.map((name) => `, type ${name}`).join('')} } from '../../models';
 
 ${docComment(action.description)}
-export default async function ${functionName(action.name, 'action')}(${params}): Promise<${action.output}> {
-  // Call the external API with svc.get, svc.post, … and return the output model.
+export default async function ${functionName(action.name, 'action')}(${params}): Promise<${typeToTs(outputType)}> {
+  // Call the external API with svc.get, svc.post, … and return the output.
 ${use}  throw new ActionError({ message: '${action.name} is not implemented yet' });
 }
 `;

@@ -7,7 +7,7 @@
  * that `Date.parse` reads; a field the model does not declare is a problem unless the model has
  * `__string`; `undefined` and optional fields may be absent; `any` and `unknown` accept everything.
  */
-import { typeToTs } from './generateModels.js';
+import { modelNamesIn, typeToTs } from './generateModels.js';
 import type { FieldConfig, ModelConfig, TypeExpr } from './types.js';
 
 /** One bad field: `path` is where it is in the record (`state`, `labels[2].name`, `$` for the record). */
@@ -36,26 +36,7 @@ export function modelIndex(models: readonly ModelConfig[]): ModelIndex {
 export function modelsReferenced(models: readonly ModelConfig[], names: readonly string[]): ModelConfig[] {
   const byName = new Map(models.map((model) => [model.name, model]));
   const wanted = new Set<string>();
-  const visit = (type: TypeExpr | null): void => {
-    if (type === null) return;
-    switch (type.kind) {
-      case 'model':
-        add(type.name);
-        return;
-      case 'array':
-        visit(type.element);
-        return;
-      case 'union':
-        type.members.forEach(visit);
-        return;
-      case 'object':
-        type.fields.forEach((field) => visit(field.type));
-        visit(type.stringIndex);
-        return;
-      default:
-        return;
-    }
-  };
+  const visit = (type: TypeExpr | null): void => modelNamesIn(type).forEach(add);
   const add = (name: string): void => {
     const model = byName.get(name);
     if (model === undefined || wanted.has(name)) return;

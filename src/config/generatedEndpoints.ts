@@ -6,7 +6,7 @@
  * what `service deploy` would refuse; the API's router (src/api/generated.ts) uses the same matchers.
  */
 import { pathToRegexp } from 'path-to-regexp';
-import type { ServiceConfig } from './types.js';
+import { actionOutputType, inputTypeOf, type ServiceConfig, type TypeExpr } from './types.js';
 
 /** Every route the API declares besides the generated ones; `*` is any method. Kept in step with createApiRoutes by a test. */
 export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
@@ -83,10 +83,16 @@ export interface DeclaredEndpoint {
   integrationId: string;
   kind: 'sync' | 'action';
   name: string;
-  /** The sync output's model, or the action's output model. */
+  /** The sync output's model, or the action's output as written (a model name or a type expression). */
   model: string;
-  /** The action's input model. */
+  /** The action's input as written. */
   input: string | null;
+  /** What the endpoint answers with: the sync's records are of `model`; the action's output type. */
+  outputType: TypeExpr;
+  /** The action's input type, or null. */
+  inputType: TypeExpr | null;
+  /** The endpoint's `group`, when written. */
+  group?: string;
   where: (string | number)[];
 }
 
@@ -103,6 +109,9 @@ export function declaredEndpoints(config: ServiceConfig): DeclaredEndpoint[] {
           name: sync.name,
           model: output.model,
           input: null,
+          outputType: { kind: 'model', name: output.model },
+          inputType: null,
+          ...(output.endpoint.group === undefined ? {} : { group: output.endpoint.group }),
           where: [
             'integrations',
             integration.id,
@@ -123,6 +132,9 @@ export function declaredEndpoints(config: ServiceConfig): DeclaredEndpoint[] {
         name: action.name,
         model: action.output,
         input: action.input,
+        outputType: actionOutputType(action),
+        inputType: inputTypeOf(action),
+        ...(action.endpoint.group === undefined ? {} : { group: action.endpoint.group }),
         where: ['integrations', integration.id, 'actions', action.name, 'endpoint'],
       });
     }

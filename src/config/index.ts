@@ -11,7 +11,7 @@ export { compileConfig, type ConfigResult } from './validate.js';
 export { generateModels } from './generateModels.js';
 export { ConfigError, formatProblems, PROBLEM_CODES, type ConfigProblem, type ProblemCode } from './problems.js';
 export type * from './types.js';
-export { DEFAULT_RUNS, MIN_RUNS_MS } from './types.js';
+export { actionOutputType, DEFAULT_RUNS, inputTypeOf, MIN_RUNS_MS } from './types.js';
 
 /** Reads and compiles a service.yaml; throws ConfigError (code `invalid_config`) when it has errors. */
 export async function loadConfigFile(file: string): Promise<ServiceConfig> {

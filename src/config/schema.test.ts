@@ -15,7 +15,7 @@ describe('the files in config/', () => {
     const schema = JSON.stringify(buildJsonSchema());
     expect(schema).toContain('"required":["description","output","endpoint","sync_type"]');
     expect(schema).toContain('"additionalProperties":false');
-    expect(schema).toContain('^(GET|POST|PUT|PATCH|DELETE) ');
+    expect(schema).toContain('^(?:(GET|POST|PUT|PATCH|DELETE) )?(');
   });
 
   it('service.example.yaml compiles without a single problem', () => {

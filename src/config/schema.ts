@@ -6,20 +6,54 @@
  * because they need the whole file and must all be reported in one run.
  */
 import { z } from 'zod';
-import { ENDPOINT_PATTERN } from './endpoint.js';
+import { ENDPOINT_PATTERN, HTTP_METHODS, PATH_PATTERN } from './endpoint.js';
 import { MIN_RUNS_TEXT, RUNS_FORMS } from './runs.js';
 
 const nameList = (what: string) =>
   z.union([z.string(), z.array(z.string())], { error: `expected ${what}: a string or a list of strings` });
 
-const endpoint = z
-  .string({ error: 'expected an endpoint string "<METHOD> <URL-PATH>"' })
-  .regex(new RegExp(ENDPOINT_PATTERN))
-  .describe('"<METHOD> <URL-PATH>", METHOD one of GET, POST, PUT, PATCH, DELETE. Example: "GET /issues"');
+const endpointString = (defaultMethod: string) =>
+  z
+    .string({ error: 'expected an endpoint string "<METHOD> <URL-PATH>"' })
+    .regex(new RegExp(ENDPOINT_PATTERN))
+    .describe(
+      `"<METHOD> <URL-PATH>", METHOD one of GET, POST, PUT, PATCH, DELETE; without a method, ${defaultMethod}. Example: "GET /issues"`,
+    );
+
+const endpointMapping = (defaultMethod: string) =>
+  z
+    .strictObject({
+      method: z.enum(HTTP_METHODS).describe(`Default ${defaultMethod}.`).optional(),
+      path: z.string().regex(new RegExp(PATH_PATTERN)).describe('The URL path, starting with "/". Example: "/issues"'),
+      group: z
+        .string()
+        .describe('A heading the endpoint is listed under in the generated OpenAPI document.')
+        .optional(),
+    })
+    .describe('An endpoint as a mapping: { method, path, group }.');
+
+const endpoint = (defaultMethod: string) =>
+  z.union([endpointString(defaultMethod), endpointMapping(defaultMethod)], {
+    error: 'expected an endpoint: "<METHOD> <URL-PATH>" or a mapping { method, path }',
+  });
 
 const scopes = z
-  .array(z.string(), { error: 'expected a list of strings' })
-  .describe('Informational only: the scopes the integration needs. Triggers no configuration.');
+  .union([z.string(), z.array(z.string())], { error: 'expected a string or a list of strings' })
+  .describe(
+    'Informational only: the scopes the integration needs, as a list or one comma-separated string. Triggers no configuration.',
+  );
+
+/** Keys the de-facto format reads and this service does not; accepted with a warning (`ignored_key`). */
+const formatVersion = z
+  .union([z.string(), z.number()])
+  .describe(
+    "The de-facto format's script version; ignored here (each deploy is a version: `service deploy --redeploy <n>`).",
+  )
+  .meta({ deprecated: true })
+  .optional();
+
+/** A type expression naming the data: a model name, or a type (`Task[]`, `string`, `Company | null`). */
+const typeName = (what: string) => z.string({ error: `expected ${what}: a model name or a type expression` });
 
 export const syncSchema = z
   .strictObject({
@@ -28,7 +62,7 @@ export const syncSchema = z
       'Name(s) of model(s) in `models`. When a list, `endpoint` is a list of the same length: the n-th endpoint returns the n-th model.',
     ),
     endpoint: z
-      .union([endpoint, z.array(endpoint)], { error: 'expected an endpoint or a list of endpoints' })
+      .union([endpoint('GET'), z.array(endpoint('GET'))], { error: 'expected an endpoint or a list of endpoints' })
       .describe('The generated endpoint(s) returning the output model(s).'),
     sync_type: z
       .enum(['incremental', 'full'])
@@ -37,9 +71,8 @@ export const syncSchema = z
       .string({ error: `expected a string: ${RUNS_FORMS}` })
       .describe(`How often the sync runs, at most every ${MIN_RUNS_TEXT}. Default "24h". Accepts ${RUNS_FORMS}.`)
       .optional(),
-    input: z
-      .string()
-      .describe('Model of the data the sync needs, delivered through the connection metadata.')
+    input: typeName('the input')
+      .describe('Model (or type expression) of the data the sync needs, delivered through the connection metadata.')
       .optional(),
     scopes: scopes.optional(),
     auto_start: z.boolean().describe('Start syncing when a connection is created. Default true.').optional(),
@@ -55,6 +88,11 @@ export const syncSchema = z
     webhook_subscriptions: nameList('webhook types')
       .describe('Types of external webhooks the sync script handles.')
       .optional(),
+    'webhook-subscriptions': nameList('webhook types')
+      .describe("The de-facto format's spelling of `webhook_subscriptions`; accepted with a warning.")
+      .meta({ deprecated: true })
+      .optional(),
+    version: formatVersion,
     record_validation: z
       .enum(['off', 'warn', 'refuse'])
       .describe(
@@ -67,10 +105,17 @@ export const syncSchema = z
 export const actionSchema = z
   .strictObject({
     description: z.string().describe('Describes the action.'),
-    output: z.string().describe('Name of the model the action returns.'),
-    endpoint: endpoint.describe('Generated endpoint that triggers the action: "<METHOD> <URL-PATH>".'),
-    input: z.string().describe('Model of the data needed to trigger the action.').optional(),
+    output: typeName('the output').describe(
+      'What the action returns: a model name or a type expression (`Task[]`, `boolean`, `Company | null`).',
+    ),
+    endpoint: endpoint('POST').describe(
+      'Generated endpoint that triggers the action: "<METHOD> <URL-PATH>" or { method, path, group }.',
+    ),
+    input: typeName('the input')
+      .describe('Model (or type expression) of the data needed to trigger the action.')
+      .optional(),
     scopes: scopes.optional(),
+    version: formatVersion,
   })
   .describe('An action: a script that runs on demand and returns a result.');
 

@@ -3,7 +3,8 @@
  * type table, other TypeScript names (`null`, `undefined`, …), `<type>[]`, unions `<a> | <b>` whose
  * members that are neither a known type nor a model are literal strings, and model references.
  * Decisions on top (docs/configuration.md): number and boolean literals, quoted string literals,
- * parentheses for arrays of unions.
+ * parentheses for arrays of unions, and the de-facto format's type aliases in any case (`String`,
+ * `float`, `varchar`, `array`).
  */
 import { closest } from './problems.js';
 import type { PrimitiveType, TypeExpr } from './types.js';
@@ -26,7 +27,36 @@ export const KNOWN_TYPES: ReadonlyMap<string, PrimitiveType> = new Map<string, P
   ['object', 'object'],
 ]);
 
-export type TypeExprResult = { ok: true; type: TypeExpr; warnings: string[] } | { ok: false; error: string };
+/**
+ * The de-facto format's aliases, read in any case after the exact names and the models (its parser
+ * lower-cases a name before looking it up): `String`, `Boolean`, `Integer`, `float`, `varchar`, and
+ * `array` for a list of anything.
+ */
+const CASE_INSENSITIVE_TYPES: ReadonlyMap<string, TypeExpr> = new Map<string, TypeExpr>([
+  ...[...KNOWN_TYPES].map(([name, primitive]): [string, TypeExpr] => [
+    name.toLowerCase(),
+    { kind: 'primitive', name: primitive },
+  ]),
+  ['float', { kind: 'primitive', name: 'number' }],
+  ['varchar', { kind: 'primitive', name: 'string' }],
+  ['array', { kind: 'array', element: { kind: 'primitive', name: 'any' } }],
+]);
+
+export type TypeExprResult =
+  | {
+      ok: true;
+      type: TypeExpr;
+      warnings: string[];
+      /** Bare words read as literal strings (not quoted, neither a type nor a model), in order. */
+      bareLiterals: string[];
+    }
+  | { ok: false; error: string };
+
+interface ParseState {
+  models: ReadonlySet<string>;
+  warnings: string[];
+  bareLiterals: string[];
+}
 
 const NUMBER = /^-?\d+(?:\.\d+)?$/;
 // Characters that mean the author wrote syntax we do not support, rather than a literal value.
@@ -61,12 +91,12 @@ function splitUnion(text: string): string[] | string {
   return parts;
 }
 
-function parseUnion(text: string, models: ReadonlySet<string>, warnings: string[]): TypeExpr | string {
+function parseUnion(text: string, state: ParseState): TypeExpr | string {
   const parts = splitUnion(text);
   if (typeof parts === 'string') return parts;
   const members: TypeExpr[] = [];
   for (const raw of parts) {
-    const member = parseMember(raw.trim(), models, warnings);
+    const member = parseMember(raw.trim(), state);
     if (typeof member === 'string') return member;
     members.push(member);
   }
@@ -74,7 +104,8 @@ function parseUnion(text: string, models: ReadonlySet<string>, warnings: string[
   return { kind: 'union', members };
 }
 
-function parseMember(text: string, models: ReadonlySet<string>, warnings: string[]): TypeExpr | string {
+function parseMember(text: string, state: ParseState): TypeExpr | string {
+  const { models } = state;
   if (text === '') return "an empty member: two '|' in a row, or one at the start or end";
   let depth = 0;
   let core = text;
@@ -84,11 +115,14 @@ function parseMember(text: string, models: ReadonlySet<string>, warnings: string
   }
   let type: TypeExpr | string;
   if (core.startsWith('(') && core.endsWith(')')) {
-    type = parseUnion(core.slice(1, -1), models, warnings);
+    type = parseUnion(core.slice(1, -1), state);
   } else if (/^'[^']*'$|^"[^"]*"$/.test(core)) {
     type = { kind: 'literal', value: core.slice(1, -1) };
   } else if (core === '') {
     type = "'[]' needs an element type before it, as in string[]";
+  } else if (/^[\w.-]+\([\w .-]*\)$/.test(core)) {
+    // A word with a parenthesised note, `speaker_view(CC)`: the de-facto format reads it as a literal.
+    type = literalString(core, state);
   } else if (SYNTAX.test(core)) {
     type = core.includes('<')
       ? `'${core}': generic types are not supported; use an inline object, a model, or __string for dynamic keys`
@@ -101,14 +135,16 @@ function parseMember(text: string, models: ReadonlySet<string>, warnings: string
     const primitive = KNOWN_TYPES.get(core);
     if (primitive !== undefined) type = { kind: 'primitive', name: primitive };
     else if (models.has(core)) type = { kind: 'model', name: core };
-    else type = literalString(core, models, warnings);
+    else type = CASE_INSENSITIVE_TYPES.get(core.toLowerCase()) ?? literalString(core, state);
   }
   if (typeof type === 'string') return type;
   for (let i = 0; i < depth; i++) type = { kind: 'array', element: type };
   return type;
 }
 
-function literalString(text: string, models: ReadonlySet<string>, warnings: string[]): TypeExpr {
+function literalString(text: string, state: ParseState): TypeExpr {
+  const { models, warnings } = state;
+  state.bareLiterals.push(text);
   // SPEC: an unknown name is a literal string. A lone word one typo away from a type name is far more
   // likely a typo than a literal, so say so (a warning: the file stays valid as SPEC defines it).
   if (/^\w+$/.test(text)) {
@@ -129,8 +165,8 @@ function literalString(text: string, models: ReadonlySet<string>, warnings: stri
  */
 export function parseTypeExpr(text: string, models: ReadonlySet<string>): TypeExprResult {
   if (text.trim() === '') return { ok: false, error: 'the type is empty' };
-  const warnings: string[] = [];
-  const type = parseUnion(text, models, warnings);
+  const state: ParseState = { models, warnings: [], bareLiterals: [] };
+  const type = parseUnion(text, state);
   if (typeof type === 'string') return { ok: false, error: type };
-  return { ok: true, type, warnings };
+  return { ok: true, type, warnings: state.warnings, bareLiterals: state.bareLiterals };
 }

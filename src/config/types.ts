@@ -11,6 +11,11 @@ export interface EndpointConfig {
   method: HttpMethod;
   /** Starts with `/`. */
   path: string;
+  /**
+   * The mapping form's `group`: a heading the endpoint is listed under in generated documentation
+   * (the OpenAPI tag). Present only when written, so configs deployed before it compare unchanged.
+   */
+  group?: string;
 }
 
 export interface SyncOutput {
@@ -34,8 +39,10 @@ export interface SyncConfig {
   trackDeletes: boolean;
   /** The n-th output model with the n-th endpoint. */
   outputs: SyncOutput[];
-  /** Model name of the input (delivered through the connection metadata), or null. */
+  /** The input as written (delivered through the connection metadata): a model name, a type expression, or null. */
   input: string | null;
+  /** The input's type when it is not just a model name (`Settings | null`); absent otherwise. */
+  inputType?: TypeExpr;
   scopes: string[];
   webhookSubscriptions: string[];
   /**
@@ -52,12 +59,27 @@ export interface ActionConfig {
   name: string;
   integration: string;
   description: string;
-  /** Model name of the output. */
+  /** The output as written: a model name or a type expression (`Task[]`, `boolean`, `Company | null`). */
   output: string;
+  /** The output's type when it is not just a model name; absent otherwise (see {@link actionOutputType}). */
+  outputType?: TypeExpr;
   endpoint: EndpointConfig;
-  /** Model name of the input, or null. */
+  /** The input as written: a model name, a type expression, or null. */
   input: string | null;
+  /** The input's type when it is not just a model name; absent otherwise. */
+  inputType?: TypeExpr;
   scopes: string[];
+}
+
+/** The type of an action's output (a model reference when it is one). */
+export function actionOutputType(action: Pick<ActionConfig, 'output' | 'outputType'>): TypeExpr {
+  return action.outputType ?? { kind: 'model', name: action.output };
+}
+
+/** The type of an action's or a sync's input, or null when it takes none. */
+export function inputTypeOf(script: { input: string | null; inputType?: TypeExpr }): TypeExpr | null {
+  if (script.input === null) return null;
+  return script.inputType ?? { kind: 'model', name: script.input };
 }
 
 export interface IntegrationConfig {
@@ -66,7 +88,7 @@ export interface IntegrationConfig {
   actions: ActionConfig[];
 }
 
-/** `object` becomes `Record<string, unknown>`; the others are TypeScript's names. */
+/** `object` becomes `Record<string, any>` (as the format types it); the others are TypeScript's names. */
 export type PrimitiveType =
   'string' | 'number' | 'boolean' | 'Date' | 'null' | 'undefined' | 'unknown' | 'any' | 'object';
 

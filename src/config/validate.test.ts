@@ -192,9 +192,12 @@ describe('unknown keys', () => {
     expect(problem.message).toBe("unknown key 'auto_strat' in sync 'issues'; did you mean 'auto_start'?");
   });
 
-  it('list the allowed keys when nothing is close', () => {
+  it('are warnings, listing the keys read there, when nothing is close (the file stays valid)', () => {
     const problem = only(`integrations: {}\nmodels: {}\nzzz: 1\n`);
-    expect(problem.message).toContain('expected one of: integrations, models');
+    expect(problem).toMatchObject({ severity: 'warning', code: 'ignored_key', line: 3, column: 1 });
+    expect(problem.message).toBe(
+      "unknown key 'zzz' at the top level is ignored (the keys read here: integrations, models)",
+    );
   });
 
   it('apply to integrations, actions and reserved model keys', () => {
@@ -255,7 +258,6 @@ describe('output and endpoint', () => {
   it.each([
     ['get /issues', "write the method in capitals: 'GET'"],
     ['FETCH /issues', "'FETCH' is not one of GET, POST, PUT, PATCH, DELETE"],
-    ['/issues', 'the method is missing'],
     ['GET issues', "the path must start with '/'"],
     ['GET /issues?state=open', 'the path must not carry a query string'],
     ['GET /my issues', 'the path must not contain spaces'],
@@ -354,8 +356,8 @@ describe('the id rule', () => {
     expect(problem.path).toEqual(['integrations', 'github', 'syncs', 'issues', 'output']);
   });
 
-  it('requires id to be required and a string or number', () => {
-    expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id?: string\n`)).code).toBe('invalid_id');
+  it('requires id to be a string or number; an optional one is a warning', () => {
+    expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id?: string\n`)).code).toBe('nullable_id');
     expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id: boolean\n`)).code).toBe('invalid_id');
     expect(only(withSync(BASE_SYNC, `models:\n  Issue:\n    id: string[]\n`)).code).toBe('invalid_id');
     sync(BASE_SYNC, `models:\n  Issue:\n    id: string | number\n`);
@@ -552,20 +554,14 @@ describe('models', () => {
   it('rejects unreadable type expressions, empty types and bad names', () => {
     expect(
       codes(
-        `integrations: {}\nmodels:\n  A:\n    a: Record<string, number>\n    b: string |\n    c: (string\n    d: []\n    e:\n`,
+        `integrations: {}\nmodels:\n  A:\n    a: Record<string, number>\n    b: string |\n    c: (string\n    e:\n`,
       ),
-    ).toEqual([
-      'invalid_type_expression',
-      'invalid_type_expression',
-      'invalid_type_expression',
-      'invalid_type_expression',
-      'missing_type',
-    ]);
+    ).toEqual(['invalid_type_expression', 'invalid_type_expression', 'invalid_type_expression', 'missing_type']);
     expect(codes(`integrations: {}\nmodels:\n  my-model:\n    a: string\n  string:\n    a: string\n`)).toEqual([
       'invalid_name',
       'invalid_name',
     ]);
-    expect(codes(`integrations: {}\nmodels:\n  A:\n    a: string\n    a?: number\n`)).toEqual(['duplicate_key']);
+    expect(codes(`integrations: {}\nmodels:\n  A:\n    a: string\n    a?: number\n`)).toEqual(['redeclared_field']);
   });
 
   it('warns when a literal is one typo away from a type or model name, and quoting silences it', () => {

@@ -6,8 +6,9 @@
  * could read, so one run reports every problem of the file; the config is returned only without errors.
  */
 import type { z } from 'zod';
-import { ENDPOINT_FORM, endpointHint, parseEndpoint } from './endpoint.js';
+import { ENDPOINT_FORM, endpointHint, parseEndpoint, type DefaultMethod } from './endpoint.js';
 import { checkGeneratedEndpoints } from './generatedEndpoints.js';
+import { MODELS_TYPE_EXPORTS, MODELS_VALUE_EXPORTS } from './generateModels.js';
 import { loadYaml, type LoadedYaml } from './load.js';
 import { closest, didYouMean, type ConfigProblem, type ProblemCode, type YamlPath } from './problems.js';
 import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
@@ -54,9 +55,8 @@ const RESERVED_MODEL_NAMES = new Set([
   ...KNOWN_TYPES.keys(),
   'true',
   'false',
-  'ServiceSync',
-  'ServiceAction',
-  'ActionError',
+  ...MODELS_TYPE_EXPORTS,
+  ...MODELS_VALUE_EXPORTS,
   'Array',
   'Record',
   'Promise',
@@ -146,21 +146,106 @@ function toYamlPath(path: readonly PropertyKey[]): YamlPath {
   return path.map((part) => (typeof part === 'number' ? part : String(part)));
 }
 
-/** Which keys are allowed in the mapping at `path` (for "did you mean"). */
+type Place = 'top' | 'integration' | 'sync' | 'action' | 'endpoint' | 'other';
+
+function placeOf(path: YamlPath): Place {
+  if (path.length === 0) return 'top';
+  if (path.length === 2 && path[0] === 'integrations') return 'integration';
+  if (path.length === 4 && path[2] === 'syncs') return 'sync';
+  if (path.length === 4 && path[2] === 'actions') return 'action';
+  if (path.length >= 5 && path[4] === 'endpoint') return 'endpoint';
+  return 'other';
+}
+
+/** Keys the service reads in the mapping at `path`, less the deprecated spellings (for "did you mean"). */
+const DEPRECATED_KEYS = new Set(['auto_starts', 'webhook-subscriptions', 'version']);
 function allowedKeys(path: YamlPath): string[] {
-  if (path.length === 0) return Object.keys(serviceYamlSchema.shape);
-  if (path.length === 2 && path[0] === 'integrations') return Object.keys(integrationSchema.unwrap().shape);
-  if (path.length === 4 && path[2] === 'syncs') return Object.keys(syncSchema.shape).filter((k) => k !== 'auto_starts');
-  if (path.length === 4 && path[2] === 'actions') return Object.keys(actionSchema.shape);
-  return [];
+  const keys = (shape: object): string[] => Object.keys(shape).filter((k) => !DEPRECATED_KEYS.has(k));
+  switch (placeOf(path)) {
+    case 'top':
+      return keys(serviceYamlSchema.shape);
+    case 'integration':
+      return keys(integrationSchema.unwrap().shape);
+    case 'sync':
+      return keys(syncSchema.shape);
+    case 'action':
+      return keys(actionSchema.shape);
+    case 'endpoint':
+      return ['method', 'path', 'group'];
+    default:
+      return [];
+  }
 }
 
 function describePlace(path: YamlPath): string {
-  if (path.length === 0) return 'at the top level';
-  if (path.length === 2 && path[0] === 'integrations') return `in integration '${String(path[1])}'`;
-  if (path.length === 4 && path[2] === 'syncs') return `in sync '${String(path[3])}'`;
-  if (path.length === 4 && path[2] === 'actions') return `in action '${String(path[3])}'`;
-  return '';
+  switch (placeOf(path)) {
+    case 'top':
+      return 'at the top level';
+    case 'integration':
+      return `in integration '${String(path[1])}'`;
+    case 'sync':
+      return `in sync '${String(path[3])}'`;
+    case 'action':
+      return `in action '${String(path[3])}'`;
+    case 'endpoint':
+      return `in the endpoint of '${String(path[3])}'`;
+    default:
+      return '';
+  }
+}
+
+const SYNC_ONLY = 'it applies to syncs only';
+const EVENT_SCRIPTS =
+  'scripts run on connection events are not supported: they are neither built nor run (docs/configuration.md, "Differences from the de-facto format")';
+/** Keys the de-facto format reads at a place where this service reads nothing, and why they are ignored. */
+const IGNORED_KEYS: Partial<Record<Place, Record<string, string>>> = {
+  action: {
+    track_deletes: SYNC_ONLY,
+    sync_type: SYNC_ONLY,
+    runs: SYNC_ONLY,
+    auto_start: SYNC_ONLY,
+    webhook_subscriptions: SYNC_ONLY,
+    'webhook-subscriptions': SYNC_ONLY,
+  },
+  integration: { 'post-connection-scripts': EVENT_SCRIPTS, 'on-events': EVENT_SCRIPTS },
+};
+
+/**
+ * A key the service does not read: an error when it is one typo from a key it reads (a misspelt
+ * `auto_start` must not silently fall back to the default), a warning otherwise (the format's
+ * `version`, keys of other versions of the format): the file stays valid, the key does nothing.
+ */
+function unknownKeyProblem(key: string, path: YamlPath, value: unknown, out: Collector): void {
+  const at = [...path, key];
+  const place = describePlace(path);
+  if (placeOf(path) === 'integration' && isRecord(value) && ('returns' in value || 'type' in value)) {
+    // The de-facto format's first layout (2023): scripts straight under the integration, no endpoints.
+    out.error(
+      'unknown_key',
+      `'${key}' ${place} looks like a script of the de-facto format's first layout (scripts under the integration, 'returns:'); declare it under 'syncs:' or 'actions:' with 'output:' and an 'endpoint'`,
+      at,
+      true,
+    );
+    return;
+  }
+  const reason = IGNORED_KEYS[placeOf(path)]?.[key];
+  if (reason !== undefined) {
+    out.warn('ignored_key', `'${key}' ${place} is ignored: ${reason}`.replace('  ', ' '), at, true);
+    return;
+  }
+  const allowed = allowedKeys(path);
+  const suggestion = closest(key, allowed);
+  if (suggestion !== undefined) {
+    out.error(
+      'unknown_key',
+      `unknown key '${key}' ${place}; did you mean '${suggestion}'?`.replace('  ', ' '),
+      at,
+      true,
+    );
+    return;
+  }
+  const known = allowed.length === 0 ? '' : ` (the keys read here: ${allowed.join(', ')})`;
+  out.warn('ignored_key', `unknown key '${key}' ${place} is ignored${known}`.replace('  ', ' '), at, true);
 }
 
 function schemaProblems(value: unknown, out: Collector): void {
@@ -176,33 +261,23 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
   const field = path[path.length - 1];
   const generic = issue.message.startsWith('Invalid');
   if (input === undefined && issue.code !== 'unrecognized_keys' && issue.code !== 'custom') {
-    out.error('missing_field', `missing required field '${String(field)}'`, path);
+    out.error('missing_field', missingFieldMessage(path), path);
     return;
   }
   switch (issue.code) {
     case 'unrecognized_keys': {
-      const allowed = allowedKeys(path);
-      for (const key of issue.keys) {
-        const suggestion = didYouMean(key, allowed);
-        const hint =
-          suggestion !== '' || allowed.length === 0 ? suggestion : `; expected one of: ${allowed.join(', ')}`;
-        out.error(
-          'unknown_key',
-          `unknown key '${key}' ${describePlace(path)}${hint}`.replace('  ', ' '),
-          [...path, key],
-          true,
-        );
-      }
+      for (const key of issue.keys) unknownKeyProblem(key, path, valueAt(root, [...fullPath, key]), out);
       return;
     }
     case 'invalid_union': {
-      // When the value has the right outer shape (a list, say) but something inside is wrong, the
-      // inner problem is the useful one: report that branch's issues.
-      const deeper = issue.errors.filter(
-        (branch) => branch.length > 0 && branch.every((inner) => inner.path.length > 0),
+      // When the value has the outer shape of exactly one branch (a list, a mapping) but something
+      // inside is wrong, that branch's problems are the useful ones: report them.
+      const matching = issue.errors.filter(
+        (branch) =>
+          branch.length > 0 && !branch.some((inner) => inner.path.length === 0 && inner.code === 'invalid_type'),
       );
-      if (deeper.length === 1 && deeper[0] !== undefined) {
-        for (const inner of deeper[0]) issueProblems(root, inner, fullPath, out);
+      if (matching.length === 1 && matching[0] !== undefined) {
+        for (const inner of matching[0]) issueProblems(root, inner, fullPath, out);
         return;
       }
       if (isEndpointPath(path) && typeof input === 'string') {
@@ -219,6 +294,12 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
     }
     case 'invalid_format': {
       if (isEndpointPath(path) && typeof input === 'string') endpointProblem(input, path, out);
+      else if (placeOf(path.slice(0, -1)) === 'endpoint' && field === 'path' && typeof input === 'string')
+        out.error(
+          'invalid_endpoint',
+          `invalid endpoint path ${JSON.stringify(input)}${endpointHint(input)}; expected a path such as "/issues"`,
+          path,
+        );
       else out.error('invalid_value', issue.message, path);
       return;
     }
@@ -235,6 +316,25 @@ function issueProblems(root: unknown, issue: z.core.$ZodIssue, prefix: readonly 
     default:
       out.error('invalid_value', issue.message, path);
   }
+}
+
+/** What to write when a required field is missing: SPEC.md requires fields the de-facto format did not. */
+function missingFieldMessage(path: YamlPath): string {
+  const field = String(path[path.length - 1]);
+  const what = placeOf(path.slice(0, -1)) === 'action' ? 'action' : 'sync';
+  const add: Record<string, string> = {
+    sync_type:
+      "add 'sync_type: full' (each run replaces all records: what the de-facto format assumed when it was left out) or 'sync_type: incremental' (each run upserts)",
+    description: `add 'description: <what the ${what} does>' (SPEC.md requires it; the de-facto format did not)`,
+    output:
+      what === 'action'
+        ? "add 'output: <model or type>', what the action returns"
+        : "add 'output: <model>', the model of the records",
+    endpoint: `add 'endpoint: ${what === 'action' ? 'POST' : 'GET'} /<path>', the generated endpoint`,
+    integrations: "add 'integrations:' with at least one integration",
+  };
+  const hint = add[field];
+  return `missing required field '${field}'${hint === undefined ? '' : `: ${hint}`}`;
 }
 
 function isEndpointPath(path: YamlPath): boolean {
@@ -298,6 +398,11 @@ function checkName(name: string, what: string, path: YamlPath, out: Collector): 
   }
 }
 
+function unknownModelMessage(what: string, name: string, modelNames: ReadonlySet<string>): string {
+  const hint = didYouMean(name, modelNames);
+  return `${what} '${name}' is not a model declared under \`models\`${hint === '' && modelNames.size > 0 ? `; declared: ${[...modelNames].join(', ')}` : hint}`;
+}
+
 function checkModelRef(
   name: unknown,
   what: string,
@@ -307,13 +412,85 @@ function checkModelRef(
 ): name is string {
   if (typeof name !== 'string') return false;
   if (modelNames.has(name)) return true;
-  const hint = didYouMean(name, modelNames);
-  out.error(
-    'unknown_model',
-    `${what} '${name}' is not a model declared under \`models\`${hint === '' && modelNames.size > 0 ? `; declared: ${[...modelNames].join(', ')}` : hint}`,
-    path,
-  );
+  const parsed = parseTypeExpr(name, modelNames);
+  if (parsed.ok && parsed.type.kind === 'array' && parsed.type.element.kind === 'model' && what === 'output') {
+    // A sync stores records one by one: its output is the model of one record.
+    out.error(
+      'unknown_model',
+      `a sync's output is the model of one record, so '${name}' is not one: write '${parsed.type.element.name}' (each record is one ${parsed.type.element.name})`,
+      path,
+    );
+    return false;
+  }
+  out.error('unknown_model', unknownModelMessage(what, name, modelNames), path);
   return false;
+}
+
+/** An input or output: a model name, or (as the de-facto format allows) a type expression over models. */
+interface TypeRef {
+  /** As written, trimmed. */
+  text: string;
+  /** Absent when `text` is a model name. */
+  type?: TypeExpr;
+}
+
+/**
+ * Reads an `input` or an action's `output`. A bare word that is neither a type nor a model is an
+ * `unknown_model` here, not a literal as in a model field: an input or output names data, and a
+ * literal string is written quoted (`'ok' | 'failed'`).
+ */
+function checkTypeRef(
+  value: unknown,
+  what: string,
+  path: YamlPath,
+  modelNames: ReadonlySet<string>,
+  out: Collector,
+): TypeRef | null {
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
+  if (modelNames.has(text)) return { text };
+  const parsed = parseTypeExpr(text, modelNames);
+  if (!parsed.ok) {
+    out.error('invalid_type_expression', `${what} ${JSON.stringify(value)}: ${parsed.error}`, path);
+    return null;
+  }
+  const unknown = parsed.bareLiterals.filter((word) => /^[A-Za-z_$][\w$]*$/.test(word));
+  for (const word of unknown) out.error('unknown_model', unknownModelMessage(what, word, modelNames), path);
+  return unknown.length > 0 ? null : { text, type: parsed.type };
+}
+
+/** The list form of a value that may be one item or a list of them. */
+function itemsOf(value: unknown): unknown[] | null {
+  if (value === undefined || value === null) return null;
+  return Array.isArray(value) ? (value as unknown[]) : [value];
+}
+
+/** `scopes`: a list, or one string of comma-separated scopes as the de-facto format writes them. */
+function scopesOf(value: unknown): string[] {
+  if (typeof value === 'string')
+    return value
+      .split(',')
+      .map((scope) => scope.trim())
+      .filter((scope) => scope !== '');
+  return isStringList(value) ? value : [];
+}
+
+/** `version`, read by the de-facto format to version scripts; a warning here. */
+function warnVersion(raw: Raw, path: YamlPath, out: Collector): void {
+  if (!('version' in raw)) return;
+  out.warn(
+    'ignored_key',
+    "'version' is ignored: every deploy is a version of its own here (service deploy --redeploy <n> goes back to one)",
+    [...path, 'version'],
+    true,
+  );
+}
+
+function endpointsOf(value: unknown, defaultMethod: DefaultMethod): EndpointConfig[] {
+  return (itemsOf(value) ?? []).flatMap((item) => {
+    const endpoint = parseEndpoint(item, defaultMethod);
+    return endpoint === null ? [] : [endpoint];
+  });
 }
 
 function checkSync(
@@ -328,24 +505,25 @@ function checkSync(
   checkName(name, 'sync name', path, out);
   if (!isRecord(raw)) return null;
 
-  // auto_starts: a spelling found in a sample configuration (SPEC.md rule 3); accepted, with a warning.
-  if ('auto_starts' in raw) {
-    if ('auto_start' in raw) {
+  // auto_starts: a spelling found in a sample configuration (SPEC.md rule 3); webhook-subscriptions:
+  // the de-facto format's spelling. Both accepted, with a warning.
+  for (const [alias, key] of [
+    ['auto_starts', 'auto_start'],
+    ['webhook-subscriptions', 'webhook_subscriptions'],
+  ] as const) {
+    if (!(alias in raw)) continue;
+    if (key in raw) {
       out.error(
         'conflicting_keys',
-        "both 'auto_start' and its alias 'auto_starts' are set; keep only 'auto_start'",
-        [...path, 'auto_starts'],
+        `both '${key}' and its alias '${alias}' are set; keep only '${key}'`,
+        [...path, alias],
         true,
       );
     } else {
-      out.warn(
-        'deprecated_key',
-        "'auto_starts' is read as 'auto_start'; write 'auto_start'",
-        [...path, 'auto_starts'],
-        true,
-      );
+      out.warn('deprecated_key', `'${alias}' is read as '${key}'; write '${key}'`, [...path, alias], true);
     }
   }
+  warnVersion(raw, path, out);
 
   const outputList = asList(raw['output']);
   const outputs: string[] = [];
@@ -363,23 +541,19 @@ function checkSync(
     if (outputList.length === 0) out.error('missing_field', 'output lists no model', [...path, 'output']);
   }
 
-  const endpointList = asList(raw['endpoint']);
-  const endpoints: EndpointConfig[] = [];
-  for (const text of endpointList ?? []) {
-    const endpoint = parseEndpoint(text);
-    if (endpoint !== null) endpoints.push(endpoint);
-  }
-  if (outputList !== null && endpointList !== null) {
+  const endpointItems = itemsOf(raw['endpoint']);
+  const endpoints = endpointsOf(raw['endpoint'], 'GET');
+  if (outputList !== null && endpointItems !== null) {
     if (Array.isArray(raw['output']) && !Array.isArray(raw['endpoint'])) {
       out.error(
         'output_endpoint_mismatch',
         `output is a list of ${outputList.length}, so endpoint must be a list of ${outputList.length} too (the n-th endpoint returns the n-th model)`,
         [...path, 'endpoint'],
       );
-    } else if (outputList.length !== endpointList.length) {
+    } else if (outputList.length !== endpointItems.length) {
       out.error(
         'output_endpoint_mismatch',
-        `${outputList.length} output model(s) but ${endpointList.length} endpoint(s): the n-th endpoint returns the n-th model, so the lists must have the same length`,
+        `${outputList.length} output model(s) but ${endpointItems.length} endpoint(s): the n-th endpoint returns the n-th model, so the lists must have the same length`,
         [...path, 'endpoint'],
       );
     }
@@ -402,8 +576,8 @@ function checkSync(
     }
   }
 
-  const input = raw['input'];
-  const inputOk = input === undefined || checkModelRef(input, 'input', [...path, 'input'], modelNames, out);
+  const input =
+    raw['input'] === undefined ? undefined : checkTypeRef(raw['input'], 'input', [...path, 'input'], modelNames, out);
 
   const syncType = raw['sync_type'];
   if (syncType === 'incremental' && raw['track_deletes'] === true) {
@@ -419,7 +593,7 @@ function checkSync(
     typeof raw['description'] !== 'string' ||
     (syncType !== 'incremental' && syncType !== 'full') ||
     !parsedRuns.ok ||
-    !inputOk ||
+    input === null ||
     outputs.length !== outputList?.length ||
     endpoints.length !== outputs.length
   ) {
@@ -439,9 +613,10 @@ function checkSync(
     autoStart: typeof autoStart === 'boolean' ? autoStart : true,
     trackDeletes: raw['track_deletes'] === true,
     outputs: pairs,
-    input: typeof input === 'string' ? input : null,
-    scopes: isStringList(raw['scopes']) ? raw['scopes'] : [],
-    webhookSubscriptions: asList(raw['webhook_subscriptions']) ?? [],
+    input: input?.text ?? null,
+    ...(input?.type === undefined ? {} : { inputType: input.type }),
+    scopes: scopesOf(raw['scopes']),
+    webhookSubscriptions: asList(raw['webhook_subscriptions'] ?? raw['webhook-subscriptions']) ?? [],
     recordValidation: recordValidationOf(raw['record_validation']),
   };
 }
@@ -460,10 +635,20 @@ function checkIdField(model: ModelConfig | undefined, path: YamlPath, out: Colle
       `model '${model.name}' is a sync output, so it needs a field 'id' (the unique identifier records are deduplicated by)`,
       path,
     );
-  } else if (id.optional || !isIdType(id.type)) {
+  } else if (!id.optional && isIdType(id.type)) {
+    return;
+  } else if (canBeId(id.type)) {
+    // The de-facto format only asks for the field; a record whose id is absent or null is refused by
+    // batchSave at run time (invalid_record), so the file is valid and the author warned.
+    out.warn(
+      'nullable_id',
+      `field 'id' of model '${model.name}' may be ${id.optional ? 'absent' : 'null'}: svc.batchSave refuses a record without a string or number id (invalid_record); make it required and a string or a number`,
+      path,
+    );
+  } else {
     out.error(
       'invalid_id',
-      `field 'id' of model '${model.name}' must be required and a string or a number (records are deduplicated by it)`,
+      `field 'id' of model '${model.name}' must be a string or a number (records are deduplicated by it)`,
       path,
     );
   }
@@ -482,6 +667,12 @@ function isIdType(type: TypeExpr): boolean {
   }
 }
 
+/** A type some of whose values are ids: a string or number member, besides null, undefined or any. */
+function canBeId(type: TypeExpr): boolean {
+  if (type.kind === 'union') return type.members.some(canBeId);
+  return isIdType(type) || (type.kind === 'primitive' && (type.name === 'any' || type.name === 'unknown'));
+}
+
 function checkAction(
   integration: string,
   name: string,
@@ -492,19 +683,22 @@ function checkAction(
 ): ActionConfig | null {
   checkName(name, 'action name', path, out);
   if (!isRecord(raw)) return null;
-  const outputOk = checkModelRef(raw['output'], 'output', [...path, 'output'], modelNames, out);
-  const input = raw['input'];
-  const inputOk = input === undefined || checkModelRef(input, 'input', [...path, 'input'], modelNames, out);
-  const endpoint = typeof raw['endpoint'] === 'string' ? parseEndpoint(raw['endpoint']) : null;
-  if (typeof raw['description'] !== 'string' || !outputOk || !inputOk || endpoint === null) return null;
+  warnVersion(raw, path, out);
+  const output = checkTypeRef(raw['output'], 'output', [...path, 'output'], modelNames, out);
+  const input =
+    raw['input'] === undefined ? undefined : checkTypeRef(raw['input'], 'input', [...path, 'input'], modelNames, out);
+  const endpoint = parseEndpoint(raw['endpoint'], 'POST');
+  if (typeof raw['description'] !== 'string' || output === null || input === null || endpoint === null) return null;
   return {
     name,
     integration,
     description: raw['description'],
-    output: String(raw['output']),
+    output: output.text,
+    ...(output.type === undefined ? {} : { outputType: output.type }),
     endpoint,
-    input: typeof input === 'string' ? input : null,
-    scopes: isStringList(raw['scopes']) ? raw['scopes'] : [],
+    input: input?.text ?? null,
+    ...(input?.type === undefined ? {} : { inputType: input.type }),
+    scopes: scopesOf(raw['scopes']),
   };
 }
 
@@ -519,7 +713,45 @@ interface OwnModel {
   stringIndex: TypeExpr | null;
 }
 
+/** An inline object with `__extends`: its parents' fields are merged in once every model is resolved. */
+interface NestedExtends {
+  object: Extract<TypeExpr, { kind: 'object' }>;
+  parents: string[];
+  path: YamlPath;
+}
+
+interface ModelContext {
+  yaml: LoadedYaml;
+  modelNames: ReadonlySet<string>;
+  out: Collector;
+  nested: NestedExtends[];
+}
+
+/**
+ * `__extends` as a list, or as a string of one or more comma-separated parents (`A,B` or `A, B`: the
+ * de-facto format splits it at commas).
+ */
+function parentsOf(value: unknown, path: YamlPath, self: string | null, context: ModelContext): string[] {
+  const items: [string, YamlPath][] = Array.isArray(value)
+    ? value.flatMap((item, index): [string, YamlPath][] =>
+        typeof item === 'string' ? [[item.trim(), [...path, index]]] : [],
+      )
+    : typeof value === 'string'
+      ? value
+          .split(',')
+          .map((part): [string, YamlPath] => [part.trim(), path])
+          .filter(([part]) => part !== '')
+      : [];
+  const parents: string[] = [];
+  for (const [parent, at] of items) {
+    if (parent === self) context.out.error('circular_extends', `model '${self}' extends itself`, at);
+    else if (checkModelRef(parent, '__extends', at, context.modelNames, context.out)) parents.push(parent);
+  }
+  return parents;
+}
+
 function checkModels(yaml: LoadedYaml, raw: unknown, modelNames: ReadonlySet<string>, out: Collector): ModelConfig[] {
+  const context: ModelContext = { yaml, modelNames, out, nested: [] };
   const own = new Map<string, OwnModel>();
   for (const [name, body] of entries(raw)) {
     const path = ['models', name];
@@ -535,47 +767,38 @@ function checkModels(yaml: LoadedYaml, raw: unknown, modelNames: ReadonlySet<str
     }
     if (!isRecord(body)) continue;
     const model: OwnModel = { name, path, parents: [], fields: [], stringIndex: null };
-    const parents = body['__extends'];
-    const parentList = asList(parents);
-    parentList?.forEach((parent, index) => {
-      const at = Array.isArray(parents) ? [...path, '__extends', index] : [...path, '__extends'];
-      if (parent === name) out.error('circular_extends', `model '${name}' extends itself`, at);
-      else if (checkModelRef(parent, '__extends', at, modelNames, out)) model.parents.push(parent);
-    });
-    const object = parseObjectFields(yaml, body, path, modelNames, out, true);
+    model.parents = parentsOf(body['__extends'], [...path, '__extends'], name, context);
+    const object = parseObjectFields(body, path, context);
     model.fields = object.fields;
     model.stringIndex = object.stringIndex;
     own.set(name, model);
   }
-  return resolveInheritance(own, out);
+  const models = resolveInheritance(own, out);
+  resolveNestedExtends(context.nested, models, out);
+  return models;
 }
 
 function parseObjectFields(
-  yaml: LoadedYaml,
   body: Raw,
   path: YamlPath,
-  modelNames: ReadonlySet<string>,
-  out: Collector,
-  isModel: boolean,
+  context: ModelContext,
 ): { fields: FieldConfig[]; stringIndex: TypeExpr | null } {
+  const { out } = context;
   const fields: FieldConfig[] = [];
   let stringIndex: TypeExpr | null = null;
-  const seen = new Set<string>();
+  const seen = new Map<string, string>();
   for (const [key, value] of Object.entries(body)) {
     const at = [...path, key];
-    if (key === '__extends' && isModel) continue;
+    if (key === '__extends') continue;
     if (key === '__string') {
-      stringIndex = parseFieldType(yaml, value, at, modelNames, out);
+      stringIndex = parseFieldType(value, at, context);
       continue;
     }
-    if (key.startsWith('__')) {
-      const allowed = isModel ? MODEL_KEYS : ['__string'];
-      out.error(
-        'unknown_key',
-        `unknown key '${key}'${didYouMean(key, allowed)}${closest(key, allowed) === undefined ? ` (keys starting with '__' are reserved: ${allowed.join(', ')})` : ''}`,
-        at,
-        true,
-      );
+    // Other keys starting with '__' are fields, as in the de-facto format (`__raw: any`), unless one
+    // typo away from a reserved key.
+    const near = key.startsWith('__') ? closest(key, MODEL_KEYS) : undefined;
+    if (near !== undefined) {
+      out.error('unknown_key', `unknown key '${key}'; did you mean '${near}'?`, at, true);
       continue;
     }
     const optional = key.endsWith('?');
@@ -589,24 +812,27 @@ function parseObjectFields(
       );
       continue;
     }
-    if (seen.has(name)) {
-      out.error('duplicate_key', `field '${name}' is declared twice (once as '${name}?')`, at, true);
-      continue;
+    const type = parseFieldType(value, at, context);
+    const earlier = seen.get(name);
+    seen.set(name, key);
+    if (earlier !== undefined) {
+      // The de-facto format keeps the later declaration; so does this compiler, and says so.
+      out.warn(
+        'redeclared_field',
+        `field '${name}' is declared twice ('${earlier}' and '${key}'): the later one, '${key}', is kept`,
+        at,
+        true,
+      );
+      const index = fields.findIndex((field) => field.name === name);
+      if (index >= 0) fields.splice(index, 1);
     }
-    seen.add(name);
-    const type = parseFieldType(yaml, value, at, modelNames, out);
     if (type !== null) fields.push({ name, optional, type });
   }
   return { fields, stringIndex };
 }
 
-function parseFieldType(
-  yaml: LoadedYaml,
-  value: unknown,
-  path: YamlPath,
-  modelNames: ReadonlySet<string>,
-  out: Collector,
-): TypeExpr | null {
+function parseFieldType(value: unknown, path: YamlPath, context: ModelContext): TypeExpr | null {
+  const { yaml, modelNames, out } = context;
   if (typeof value === 'string') {
     const parsed = parseTypeExpr(value, modelNames);
     if (!parsed.ok) {
@@ -630,17 +856,11 @@ function parseFieldType(
   }
   if (Array.isArray(value)) {
     // A YAML list is an array whose elements are the union of the listed types: [string] is string[].
-    if (value.length === 0) {
-      out.error(
-        'invalid_type_expression',
-        'an empty list is not a type: list the element type(s), as in [string]',
-        path,
-      );
-      return null;
-    }
+    // An empty list says only "a list" (the de-facto format writes `field: []`): a list of anything.
+    if (value.length === 0) return { kind: 'array', element: { kind: 'primitive', name: 'any' } };
     const members: TypeExpr[] = [];
     value.forEach((item, index) => {
-      const member = parseFieldType(yaml, item, [...path, index], modelNames, out);
+      const member = parseFieldType(item, [...path, index], context);
       if (member !== null) members.push(member);
     });
     if (members.length !== value.length) return null;
@@ -648,10 +868,42 @@ function parseFieldType(
     return { kind: 'array', element };
   }
   if (isRecord(value)) {
-    const object = parseObjectFields(yaml, value, path, modelNames, out, false);
-    return { kind: 'object', fields: object.fields, stringIndex: object.stringIndex };
+    const parents = parentsOf(value['__extends'], [...path, '__extends'], null, context);
+    const fields = parseObjectFields(value, path, context);
+    const object = { kind: 'object' as const, fields: fields.fields, stringIndex: fields.stringIndex };
+    if (parents.length > 0) context.nested.push({ object, parents, path });
+    return object;
   }
   return null;
+}
+
+/** Merges the parents' fields into inline objects with `__extends`: the parents' first, own fields winning. */
+function resolveNestedExtends(nested: readonly NestedExtends[], models: readonly ModelConfig[], out: Collector): void {
+  const byName = new Map(models.map((model) => [model.name, model]));
+  for (const { object, parents, path } of nested) {
+    const inherited = new Map<string, FieldConfig>();
+    let stringIndex: TypeExpr | null = null;
+    for (const name of parents) {
+      const parent = byName.get(name);
+      if (parent === undefined) continue;
+      for (const field of parent.fields) {
+        const existing = inherited.get(field.name);
+        const declared = object.fields.some((own) => own.name === field.name);
+        if (existing !== undefined && !declared && JSON.stringify(existing) !== JSON.stringify(field)) {
+          out.error(
+            'conflicting_inherited_field',
+            `field '${field.name}' is inherited from two parents with different types; declare it here to choose`,
+            [...path, '__extends'],
+          );
+        }
+        if (existing === undefined) inherited.set(field.name, field);
+      }
+      stringIndex ??= parent.stringIndex;
+    }
+    const own = new Set(object.fields.map((field) => field.name));
+    object.fields = [...[...inherited.values()].filter((field) => !own.has(field.name)), ...object.fields];
+    object.stringIndex ??= stringIndex;
+  }
 }
 
 /** Flattens `__extends` (parents in order, then own fields, own winning) and reports cycles and conflicts. */

@@ -69,4 +69,49 @@ describe('the built-in routes and the OpenAPI of generated endpoints', () => {
     ]);
     expect(String(operations[0]?.operation['description'])).toMatch(/github.*\n.*gitlab/);
   });
+
+  it("types an action's input and output as written (a list, a primitive, a union) and tags an endpoint with its group", () => {
+    const compiled = compileConfig(
+      [
+        'integrations:',
+        '  crm:',
+        '    syncs:',
+        '      contacts:',
+        '        description: d',
+        '        output: A',
+        '        endpoint: { path: /contacts, group: Contacts }',
+        '        sync_type: full',
+        '    actions:',
+        '      remove:',
+        '        description: d',
+        '        input: B[]',
+        '        output: boolean',
+        '        endpoint: /contacts/remove',
+        '      find:',
+        '        description: d',
+        '        input: string',
+        '        output: A | null',
+        '        endpoint: { method: GET, path: /contacts/find, group: Contacts }',
+        'models:',
+        '  A:',
+        '    id: string',
+        '  B:',
+        '    id: string',
+      ].join('\n'),
+    );
+    if (!compiled.config) throw new Error(JSON.stringify(compiled.problems));
+    const operations = new Map(generatedOperations(compiled.config).map((o) => [`${o.method} ${o.path}`, o.operation]));
+    const schemaOf = (key: string) =>
+      (operations.get(key)?.['responses'] as Record<string, { content: Record<string, { schema: unknown }> }>)['200']
+        ?.content['application/json']?.schema;
+    expect(operations.get('GET /contacts')?.['tags']).toEqual(['Contacts']);
+    expect(operations.get('GET /contacts/find')?.['tags']).toEqual(['Contacts']);
+    expect(operations.get('POST /contacts/remove')?.['tags']).toEqual(['generated']);
+    expect(schemaOf('POST /contacts/remove')).toEqual({ type: 'boolean' });
+    expect(operations.get('POST /contacts/remove')?.['requestBody']).toEqual({
+      required: false,
+      content: { 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/B' } } } },
+    });
+    expect(schemaOf('GET /contacts/find')).toEqual({ anyOf: [{ $ref: '#/components/schemas/A' }, { type: 'null' }] });
+  });
 });
