@@ -76,7 +76,8 @@ export const BUNDLE_OPTIONS = {
  */
 const RUNTIME_TYPES = join(PACKAGE_ROOT, 'src', 'runtime', 'public.ts');
 
-interface Script {
+/** A script of the project: which sync or action, and its file. */
+export interface Script {
   integration: string;
   kind: ScriptKind;
   name: string;
@@ -186,7 +187,8 @@ async function orphanScripts(
   return problems;
 }
 
-function typeCheck(paths: ProjectPaths, scripts: readonly Script[]): ProjectProblem[] {
+/** One TypeScript program over models.ts and the scripts (and what they import), with the scripts' options. */
+export function typeCheck(paths: ProjectPaths, scripts: readonly Pick<Script, 'file'>[]): ProjectProblem[] {
   const { options, errors } = ts.convertCompilerOptionsFromJson(SCRIPT_COMPILER_OPTIONS, paths.folder);
   if (errors.length > 0) throw new Error(ts.flattenDiagnosticMessageText(errors[0]?.messageText, '\n'));
   const program = ts.createProgram({
@@ -222,7 +224,11 @@ function isBuildFailure(error: unknown): error is BuildFailure {
   return error instanceof Error && 'errors' in error && Array.isArray(error.errors);
 }
 
-async function bundle(paths: ProjectPaths, script: Script): Promise<{ code: string } | { problems: ProjectProblem[] }> {
+/** The script's bundle (BUNDLE_OPTIONS), or what esbuild refused. */
+export async function bundle(
+  paths: ProjectPaths,
+  script: Pick<Script, 'file'>,
+): Promise<{ code: string } | { problems: ProjectProblem[] }> {
   const problem = (message: string, location: Location | null): ProjectProblem => ({
     severity: 'error',
     code: 'bundle_failed',

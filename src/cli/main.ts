@@ -29,6 +29,7 @@ Commands:
   test        run scripts against recorded responses and compare their records with snapshots
   environments  list, create, rename, delete environments and rotate their keys (service admin key)
   replay      replay a run of the service step by step with the local script; tell where it diverges
+  import      convert a project of the de-facto format (nango-integrations/) into service-integrations/
 
 Options:
   -h, --help     help of a command: service compile --help
@@ -235,6 +236,34 @@ Examples:
       'http://127.0.0.1:3003/sync/runs?provider_config_key=github&limit=1' | jq -r '.runs[0].run_id')"
   npx service replay 'action:3f0c…:github:user-42:create-issue:1b9a…' --json | jq '.divergence'
 `;
+HELP['import'] = `service import: convert a project of the de-facto format into service-integrations/.
+
+Usage: service import <folder> [--force] [--root <dir>]
+
+<folder> holds nango.yaml (the nango-integrations/ folder), or holds nango-integrations/.
+What it does (docs/migrating.md walks through it):
+  1. nango.yaml becomes service-integrations/service.yaml, byte for byte except: a sync without
+     sync_type gets 'sync_type: full' (that format's default), 'version:' lines go, and
+     'webhook-subscriptions' is spelled 'webhook_subscriptions'. Each edit is printed with its line.
+  2. each integration's folder is copied to the same place under service-integrations/ (syncs/,
+     actions/, helpers, mappers, types.ts, schema.zod.ts, tests, mocks). In every .ts file the helper
+     types imported from the models file get this service's names: NangoSync → ServiceSync,
+     NangoAction → ServiceAction. Scripts of the older layout (beside nango.yaml) move into
+     <integration>/syncs|actions/ with their relative imports rewritten.
+  3. models.ts, tsconfig.json and .gitignore are written; then 'service compile' runs.
+It prints every change, then every construct it could not convert (file:line:column) and what
+'service compile' refused, and exits 1 when there is any. Nothing is deployed.
+service-integrations/ must be empty or absent: with --force import writes into it anyway and lists
+every file it replaced. Not copied: the source's generated models.ts, .nango/, dist/, node_modules/, .env.
+
+Options:
+  --force       write into a non-empty service-integrations/ (replaced files are listed)
+${ROOT_OPTION}
+
+Examples:
+  npx service import ../my-app/nango-integrations
+  npx service import ../my-app --root . && npx service deploy --dry-run
+`;
 const ALIASES: Record<string, string> = { check: 'validate' };
 
 function version(): string {
@@ -268,6 +297,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         update: { type: 'boolean', short: 'u' },
         json: { type: 'boolean' },
         database: { type: 'boolean' },
+        force: { type: 'boolean' },
       },
     });
   } catch (error) {
@@ -292,7 +322,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return values.help === true ? 0 : 2;
     }
     io.err(
-      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test, replay, environments.\nRun 'service --help' for usage.\n`,
+      `service: unknown command '${given}'. Commands: init, generate, compile, validate, deploy, dryrun, test, replay, import, environments.\nRun 'service --help' for usage.\n`,
     );
     return 2;
   }
@@ -321,7 +351,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.err(`service replay: give the run id (run_id of GET /sync/runs). Run 'service replay --help'.\n`);
     return 2;
   }
-  if (command !== 'dryrun' && command !== 'replay' && extra.length > 0) {
+  if (command === 'import' && extra.length !== 1) {
+    io.err(`service import: give the folder that holds nango.yaml. Run 'service import --help'.\n`);
+    return 2;
+  }
+  if (command !== 'dryrun' && command !== 'replay' && command !== 'import' && extra.length > 0) {
     io.err(`service ${command}: unexpected argument '${extra[0]}'. Run 'service ${command} --help'.\n`);
     return 2;
   }
@@ -379,6 +413,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case 'replay': {
         const { replay } = await import('./replay.js');
         return await replay({ root, env: values.env, runId: extra[0] ?? '', json: values.json === true }, io);
+      }
+      case 'import': {
+        const { importCommand } = await import('./import.js');
+        return await importCommand({ from: resolve(io.cwd, extra[0] ?? '.'), root, force: values.force === true }, io);
       }
       case 'test': {
         const { runScriptTests } = await import('./scriptTests.js');
