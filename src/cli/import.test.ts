@@ -3,7 +3,17 @@
  * for the de-facto product), the older layout with scripts beside nango.yaml, a target that is not
  * empty, and constructs it cannot convert. test/cli/import.test.ts deploys and runs the result.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +37,14 @@ function temp(): string {
 function write(root: string, path: string, content: string): void {
   mkdirSync(dirname(join(root, path)), { recursive: true });
   writeFileSync(join(root, path), content);
+}
+
+/** Every file below `folder`, relative, sorted. */
+function listAll(folder: string): string[] {
+  return readdirSync(folder, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(folder.length + 1))
+    .sort();
 }
 
 const read = (root: string, path: string): string => readFileSync(join(root, path), 'utf8');
@@ -137,6 +155,48 @@ describe('service import', () => {
     expect(read(dir, 'service-integrations/shared/mapper.ts')).toBe(read(source, 'shared/mapper.ts'));
     expect(existsSync(join(dir, 'service-integrations/shared/unused.ts'))).toBe(false);
     expect(result.scripts.map((s) => `${s.integration}/${s.kind}/${s.name}`)).toEqual(['crm/sync/contacts']);
+  });
+
+  it('writes nothing outside service-integrations/ whatever nango.yaml names, and follows no link out of the project', async () => {
+    const dir = temp();
+    const source = join(dir, 'nango-integrations');
+    write(
+      source,
+      'nango.yaml',
+      [
+        'integrations:',
+        '  crm:',
+        '    syncs:',
+        "      '../../../../escaped':",
+        '        description: d',
+        '        output: Contact',
+        '        endpoint: GET /contacts',
+        '        sync_type: full',
+        "  '../outside':",
+        '    syncs: {}',
+        'models:',
+        '  Contact:',
+        '    id: string',
+        '',
+      ].join('\n'),
+    );
+    write(dir, 'escaped.ts', 'export default async function f(): Promise<void> {}\n');
+    write(dir, 'outside/secret.ts', 'export const secret = 1;\n');
+    write(dir, 'private.txt', "not the project's\n");
+    write(source, 'common/shared.ts', 'export const shared = 1;\n');
+    symlinkSync(join(dir, 'private.txt'), join(source, 'crm-link.txt'));
+    mkdirSync(join(source, 'crm'));
+    symlinkSync(join(dir, 'private.txt'), join(source, 'crm', 'private.txt'));
+    symlinkSync(join(source, 'common'), join(source, 'crm', 'common'));
+    const root = join(dir, 'app');
+    const result = await importProject({ from: source, root, compile: false });
+    const written = listAll(join(root, 'service-integrations'));
+    expect(written).toEqual(['.gitignore', 'crm/common/shared.ts', 'service.yaml', 'tsconfig.json']);
+    expect(result.notes).toContain(`not copied: crm/private.txt, a symbolic link to something outside ${source}`);
+    expect(result.problems.map((p) => `${p.line}:${p.column} ${p.code}`)).toEqual([
+      '4:7 invalid_name',
+      '9:3 invalid_name',
+    ]);
   });
 
   it('lists every construct it could not convert with file:line:column, and exits 1', async () => {

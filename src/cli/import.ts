@@ -16,8 +16,8 @@
  * node_modules/, .env) are not copied.
  */
 import { existsSync, statSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
 import { compileConfig, generateModels, type ServiceConfig } from '../config/index.js';
 import { formatPath } from '../config/problems.js';
@@ -93,19 +93,48 @@ export function findSourceFolder(from: string): string | null {
   return null;
 }
 
-async function listFiles(folder: string): Promise<string[]> {
-  const out: string[] = [];
+/**
+ * The files under `folder`, by the path they have there. Symbolic links are followed when they lead to
+ * a file or folder inside `root` (the source project), once each; the others are returned apart, never
+ * read: a project's link to /etc or to a home folder is not the project's to copy.
+ */
+async function listFiles(folder: string, root: string): Promise<{ files: string[]; outside: string[] }> {
+  const files: string[] = [];
+  const outside: string[] = [];
+  const realRoot = await realpath(root);
+  const seen = new Set<string>();
   const walk = async (dir: string): Promise<void> => {
+    const real = await realpath(dir);
+    if (seen.has(real)) return;
+    seen.add(real);
     for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
       if (isSkipped(entry.name)) continue;
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) await walk(path);
-      else if (entry.isFile() || entry.isSymbolicLink()) out.push(path);
+      let kind: 'dir' | 'file' | null = entry.isDirectory() ? 'dir' : entry.isFile() ? 'file' : null;
+      if (entry.isSymbolicLink()) {
+        const target = await realpath(path).catch(() => null);
+        if (target === null || !isInside(realRoot, target)) {
+          outside.push(path);
+          continue;
+        }
+        kind = statSync(target).isDirectory() ? 'dir' : 'file';
+      }
+      if (kind === 'dir') await walk(path);
+      else if (kind === 'file') files.push(path);
     }
   };
   if (existsSync(folder)) await walk(folder);
-  return out;
+  return { files, outside };
 }
+
+/** True when `path` is `folder` or below it. */
+function isInside(folder: string, path: string): boolean {
+  const inside = relative(folder, path);
+  return inside === '' || (!inside.startsWith('..') && !isAbsolute(inside));
+}
+
+/** A name from nango.yaml that can be a folder or file name here: no separators, not `.` or `..`. */
+const isPlainName = (name: string): boolean => /^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name) && !name.includes('..');
 
 /** The names the generated models.ts exports: its models and the helper types it re-exports. */
 export function modelsExportsOf(modelsText: string): Set<string> {
@@ -172,6 +201,8 @@ export async function importProject(options: ImportOptions): Promise<ImportResul
   }
 
   const write = async (file: string, content: string | Buffer): Promise<void> => {
+    // Every path written is built from names of nango.yaml and the source's files: never outside.
+    if (!isInside(paths.folder, file)) throw new Error(`refusing to write ${file}: it is outside ${paths.folder}`);
     if (existsSync(file)) {
       const before = await readFile(file);
       if (!before.equals(Buffer.from(content))) result.overwritten.push(display(file));
@@ -213,12 +244,18 @@ export async function importProject(options: ImportOptions): Promise<ImportResul
   if (modelsText === null) for (const name of declaredModelNames(yamlText)) modelsExports.add(name);
 
   // 2. What goes where: every file of each integration's folder, scripts of the older layouts moved.
-  const integrationIds = integrationIdsOf(yamlText);
+  const integrationIds = integrationIdsOf(yamlText).filter(isPlainName);
   const moves = new Map<string, string>();
   for (const id of integrationIds) {
-    for (const file of await listFiles(join(source, id))) moves.set(file, join(paths.folder, relative(source, file)));
+    const { files, outside } = await listFiles(join(source, id), source);
+    for (const file of files) moves.set(file, join(paths.folder, relative(source, file)));
+    for (const link of outside) {
+      result.notes.push(`not copied: ${relative(source, link)}, a symbolic link to something outside ${source}`);
+    }
   }
-  const declared = declaredScriptsOf(yamlText);
+  const declared = declaredScriptsOf(yamlText).filter(
+    (script) => isPlainName(script.integration) && isPlainName(script.name),
+  );
   for (const script of declared) {
     const target = join(paths.folder, script.integration, script.folder, `${script.name}.ts`);
     const nested = join(source, script.integration, script.folder, `${script.name}.ts`);
@@ -255,9 +292,8 @@ export async function importProject(options: ImportOptions): Promise<ImportResul
     for (const specifier of relativeImports(text)) {
       const target = resolveImport(file, specifier);
       if (target === null || moves.has(target) || target.replace(/\.ts$/, '') === sourceModels) continue;
-      const inside = relative(source, target);
-      if (inside.startsWith('..')) continue;
-      moves.set(target, join(paths.folder, inside));
+      if (!isInside(source, target) || !isInside(await realpath(source), await realpath(target))) continue;
+      moves.set(target, join(paths.folder, relative(source, target)));
       if (CODE_FILE.test(target)) pending.push(target);
     }
   }

@@ -83,6 +83,14 @@ models:
     ]);
   });
 
+  it('keeps Windows line endings', () => {
+    const crlf =
+      'integrations:\r\n  a:\r\n    syncs:\r\n      s:\r\n        output: M\r\n        version: 2\r\n        endpoint: /m\r\n';
+    expect(convertConfigText(crlf).text).toBe(
+      "integrations:\r\n  a:\r\n    syncs:\r\n      s:\r\n        sync_type: full # added by service import: the de-facto format's default\r\n        output: M\r\n        endpoint: /m\r\n",
+    );
+  });
+
   it('leaves a file that needs nothing, one that does not parse, and flow mappings as they are', () => {
     const clean = 'integrations:\n  a:\n    syncs:\n      s:\n        sync_type: incremental\n        output: M\n';
     expect(convertConfigText(clean)).toEqual({ text: clean, edits: [] });

@@ -70,6 +70,7 @@ export function convertConfigText(source: string): ConvertedConfig {
   const lineOf = (offset: number): number => lineCounter.linePos(offset).line;
   const edits: (TextEdit & ConfigEdit)[] = [];
   if (doc.errors.length > 0) return { text: source, edits: [] };
+  const newline = source.includes('\r\n') ? '\r\n' : '\n';
 
   const integrations = pairsOf(doc.contents).find(([key]) => key === 'integrations')?.[1].value;
   for (const [integrationId, integration] of pairsOf(integrations)) {
@@ -115,7 +116,7 @@ export function convertConfigText(source: string): ConvertedConfig {
           edits.push({
             start,
             end: start,
-            insert: `${indent}sync_type: full ${SYNC_TYPE_COMMENT}\n`,
+            insert: `${indent}sync_type: full ${SYNC_TYPE_COMMENT}${newline}`,
             line: lineOf(keyStart),
             message: `${where}: added 'sync_type: full' (the de-facto format's default when it is left out; SPEC.md requires it)`,
           });
