@@ -194,6 +194,10 @@ describe('input and output: model lists and other types where the format allows 
             input: string
             output: boolean
             endpoint: DELETE /r
+          ping:
+            description: d
+            output: void
+            endpoint: POST /ping
           find:
             description: d
             input: R
@@ -235,6 +239,7 @@ describe('input and output: model lists and other types where the format allows 
       ],
     });
     expect(actionOutputType(action(config, 'status'))).toMatchObject({ kind: 'union' });
+    expect(actionOutputType(action(config, 'ping'))).toEqual({ kind: 'primitive', name: 'undefined' });
     expect(sync(config, 's').inputType).toMatchObject({ kind: 'union' });
   });
 

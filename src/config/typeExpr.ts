@@ -4,7 +4,7 @@
  * members that are neither a known type nor a model are literal strings, and model references.
  * Decisions on top (docs/configuration.md): number and boolean literals, quoted string literals,
  * parentheses for arrays of unions, and the de-facto format's type aliases in any case (`String`,
- * `float`, `varchar`, `array`).
+ * `float`, `varchar`, `array`, `void`).
  */
 import { closest } from './problems.js';
 import type { PrimitiveType, TypeExpr } from './types.js';
@@ -40,6 +40,8 @@ const CASE_INSENSITIVE_TYPES: ReadonlyMap<string, TypeExpr> = new Map<string, Ty
   ['float', { kind: 'primitive', name: 'number' }],
   ['varchar', { kind: 'primitive', name: 'string' }],
   ['array', { kind: 'array', element: { kind: 'primitive', name: 'any' } }],
+  // An action that returns nothing says `output: void`; JSON has no void, so it is what is returned: nothing.
+  ['void', { kind: 'primitive', name: 'undefined' }],
 ]);
 
 export type TypeExprResult =

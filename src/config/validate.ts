@@ -8,7 +8,6 @@
 import type { z } from 'zod';
 import { ENDPOINT_FORM, endpointHint, parseEndpoint, type DefaultMethod } from './endpoint.js';
 import { checkGeneratedEndpoints } from './generatedEndpoints.js';
-import { MODELS_TYPE_EXPORTS, MODELS_VALUE_EXPORTS } from './generateModels.js';
 import { loadYaml, type LoadedYaml } from './load.js';
 import { closest, didYouMean, type ConfigProblem, type ProblemCode, type YamlPath } from './problems.js';
 import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
@@ -55,8 +54,9 @@ const RESERVED_MODEL_NAMES = new Set([
   ...KNOWN_TYPES.keys(),
   'true',
   'false',
-  ...MODELS_TYPE_EXPORTS,
-  ...MODELS_VALUE_EXPORTS,
+  'ServiceSync',
+  'ServiceAction',
+  'ActionError',
   'Array',
   'Record',
   'Promise',
