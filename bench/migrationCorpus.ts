@@ -87,7 +87,9 @@ async function copyResolved(from: string, to: string, collection: string): Promi
     return;
   }
   await mkdir(dirname(to), { recursive: true });
-  await cp(real, to);
+  // A symbolic link of the collection (a sandbox's `types.ts -> ../bill/types.ts`) is copied as its file:
+  // the sibling it points to is not part of this integration's temporary project.
+  await cp(real, to, { dereference: true });
 }
 
 /** The integrations of a folder: itself when it holds nango.yaml, else each sub-folder that does. */

@@ -89,6 +89,13 @@ export default async function fetchData(nango: ServiceSync): Promise<void> {
     expect(result.movedImports).toBe(3);
   });
 
+  it("points an import of the format's other generated models file, .nango/schema, at models.ts", () => {
+    const source = `import type { Contact } from './../../.nango/schema.js';\nexport type Row = Contact;\n`;
+    const result = rewrite(source);
+    expect(result.text).toBe(`import type { Contact } from '../../models.js';\nexport type Row = Contact;\n`);
+    expect(result.problems).toEqual([]);
+  });
+
   it('reports an import that leaves the project folder', () => {
     const result = rewrite(
       `import { shared } from '../../../shared/util';\nexport default async function f(): Promise<void> { shared(); }\n`,

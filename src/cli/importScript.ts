@@ -2,11 +2,12 @@
  * One TypeScript file of a project in the de-facto format, rewritten for service-integrations/ by
  * `service import`: the helper types it imports from the generated models file get this service's
  * names (`NangoSync` → `ServiceSync`, `NangoAction` → `ServiceAction`, any `Nango<X>` whose
- * `Service<X>` models.ts exports), and relative imports are rewritten when the file moves (the older
- * layout kept scripts beside nango.yaml). Everything else is left as written. Pure: text in, text and
+ * `Service<X>` models.ts exports), imports of the models the format generates (`models.ts`, and
+ * `.nango/schema.ts` in its later versions) point at models.ts, and relative imports are rewritten
+ * when the file moves (the older layout kept scripts beside nango.yaml). Everything else is left as written. Pure: text in, text and
  * what changed out; names models.ts does not export are reported, not guessed.
  */
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
 export interface ScriptRewriteInput {
@@ -97,7 +98,10 @@ export function rewriteScript(input: ScriptRewriteInput): ScriptRewrite {
     if (!specifier.startsWith('.')) return;
     const target = resolve(dirname(input.from), specifier);
     const extension = /\.(?:[cm]?js|ts)$/.exec(specifier)?.[0] ?? '';
-    const isModels = withoutExtension(target) === input.sourceModels;
+    // The format's later versions also generate the models as .nango/schema.ts beside nango.yaml.
+    const isModels =
+      withoutExtension(target) === input.sourceModels ||
+      withoutExtension(target) === join(input.sourceRoot, '.nango', 'schema');
     const inside = relative(input.sourceRoot, target);
     if (!isModels && (inside.startsWith('..') || isAbsolute(inside))) {
       problems.push({
