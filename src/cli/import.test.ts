@@ -185,13 +185,16 @@ describe('service import', () => {
     write(dir, 'private.txt', "not the project's\n");
     write(source, 'common/shared.ts', 'export const shared = 1;\n');
     symlinkSync(join(dir, 'private.txt'), join(source, 'crm-link.txt'));
-    mkdirSync(join(source, 'crm'));
+    mkdirSync(join(source, 'crm', 'syncs'), { recursive: true });
     symlinkSync(join(dir, 'private.txt'), join(source, 'crm', 'private.txt'));
+    write(source, '.nango/schema.ts', 'export interface Contact { id: string }\n');
+    write(source, 'crm/types.ts', "import type { Contact } from '../.nango/schema.js';\nexport type Row = Contact;\n");
     symlinkSync(join(source, 'common'), join(source, 'crm', 'common'));
     const root = join(dir, 'app');
     const result = await importProject({ from: source, root, compile: false });
     const written = listAll(join(root, 'service-integrations'));
-    expect(written).toEqual(['.gitignore', 'crm/common/shared.ts', 'service.yaml', 'tsconfig.json']);
+    expect(written).toEqual(['.gitignore', 'crm/common/shared.ts', 'crm/types.ts', 'service.yaml', 'tsconfig.json']);
+    expect(read(root, 'service-integrations/crm/types.ts')).toContain("from '../models.js'");
     expect(result.notes).toContain(`not copied: crm/private.txt, a symbolic link to something outside ${source}`);
     expect(result.problems.map((p) => `${p.line}:${p.column} ${p.code}`)).toEqual([
       '4:7 invalid_name',

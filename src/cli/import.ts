@@ -276,6 +276,17 @@ export async function importProject(options: ImportOptions): Promise<ImportResul
       });
       continue;
     }
+    if (found === nested && !moves.has(nested)) {
+      result.problems.push({
+        severity: 'error',
+        code: 'script_not_found',
+        message: `the ${script.kind} script ${relative(source, nested)} is a symbolic link to something outside ${source}: copy the file itself into the project`,
+        file: display(target),
+        line: 0,
+        column: 0,
+      });
+      continue;
+    }
     if (found !== nested) {
       moves.set(found, target);
       result.changes.push(`moved ${relative(source, found)} → ${display(target)} (the layout scripts have here)`);
@@ -286,12 +297,15 @@ export async function importProject(options: ImportOptions): Promise<ImportResul
   // 3. Root files the scripts import (shared helpers) come along, at the same relative place.
   const pending = [...moves.keys()].filter((file) => CODE_FILE.test(file));
   const sourceModels = join(source, 'models');
+  // The models the format generates (models.ts, .nango/schema.ts): imports of them point at models.ts.
+  const generatedModels = new Set([sourceModels, join(source, '.nango', 'schema')]);
   while (pending.length > 0) {
     const file = pending.pop() ?? '';
     const text = await readFile(file, 'utf8');
     for (const specifier of relativeImports(text)) {
       const target = resolveImport(file, specifier);
-      if (target === null || moves.has(target) || target.replace(/\.ts$/, '') === sourceModels) continue;
+      if (target === null || moves.has(target) || generatedModels.has(target.replace(/\.ts$/, ''))) continue;
+      if (relative(source, target).split(sep).some(isSkipped)) continue;
       if (!isInside(source, target) || !isInside(await realpath(source), await realpath(target))) continue;
       moves.set(target, join(paths.folder, relative(source, target)));
       if (CODE_FILE.test(target)) pending.push(target);
