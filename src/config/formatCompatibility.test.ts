@@ -172,6 +172,25 @@ describe('__extends with several parents written as one string', () => {
   });
 });
 
+describe('__extends in an inline object that holds itself', () => {
+  it.each([
+    [
+      'the model holding it',
+      'A:\n    id: string\n    x:\n      __extends: A\n      y: string',
+      ['6:18 error circular_extends'],
+    ],
+    [
+      'two models through each other',
+      'A:\n    x:\n      __extends: B\n  B:\n    y:\n      __extends: A',
+      ['8:18 error circular_extends'],
+    ],
+  ])('is circular_extends when it extends %s (its type would contain itself)', (_what, models, expected) => {
+    const result = compileConfig(`integrations: {}\nmodels:\n  ${models}\n`);
+    expect(result.problems.map(where)).toEqual(expected);
+    expect(result.config).toBeNull();
+  });
+});
+
 describe('input and output: model lists and other types where the format allows them', () => {
   const text = `
     integrations:

@@ -877,6 +877,26 @@ function parseFieldType(value: unknown, path: YamlPath, context: ModelContext): 
   return null;
 }
 
+/** True when `type` is or contains the very object `target` (walked by identity, each object once). */
+function holds(type: TypeExpr, target: TypeExpr, seen = new Set<TypeExpr>()): boolean {
+  if (type === target) return true;
+  if (seen.has(type)) return false;
+  seen.add(type);
+  switch (type.kind) {
+    case 'array':
+      return holds(type.element, target, seen);
+    case 'union':
+      return type.members.some((member) => holds(member, target, seen));
+    case 'object':
+      return (
+        type.fields.some((field) => holds(field.type, target, seen)) ||
+        (type.stringIndex !== null && holds(type.stringIndex, target, seen))
+      );
+    default:
+      return false;
+  }
+}
+
 /** Merges the parents' fields into inline objects with `__extends`: the parents' first, own fields winning. */
 function resolveNestedExtends(nested: readonly NestedExtends[], models: readonly ModelConfig[], out: Collector): void {
   const byName = new Map(models.map((model) => [model.name, model]));
@@ -886,6 +906,16 @@ function resolveNestedExtends(nested: readonly NestedExtends[], models: readonly
     for (const name of parents) {
       const parent = byName.get(name);
       if (parent === undefined) continue;
+      // An inline object that extends a model holding it (`A: { x: { __extends: A } }`) would contain
+      // itself: a type without end, which models.ts and the manifest cannot write.
+      if (parent.fields.some((field) => holds(field.type, object))) {
+        out.error(
+          'circular_extends',
+          `this object extends '${name}', which holds it: its type would contain itself; name the shape as a model and refer to it instead`,
+          [...path, '__extends'],
+        );
+        continue;
+      }
       for (const field of parent.fields) {
         const existing = inherited.get(field.name);
         const declared = object.fields.some((own) => own.name === field.name);
