@@ -48,6 +48,17 @@ const ATOMS: unknown[] = [
   { id: 'string' },
   { __extends: 'GithubIssue' },
   { __string: 'number', 'x?': 'string' },
+  // The de-facto format's forms (issue 30): parents in one string, inline objects extending a model
+  // (possibly one that holds them), endpoint mappings and bare paths, type expressions as input/output.
+  'GithubRecord, GithubIssue',
+  { __extends: 'GithubRecord', y: 'string' },
+  { __extends: 'GithubIssue,GithubRecord' },
+  { method: 'GET', path: '/x', group: 'g' },
+  { path: 'x' },
+  '/bare',
+  'GithubIssue[] | null',
+  'every half hour',
+  'a, b',
 ];
 const KEYS = [
   'id',
@@ -60,6 +71,9 @@ const KEYS = [
   'runs',
   'auto_starts',
   'sync_type',
+  'version',
+  'webhook-subscriptions',
+  'on-events',
   'x y',
   '',
 ];
