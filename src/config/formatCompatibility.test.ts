@@ -184,6 +184,21 @@ describe('__extends in an inline object that holds itself', () => {
       'A:\n    x:\n      __extends: B\n  B:\n    y:\n      __extends: A',
       ['8:18 error circular_extends'],
     ],
+    [
+      'the model whose other keys it types (__string)',
+      'A:\n    id: string\n    __string:\n      __extends: A',
+      ['6:18 error circular_extends'],
+    ],
+    [
+      'the model whose other keys are lists of it',
+      'A:\n    id: string\n    __string:\n      - __extends: A',
+      ['6:20 error circular_extends'],
+    ],
+    [
+      'a model that inherits the __string holding it',
+      'A:\n    __extends: B\n    id: string\n  B:\n    __string:\n      __extends: A',
+      ['8:18 error circular_extends'],
+    ],
   ])('is circular_extends when it extends %s (its type would contain itself)', (_what, models, expected) => {
     const result = compileConfig(`integrations: {}\nmodels:\n  ${models}\n`);
     expect(result.problems.map(where)).toEqual(expected);

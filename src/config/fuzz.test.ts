@@ -53,6 +53,7 @@ const ATOMS: unknown[] = [
   'GithubRecord, GithubIssue',
   { __extends: 'GithubRecord', y: 'string' },
   { __extends: 'GithubIssue,GithubRecord' },
+  { __string: { __extends: 'GithubIssue' } },
   { method: 'GET', path: '/x', group: 'g' },
   { path: 'x' },
   '/bare',

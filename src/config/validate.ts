@@ -906,9 +906,11 @@ function resolveNestedExtends(nested: readonly NestedExtends[], models: readonly
     for (const name of parents) {
       const parent = byName.get(name);
       if (parent === undefined) continue;
-      // An inline object that extends a model holding it (`A: { x: { __extends: A } }`) would contain
-      // itself: a type without end, which models.ts and the manifest cannot write.
-      if (parent.fields.some((field) => holds(field.type, object))) {
+      // An inline object that extends a model holding it (`A: { x: { __extends: A } }`, or as the
+      // type of its other keys, `A: { __string: { __extends: A } }`) would contain itself: a type
+      // without end, which models.ts and the manifest cannot write.
+      const parentType: TypeExpr = { kind: 'object', fields: parent.fields, stringIndex: parent.stringIndex };
+      if (holds(parentType, object)) {
         out.error(
           'circular_extends',
           `this object extends '${name}', which holds it: its type would contain itself; name the shape as a model and refer to it instead`,
