@@ -3,7 +3,7 @@
  * YAML syntax errors (including duplicate keys) become problems; the rest of the pipeline runs on the
  * value only when the text parsed.
  */
-import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, visit } from 'yaml';
 import type { Document, Node } from 'yaml';
 import type { ConfigProblem, YamlPath } from './problems.js';
 
@@ -24,32 +24,48 @@ interface Located {
 
 export function loadYaml(text: string): LoadedYaml {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false, strict: true });
+  // uniqueKeys: false because yaml compares each key with every earlier key of its mapping (20,000 keys:
+  // 28 s); duplicateKeys finds the same duplicates in one pass.
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: false, prettyErrors: false, strict: true });
   const position = (offset: number) => {
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };
   };
 
-  const problems: ConfigProblem[] = doc.errors.map((error) => {
-    const { line, column } = position(error.pos[0]);
-    const duplicate = error.code === 'DUPLICATE_KEY';
-    return {
+  const problems: ConfigProblem[] = doc.errors.map((error) => ({
+    severity: 'error',
+    code: 'yaml_syntax',
+    message: firstLine(error.message),
+    path: [],
+    ...position(error.pos[0]),
+  }));
+  for (const offset of duplicateKeys(doc)) {
+    problems.push({
       severity: 'error',
-      code: duplicate ? 'duplicate_key' : 'yaml_syntax',
-      message: firstLine(error.message),
+      code: 'duplicate_key',
+      message: 'Map keys must be unique',
       path: [],
-      line,
-      column,
-    };
-  });
+      ...position(offset),
+    });
+  }
 
   const walk = (path: YamlPath): Located & { depth: number } => walkPath(doc, path);
 
   let value: unknown;
+  const aliasProblem = problems.length === 0 ? checkAliases(doc) : null;
+  if (aliasProblem !== null) {
+    problems.push({
+      severity: 'error',
+      code: 'yaml_syntax',
+      message: aliasProblem.message,
+      path: [],
+      ...(aliasProblem.offset === undefined ? { line: 1, column: 1 } : position(aliasProblem.offset)),
+    });
+  }
   if (problems.length === 0) {
     try {
-      // maxAliasCount guards against alias bombs ("billion laughs").
-      value = doc.toJS({ maxAliasCount: 100 });
+      // checkAliases bounded what the aliases repeat; yaml's own count stays as a second guard.
+      value = doc.toJS({ maxAliasCount: MAX_ALIAS_VALUES });
     } catch (error) {
       problems.push({
         severity: 'error',
@@ -79,6 +95,92 @@ export function loadYaml(text: string): LoadedYaml {
       );
     },
   };
+}
+
+/**
+ * Where a key repeats one earlier in its mapping, as yaml's uniqueKeys would say (two scalar keys of the
+ * same value), but with one set per mapping instead of a scan of the earlier keys per key.
+ */
+function duplicateKeys(doc: Document): number[] {
+  const offsets: number[] = [];
+  visit(doc, {
+    Map(_key, map) {
+      const seen = new Set<unknown>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const key = pair.key.value;
+        if (typeof key === 'number' && Number.isNaN(key)) continue; // NaN equals no key, not even NaN
+        if (seen.has(key)) offsets.push(pair.key.range?.[0] ?? 0);
+        seen.add(key);
+      }
+    },
+  });
+  return offsets;
+}
+
+/** At most this many aliases in one file (yaml resolves each by a scan of the file's anchors). */
+export const MAX_ALIASES = 1000;
+/** At most this many values repeated by aliases in all: an alias bomb ("billion laughs") stops here. */
+export const MAX_ALIAS_VALUES = 10_000;
+
+/**
+ * Reads the aliases of the document once, in document order, and returns the first that cannot be
+ * expanded, with why: one that names no earlier anchor, one inside the very value its anchor names
+ * (YAML allows `a: &x { b: *x }`, but that value would contain itself: no JSON, no end to any walk over
+ * it), the alias beyond MAX_ALIASES, or the one that brings the values the aliases repeat beyond
+ * MAX_ALIAS_VALUES. Linear in the size of the text: the expanded size of each anchored value is counted
+ * once, when the walk leaves it, and an alias adds that count without being walked.
+ */
+function checkAliases(doc: Document): { message: string; offset: number | undefined } | null {
+  const anchors = new Map<string, Node>(); // the latest anchor of each name, as YAML resolves an alias
+  const sizes = new Map<Node, number>(); // values in each anchored node, its aliases expanded
+  const open = new Set<Node>(); // anchored nodes the walk is inside
+  let aliases = 0;
+  let repeated = 0;
+  let found: { message: string; offset: number | undefined } | null = null;
+  const size = (node: unknown): number => {
+    if (found !== null || !isNode(node)) return 1;
+    if (isAlias(node)) {
+      const at = node.range?.[0];
+      const target = anchors.get(node.source);
+      aliases++;
+      if (target === undefined) {
+        found = { message: `the alias *${node.source} names no anchor &${node.source} before it`, offset: at };
+      } else if (open.has(target)) {
+        found = {
+          message: `the alias *${node.source} is inside the value its anchor &${node.source} names: that value would contain itself; repeat the value or move the anchor to a value that does not hold the alias`,
+          offset: at,
+        };
+      } else if (aliases > MAX_ALIASES) {
+        found = { message: `more than ${MAX_ALIASES} aliases in one file: write the values out`, offset: at };
+      } else {
+        const values = sizes.get(target) ?? 1;
+        repeated += values;
+        if (repeated > MAX_ALIAS_VALUES)
+          found = {
+            message: `the alias *${node.source} repeats ${values} values, which brings the values aliases repeat beyond ${MAX_ALIAS_VALUES} (an alias bomb?): write the values out`,
+            offset: at,
+          };
+        return values;
+      }
+      return 1;
+    }
+    if (node.anchor !== undefined) {
+      anchors.set(node.anchor, node);
+      open.add(node);
+    }
+    let values = 1;
+    if (isMap(node) || isSeq(node)) {
+      for (const item of node.items) values += isPair(item) ? size(item.key) + size(item.value) : size(item);
+    }
+    if (node.anchor !== undefined) {
+      open.delete(node);
+      sizes.set(node, values);
+    }
+    return values;
+  };
+  size(doc.contents);
+  return found;
 }
 
 function firstLine(message: string): string {

@@ -602,15 +602,78 @@ describe('YAML problems', () => {
     expect(duplicate).toMatchObject({ code: 'duplicate_key', line: 3, column: 1 });
   });
 
-  it('refuses alias bombs', () => {
-    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 0; i < 8; i++)
+  it('finds duplicate keys in a flow mapping, and none between keys of different types', () => {
+    expect(only('integrations: {}\nx: { a: 1, b: 2, a: 3 }\n')).toMatchObject({
+      code: 'duplicate_key',
+      line: 2,
+      column: 18,
+    });
+    expect(codes('integrations: {}\nx: { 1: a, "1": b, .nan: c, .nan: d }\n')).not.toContain('duplicate_key');
+  });
+
+  it('refuses alias bombs at the alias that repeats too much, before expanding them', () => {
+    const bomb = ['integrations: {}', 'a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 0; i < 8; i++) {
+      const name = String.fromCharCode(98 + i);
       bomb.push(
-        `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10)
+        `${name}: &${name} [${Array(10)
           .fill(`*${String.fromCharCode(97 + i)}`)
           .join(', ')}]`,
       );
-    expect(codes(`${bomb.join('\n')}\n`)[0]).toBe('yaml_syntax');
+    }
+    const problem = only(`${bomb.join('\n')}\n`);
+    // b repeats 10 × 11 values, c 10 × 111 (1,220 in all); d's aliases of c repeat 1,111 each: the 8th crosses 10,000.
+    expect(`${problem.line}:${problem.column} ${problem.code}`).toBe('5:36 yaml_syntax');
+    expect(problem.message).toBe(
+      'the alias *c repeats 1111 values, which brings the values aliases repeat beyond 10000 (an alias bomb?): write the values out',
+    );
+  });
+
+  it('refuses a billion laughs of doubling lists (2^40 values) at the alias that crosses the bound', () => {
+    const laughs = ['integrations: {}', 'l0: &l0 [lol, lol]'];
+    for (let i = 1; i < 40; i++) laughs.push(`l${i}: &l${i} [*l${i - 1}, *l${i - 1}]`);
+    const problem = only(`${laughs.join('\n')}\n`);
+    expect(`${problem.line}:${problem.column} ${problem.code}`).toBe('13:12 yaml_syntax');
+    expect(problem.message).toMatch(/^the alias \*l10 repeats 4095 values/);
+  });
+
+  it('refuses more than 1000 aliases at the first one beyond, and reads 1000', () => {
+    const aliases = (count: number): string => {
+      const lines = ['integrations: {}', 'models:', '  A: &a', '    id: string'];
+      for (let i = 0; i < count; i++) lines.push(`  M${i}: *a`);
+      return `${lines.join('\n')}\n`;
+    };
+    expect(compile(aliases(1000)).problems).toEqual([]);
+    const problem = only(aliases(1001));
+    expect(problem).toMatchObject({ code: 'yaml_syntax', line: 1005, column: 10 });
+    expect(problem.message).toBe('more than 1000 aliases in one file: write the values out');
+  });
+
+  it('says where an alias names no anchor before it', () => {
+    const problem = only('integrations: {}\nmodels:\n  A: *a\n  B: &a\n    id: string\n');
+    expect(problem).toMatchObject({ code: 'yaml_syntax', line: 3, column: 6 });
+    expect(problem.message).toBe('the alias *a names no anchor &a before it');
+  });
+
+  it.each([
+    ['a field of the model it names', 'integrations: {}\nmodels:\n  A: &a\n    id: string\n    self: *a\n', '5:11'],
+    ['a list inside it', 'integrations: {}\nmodels:\n  A: &a\n    id: string\n    list:\n      - x: *a\n', '6:12'],
+    ['a merge key', 'integrations: {}\nmodels: &m\n  A:\n    <<: *m\n', '4:9'],
+    ['the integrations', 'integrations: &i\n  gh:\n    x: *i\n', '3:8'],
+  ])('refuses an alias inside the value its anchor names (%s): that value would contain itself', (_where, text, at) => {
+    const problem = only(text);
+    expect(`${problem.line}:${problem.column} ${problem.code}`).toBe(`${at} yaml_syntax`);
+    expect(problem.message).toMatch(
+      /^the alias \*([ami]) is inside the value its anchor &\1 names: that value would contain itself/,
+    );
+  });
+
+  it('reads an alias of a value elsewhere (a repeated model, a field of that type)', () => {
+    const { config, problems } = compile(
+      'integrations: {}\nmodels:\n  A: &a\n    id: string\n  B: *a\n  C:\n    c: *a\n',
+    );
+    expect(problems).toEqual([]);
+    expect(config?.models.map((model) => model.name)).toEqual(['A', 'B', 'C']);
   });
 });
 
