@@ -19,7 +19,7 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
-import { compileConfig, generateModels, type ServiceConfig } from '../config/index.js';
+import { compileConfig, generateModels, MAX_ALIAS_VALUES, type ServiceConfig } from '../config/index.js';
 import { formatPath } from '../config/problems.js';
 import { compileProject } from './compile.js';
 import { convertConfigText } from './importConfig.js';
@@ -452,7 +452,8 @@ function declaredScriptsOf(
 
 function loadLoose(text: string): { value: unknown } {
   try {
-    return { value: parse(text, { maxAliasCount: 100 }) as unknown };
+    // As service.yaml is read (src/config/load.ts); the config check that follows says what is wrong.
+    return { value: parse(text, { maxAliasCount: MAX_ALIAS_VALUES, merge: true }) as unknown };
   } catch {
     return { value: null };
   }

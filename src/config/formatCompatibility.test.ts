@@ -639,3 +639,48 @@ describe('what SPEC.md still requires, with what to write', () => {
     ]);
   });
 });
+
+describe('YAML merge keys, as the loader of the format reads them (js-yaml)', () => {
+  it('merges the fields of an aliased mapping into a model; its own fields win, wherever they stand', () => {
+    const { config } = valid(`
+      integrations: {}
+      models:
+        Base: &base
+          id: string
+          name: string
+        Person:
+          name: number
+          <<: *base
+          email: string
+    `);
+    const person = config.models.find((model) => model.name === 'Person');
+    expect(person?.fields.map((field) => `${field.name}: ${JSON.stringify(field.type)}`)).toEqual([
+      'name: {"kind":"primitive","name":"number"}',
+      'id: {"kind":"primitive","name":"string"}',
+      'email: {"kind":"primitive","name":"string"}',
+    ]);
+  });
+
+  it('merges a list of mappings into a sync; a merge of something else is a yaml_syntax error', () => {
+    const { config } = valid(`
+      integrations:
+        t:
+          syncs:
+            s:
+              <<: [{ description: shared, sync_type: full }, { runs: every day }]
+              output: R
+              endpoint: GET /r
+      models:
+        R:
+          id: string
+    `);
+    expect(sync(config, 's')).toMatchObject({ description: 'shared', syncType: 'full', runsMs: 86_400_000 });
+    for (const merged of ['string', '[{ a: string }, b]', '*s', '[*s]']) {
+      const [problem, ...more] = problems(`integrations: {}\nx: &s y\nmodels:\n  A:\n    <<: ${merged}\n`);
+      expect(more).toEqual([]);
+      expect(`${problem ? where(problem) : ''} ${problem?.message}`).toBe(
+        '5:9 error yaml_syntax a merge key (<<) takes a mapping, an alias of one, or a list of them',
+      );
+    }
+  });
+});

@@ -9,6 +9,7 @@ import { compileConfig } from './validate.js';
 
 export { compileConfig, type ConfigResult } from './validate.js';
 export { generateModels } from './generateModels.js';
+export { MAX_ALIAS_VALUES } from './load.js';
 export { ConfigError, formatProblems, PROBLEM_CODES, type ConfigProblem, type ProblemCode } from './problems.js';
 export type * from './types.js';
 export { actionOutputType, DEFAULT_RUNS, inputTypeOf, MIN_RUNS_MS } from './types.js';

@@ -26,7 +26,8 @@ export function loadYaml(text: string): LoadedYaml {
   const lineCounter = new LineCounter();
   // uniqueKeys: false because yaml compares each key with every earlier key of its mapping (20,000 keys:
   // 28 s); duplicateKeys finds the same duplicates in one pass.
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: false, prettyErrors: false, strict: true });
+  // merge: the de-facto format's loader (js-yaml) reads `<<: *base` as a merge key, so this one does too.
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: false, prettyErrors: false, strict: true, merge: true });
   const position = (offset: number) => {
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };
@@ -119,7 +120,7 @@ function duplicateKeys(doc: Document): number[] {
 }
 
 /** At most this many aliases in one file (yaml resolves each by a scan of the file's anchors). */
-export const MAX_ALIASES = 1000;
+const MAX_ALIASES = 1000;
 /** At most this many values repeated by aliases in all: an alias bomb ("billion laughs") stops here. */
 export const MAX_ALIAS_VALUES = 10_000;
 
@@ -171,7 +172,13 @@ function checkAliases(doc: Document): { message: string; offset: number | undefi
     }
     let values = 1;
     if (isMap(node) || isSeq(node)) {
-      for (const item of node.items) values += isPair(item) ? size(item.key) + size(item.value) : size(item);
+      for (const item of node.items) {
+        values += isPair(item) ? size(item.key) + size(item.value) : size(item);
+        if (found === null && isMap(node) && isPair(item) && isMergeKey(item.key) && !mergeable(item.value, true)) {
+          const at = isNode(item.value) ? item.value.range?.[0] : undefined;
+          found = { message: 'a merge key (<<) takes a mapping, an alias of one, or a list of them', offset: at };
+        }
+      }
     }
     if (node.anchor !== undefined) {
       open.delete(node);
@@ -179,8 +186,19 @@ function checkAliases(doc: Document): { message: string; offset: number | undefi
     }
     return values;
   };
+  // What `<<` may merge: yaml throws on anything else, without a position.
+  const mergeable = (value: unknown, listAllowed: boolean): boolean => {
+    const target = isAlias(value) ? anchors.get(value.source) : value;
+    if (isMap(target)) return true;
+    return listAllowed && isSeq(target) && target.items.every((item) => mergeable(item, false));
+  };
   size(doc.contents);
   return found;
+}
+
+/** `<<` in a mapping, which `merge: true` reads as a merge key (its value a symbol, not the string). */
+function isMergeKey(key: unknown): boolean {
+  return isScalar(key) && typeof key.value === 'symbol';
 }
 
 function firstLine(message: string): string {
