@@ -23,7 +23,13 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['bin/*.js', 'eslint.config.js', 'src/runtime/*.cjs', '.dependency-cruiser.cjs'],
+          allowDefaultProject: [
+            'bin/*.js',
+            'eslint.config.js',
+            'src/runtime/*.cjs',
+            'src/temporal/*.cjs',
+            '.dependency-cruiser.cjs',
+          ],
         },
         tsconfigRootDir: import.meta.dirname,
       },

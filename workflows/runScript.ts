@@ -13,7 +13,6 @@ import {
   type RunSyncInput,
   type SyncRunResult,
 } from '../src/runtime/definitions.js';
-import type { ServiceSync } from '../src/runtime/public.js';
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
 import { createSvc, OperationError, type SvcRuntime } from './svc.js';
@@ -70,23 +69,6 @@ export function scriptFailure(
 // (src/temporal/scriptThreads.ts). Only its presence in the history matters, to the watchdog.
 const scriptIncident = defineSignal<[unknown]>(SCRIPT_INCIDENT_SIGNAL);
 
-/** What the script sees of svc besides its operations (built again in the script's realm). */
-interface SvcShape {
-  connectionId: string;
-  providerConfigKey: string;
-  lastSyncDate: string | undefined;
-  webhook: unknown;
-}
-
-function shapeOf(svc: ServiceSync): SvcShape {
-  return {
-    connectionId: svc.connectionId,
-    providerConfigKey: svc.providerConfigKey,
-    lastSyncDate: svc.lastSyncDate?.toISOString(),
-    webhook: svc.webhook,
-  };
-}
-
 async function execute(
   runtime: SvcRuntime,
   budget: ScriptBudget,
@@ -113,7 +95,7 @@ async function execute(
       log: runtime.bufferLog,
       fatal,
     });
-    const outcome = await Promise.race([realm.run(loaded, shapeOf(runtime.svc), inputJson), budget.exhausted, ended]);
+    const outcome = await Promise.race([realm.run(loaded, runtime.shape, inputJson), budget.exhausted, ended]);
     if (!outcome.ok) throw scriptFailure(outcome.failure, name, (code) => realm.issued(code));
     return outcome.json === undefined ? undefined : (JSON.parse(outcome.json) as unknown);
   } catch (error) {

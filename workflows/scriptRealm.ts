@@ -6,7 +6,7 @@
  * cannot compile code from strings.
  *
  * The two realms talk through the bridge below: JSON strings and numbers only. The bootstrap
- * (scriptRealmSource.ts) builds every object the script sees inside its own realm.
+ * (workflows/realm/bootstrap.ts) builds every object the script sees inside its own realm.
  *
  * The realm's microtasks run only when the run drains them, right after it answers an operation, and
  * each drain has a time limit: a script that computes without awaiting (a catastrophic regex, a
@@ -17,7 +17,9 @@ import { LOG_REDACTION_MARGIN, SCRIPT_LIMITS } from '../src/runtime/definitions.
 import type { LoadedScript } from '../activities/runtime.js';
 import { hostRealm, type ScriptContext } from '../src/sandbox/hostRealm.js';
 import type { ScriptBudget } from './scriptBudget.js';
-import { SCRIPT_REALM_BOOTSTRAP } from './scriptRealmSource.js';
+import type { RealmHost, RealmSetup, SvcShape } from './realm/types.js';
+// The realm's program, as text (workflows/realm/bootstrap.ts; see workflows/realm/source.d.ts).
+import SCRIPT_REALM_BOOTSTRAP from './realm/bootstrap.ts?source';
 
 /**
  * A time limit of the realm's own on each drain: 0, none. A vm time limit interrupts with
@@ -56,21 +58,13 @@ export interface ScriptRealmOptions {
 
 export interface ScriptRealm {
   /** Runs the bundle's default export with svc (and an action's input, as JSON). */
-  run(loaded: LoadedScript | string, svcShape: unknown, inputJson: string | undefined): Promise<ScriptOutcome>;
+  run(loaded: LoadedScript | string, svcShape: SvcShape, inputJson: string | undefined): Promise<ScriptOutcome>;
   /**
    * Whether an operation of this run failed with this code, or the realm itself raised it: a failure
    * the script reports with such a code carries a code the runtime gave it, or it is the script's own.
    */
   issued(code: string): boolean;
 }
-
-type StartScript = (
-  factory: unknown,
-  svcShape: string,
-  inputJson: string | undefined,
-  onDone: (json: string | undefined) => void,
-  onFail: (description: string) => void,
-) => void;
 
 function describe(error: unknown): ScriptFailureDescription {
   const candidate = error as { name?: unknown; message?: unknown; code?: unknown; type?: unknown; details?: unknown };
@@ -198,7 +192,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
     bufferBytes: SCRIPT_LIMITS.bufferBytes,
     allocationBytes: SCRIPT_LIMITS.allocationBytes,
     recordBytes: SCRIPT_LIMITS.recordBytes,
-  };
+  } satisfies RealmHost;
 
   return {
     issued: (code) => issuedCodes.has(code),
@@ -206,9 +200,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
       const { code, budget: budgetName } =
         typeof loaded === 'string' ? { code: loaded, budget: '__svcBudgetUnused' } : loaded;
       context = hostRealm().newScriptContext();
-      const setup = context.evaluate(SCRIPT_REALM_BOOTSTRAP, 'script-realm-setup', DRAIN_TIMEOUT_MS) as (
-        host: typeof bridge,
-      ) => StartScript;
+      const setup = context.evaluate(SCRIPT_REALM_BOOTSTRAP, 'script-realm-setup', DRAIN_TIMEOUT_MS) as RealmSetup;
       const start = setup(bridge);
       let factory: unknown;
       try {

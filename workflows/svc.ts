@@ -33,32 +33,33 @@ import {
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
+import type { SvcShape } from './realm/types.js';
 import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
 import {
+  OperationError,
+  REALM_MEMBERS,
+  STEP_POLICIES,
+  STORE_RETRY,
+  STORE_TIMEOUT,
+  SVC_OPERATIONS,
+  type OperationRuntime,
+  type StepArgs,
+  type StepName,
+  type StepResult,
+  type AnySvcOperation,
+} from './svcOperations.js';
+import {
   ActionError,
-  type ConnectionRecord,
-  type EnvironmentVariable,
-  type LogOptions,
   type PaginateConfig,
   type RequestConfig,
   type ServiceResponse,
-  type ServiceSync,
   type WebhookEvent,
 } from '../src/runtime/public.js';
 import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
 import { REQUEST_ERROR_TYPES, type HttpFailureDetails, type HttpMethod } from '../src/runtime/svcTypes.js';
 import { actionTaskQueue } from './taskQueues.js';
 
-/** A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with. */
-export class OperationError extends Error {
-  override name = 'OperationError';
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { OperationError };
 
 /** A failed request, shaped like an Axios error: `error.response.status`, `error.response.data`, `error.code`. */
 export class RequestError extends OperationError {
@@ -101,21 +102,6 @@ const MARKER_BYTES = 400;
 const TASK_CUT_PATCH = 'step-ledger-task-end';
 // Timers of setTimeout waiting at once, per run.
 const MAX_TIMERS = 100;
-// The steps whose outcome the step ledger keeps (activities/runtime.ts): they act on the outside world.
-const LEDGERED = new Set<string>(['httpRequest', 'saveRecords', 'deleteRecords', 'markUnseenDeleted', 'clearRecords']);
-
-// Why these numbers: a request attempt waits up to 60 s for an answer (src/runtime/http.ts), so an
-// attempt may take 90 s; store operations are short but a large batch into a busy Postgres is not.
-const REQUEST_ATTEMPT_TIMEOUT = '90 seconds';
-const STORE_TIMEOUT = '5 minutes';
-// A store operation fails on a database hiccup, not on bad input (that is non-retryable): keep trying.
-const STORE_RETRY: RetryPolicy = {
-  initialInterval: '1 second',
-  backoffCoefficient: 2,
-  maximumInterval: '30 seconds',
-  maximumAttempts: 10,
-};
-
 const local = proxyLocalActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
 // Ends the current workflow task (an ordinary activity is sent with the task's completion); short.
 const endTask = proxyActivities<RuntimeActivities>({ startToCloseTimeout: '1 minute', retry: STORE_RETRY });
@@ -143,7 +129,8 @@ export interface SvcContext {
 
 /** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
 export interface SvcRuntime {
-  svc: ServiceSync;
+  /** What the script's realm builds svc from (workflows/realm/bootstrap.ts). */
+  shape: SvcShape;
   /** The operations of `svc` by name, as the script's realm calls them (workflows/scriptRealm.ts). */
   scriptOperations: ScriptOperations;
   /** Buffers a log line without waiting (the realm's console). */
@@ -273,7 +260,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     operationsSinceHistoryUpdate++;
     const index = nextStep++;
     stepsInFlight.add(index);
-    if (LEDGERED.has(name)) {
+    const policy = STEP_POLICIES[name];
+    if (policy.ledgered) {
       ledgered++;
       const step: StepRef = fresh ? { index, fresh } : { index };
       if (forgetBelow > forgetSent) {
@@ -283,8 +271,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
       args = [...args, step] as unknown as typeof args;
     }
     const options: LocalActivityOptions & ActivityOptions = {
-      startToCloseTimeout: overrides.startToCloseTimeout ?? STORE_TIMEOUT,
-      retry: overrides.retry ?? STORE_RETRY,
+      startToCloseTimeout: overrides.startToCloseTimeout ?? policy.timeout ?? STORE_TIMEOUT,
+      retry: overrides.retry ?? policy.retry ?? STORE_RETRY,
       // Readable in the Web UI while the step's payloads stay encrypted (src/runtime/stepSummary.ts).
       summary: readableSummary(summary),
     };
@@ -344,7 +332,6 @@ export function createSvc(context: SvcContext): SvcRuntime {
         requestSummary(method, config.endpoint, config.params),
         [context.scope, { method, config: sent }],
         {
-          startToCloseTimeout: REQUEST_ATTEMPT_TIMEOUT,
           retry: {
             maximumAttempts: retries + 1,
             initialInterval: context.options.retryInitialIntervalMs ?? 1000,
@@ -440,114 +427,73 @@ export function createSvc(context: SvcContext): SvcRuntime {
     }
   }
 
-  const svc: ServiceSync = {
-    connectionId: scope.connectionId,
-    providerConfigKey: scope.integrationId,
-    lastSyncDate: context.lastSyncDate,
-    webhook: context.webhook,
-    get: (config) => request('GET', config),
-    post: (config) => request('POST', config),
-    put: (config) => request('PUT', config),
-    patch: (config) => request('PATCH', config),
-    delete: (config) => request('DELETE', config),
-    paginate: <T>(config: PaginateConfig) => paginate<T>((page) => request('GET', page), config),
-    async log(message: string, options?: LogOptions): Promise<void> {
-      const full = bufferLog(
-        options?.level ?? 'info',
-        typeof message === 'string' ? message : String(JSON.stringify(message)),
+  async function triggerAction(actionName: string, input: unknown): Promise<unknown> {
+    const depth = (context.depth ?? 0) + 1;
+    if (depth > SCRIPT_LIMITS.actionDepth) {
+      throw new OperationError(
+        'action_depth_exceeded',
+        `svc.triggerAction('${actionName}'): actions nest at most ${SCRIPT_LIMITS.actionDepth} levels deep`,
       );
-      if (full) await flushLogs();
-    },
-    getEnvironmentVariables: (): Promise<EnvironmentVariable[]> =>
-      simple('getEnvironmentVariables', 'getEnvironmentVariables', [scope.environmentId]),
-    async triggerAction<I, O>(actionName: string, input: I): Promise<O> {
-      if (typeof actionName !== 'string' || actionName === '') {
-        throw new OperationError('invalid_operation', 'svc.triggerAction needs an action name');
+    }
+    // Step names show an action's name only when it looks like one (the script chooses the string).
+    const shownName = /^[A-Za-z0-9_.-]{1,64}$/.test(actionName) ? actionName : '…';
+    const definition = await simple('resolveAction', `triggerAction ${shownName}`, [
+      { environmentId: scope.environmentId, integrationId: scope.integrationId, actionName },
+    ]);
+    guardHistory();
+    operations++;
+    const childInput: RunActionInput = {
+      definition,
+      connectionId: scope.connectionId,
+      input,
+      depth,
+      options: context.options,
+    };
+    context.budget?.yielded();
+    try {
+      return await executeChild('runAction', {
+        // A sync run's child action goes to the action queue, as API-triggered ones do; an action run's stays on its own.
+        ...(context.kind === 'sync' ? { taskQueue: actionTaskQueue(workflowInfo().taskQueue) } : {}),
+        workflowId: `action:${uuid4()}`,
+        args: [childInput],
+        staticSummary: readableSummary(`triggerAction ${shownName}`),
+      });
+    } catch (error) {
+      const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;
+      if (cause instanceof ApplicationFailure && cause.type === 'action_script_failure') {
+        throw new ActionError((cause.details?.[0] ?? {}) as Record<string, unknown>);
       }
-      const depth = (context.depth ?? 0) + 1;
-      if (depth > SCRIPT_LIMITS.actionDepth) {
-        throw new OperationError(
-          'action_depth_exceeded',
-          `svc.triggerAction('${actionName}'): actions nest at most ${SCRIPT_LIMITS.actionDepth} levels deep`,
-        );
+      if (cause instanceof ApplicationFailure) {
+        throw new OperationError(cause.type ?? 'action_failed', `action ${actionName} failed: ${cause.message}`);
       }
-      // Step names show an action's name only when it looks like one (the script chooses the string).
-      const shownName = /^[A-Za-z0-9_.-]{1,64}$/.test(actionName) ? actionName : '…';
-      const definition = await simple('resolveAction', `triggerAction ${shownName}`, [
-        { environmentId: scope.environmentId, integrationId: scope.integrationId, actionName },
-      ]);
-      guardHistory();
-      operations++;
-      const childInput: RunActionInput = {
-        definition,
-        connectionId: scope.connectionId,
-        input,
-        depth,
-        options: context.options,
-      };
-      context.budget?.yielded();
-      try {
-        return (await executeChild('runAction', {
-          // A sync run's child action goes to the action queue, as API-triggered ones do; an action run's stays on its own.
-          ...(context.kind === 'sync' ? { taskQueue: actionTaskQueue(workflowInfo().taskQueue) } : {}),
-          workflowId: `action:${uuid4()}`,
-          args: [childInput],
-          staticSummary: readableSummary(`triggerAction ${shownName}`),
-        })) as O;
-      } catch (error) {
-        const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;
-        if (cause instanceof ApplicationFailure && cause.type === 'action_script_failure') {
-          throw new ActionError((cause.details?.[0] ?? {}) as Record<string, unknown>);
-        }
-        if (cause instanceof ApplicationFailure) {
-          throw new OperationError(cause.type ?? 'action_failed', `action ${actionName} failed: ${cause.message}`);
-        }
-        throw error;
-      } finally {
-        context.budget?.resumed();
-      }
-    },
-    getMetadata: <T>() => simple('getMetadata', 'getMetadata', [scope]) as Promise<T>,
-    async setMetadata(metadata: Record<string, unknown>): Promise<void> {
-      if (!isPlainObject(metadata)) throw new OperationError('invalid_operation', 'svc.setMetadata needs an object');
-      await simple('setMetadata', 'setMetadata', [scope, metadata]);
-    },
-    async updateMetadata(metadata: Record<string, unknown>): Promise<void> {
-      if (!isPlainObject(metadata)) throw new OperationError('invalid_operation', 'svc.updateMetadata needs an object');
-      await simple('updateMetadata', 'updateMetadata', [scope, metadata]);
-    },
-    getConnection: (forceRefresh = false, refreshToken = false): Promise<ConnectionRecord> =>
-      simple('getConnection', `getConnection${forceRefresh ? ' (force refresh)' : ''}`, [
-        scope,
-        { forceRefresh: forceRefresh === true, refreshToken: refreshToken === true },
-      ]),
-    batchSave: (records, model) => write('batchSave', records, model),
-    batchDelete: (records, model) => write('batchDelete', records, model),
-  };
+      throw error;
+    } finally {
+      context.budget?.resumed();
+    }
+  }
 
   let timers = 0;
   // The script's realm walks svc.paginate through these: one iterator per open id.
   const paginations = new Map<number, AsyncIterator<unknown>>();
   let paginationIds = 0;
-  const methods: Record<string, HttpMethod> = {
-    GET: 'GET',
-    POST: 'POST',
-    PUT: 'PUT',
-    PATCH: 'PATCH',
-    DELETE: 'DELETE',
-  };
-  const scriptOperations: ScriptOperations = {
-    request: (method, config) => {
-      const known = typeof method === 'string' && Object.hasOwn(methods, method) ? methods[method] : undefined;
-      if (!known) throw new OperationError('invalid_request', `unknown request method ${String(method)}`);
-      return request(known, config as RequestConfig);
+
+  const runtime: OperationRuntime = {
+    kind: context.kind,
+    scope,
+    step: <K extends StepName>(name: K, summary: string, args: StepArgs<K>): Promise<StepResult<K>> =>
+      simple(name, summary, args),
+    request,
+    write: (what, records, model) => write(what, records, model as string),
+    async log(level, message) {
+      if (bufferLog(level, message)) await flushLogs();
     },
-    'paginate.open': (config) => {
+    triggerAction,
+    openPagination(config) {
       const id = ++paginationIds;
-      paginations.set(id, svc.paginate(config as PaginateConfig)[Symbol.asyncIterator]());
-      return Promise.resolve(id);
+      paginations.set(id, paginate((page) => request('GET', page), config as PaginateConfig)[Symbol.asyncIterator]());
+      return id;
     },
-    'paginate.next': async (id) => {
+    async nextPage(id) {
       const iterator = typeof id === 'number' ? paginations.get(id) : undefined;
       if (!iterator) throw new OperationError('invalid_operation', 'svc.paginate: this pagination has ended');
       try {
@@ -559,18 +505,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
         throw error;
       }
     },
-    log: (message, options) => svc.log(message as string, options === null ? undefined : options),
-    getEnvironmentVariables: () => svc.getEnvironmentVariables(),
-    triggerAction: (actionName, input) => svc.triggerAction(actionName as string, input),
-    getMetadata: () => svc.getMetadata(),
-    setMetadata: (metadata) => svc.setMetadata(metadata as Record<string, unknown>),
-    updateMetadata: (metadata) => svc.updateMetadata(metadata as Record<string, unknown>),
-    getConnection: (forceRefresh, refreshToken) => svc.getConnection(forceRefresh === true, refreshToken === true),
-    batchSave: (records, model) => svc.batchSave(records as { id: string }[], model as string),
-    batchDelete: (records, model) => svc.batchDelete(records as { id: string }[], model as string),
     // A timer is two events of the history (started, fired): counted like any operation, and a run
     // holds at most MAX_TIMERS at once.
-    sleep: async (ms) => {
+    async sleep(ms) {
       if (timers >= MAX_TIMERS) {
         throw new OperationError('too_many_timers', `setTimeout: at most ${MAX_TIMERS} timers may wait at once`);
       }
@@ -588,8 +525,23 @@ export function createSvc(context: SvcContext): SvcRuntime {
     },
   };
 
+  // The dispatcher the realm calls: every operation of the table, its arguments checked first.
+  const scriptOperations: ScriptOperations = {};
+  for (const [name, operation] of Object.entries(SVC_OPERATIONS) as [string, AnySvcOperation][]) {
+    const run = operation.run as (runtime: OperationRuntime, ...args: unknown[]) => Promise<unknown>;
+    scriptOperations[name] = async (...args: unknown[]) => run(runtime, ...operation.check(args));
+  }
+
+  const shape: SvcShape = {
+    connectionId: scope.connectionId,
+    providerConfigKey: scope.integrationId,
+    lastSyncDate: context.lastSyncDate?.toISOString(),
+    webhook: context.webhook,
+    members: REALM_MEMBERS,
+  };
+
   return {
-    svc,
+    shape,
     scriptOperations,
     bufferLog: (level, message) => {
       // A full buffer is written without waiting for the script (console.* returns nothing).

@@ -60,4 +60,37 @@ describe('the prebuilt workflow bundle', () => {
     const tampered = readPrebuiltWorkflowBundle(bundlePath);
     expect(!tampered.ok && tampered.reason).toMatch(/does not match its manifest/);
   }, 240_000);
+
+  it('takes code for a realm of its own as text, types stripped and nothing bundled in; an edit to that file makes the bundle stale', async () => {
+    mkdirSync(dir, { recursive: true });
+    const entry = join(dir, 'realmWorkflows.ts');
+    const realm = join(dir, 'realmCode.ts');
+    writeFileSync(
+      realm,
+      "import type { Greeting } from './realmTypes.js';\n(function setup(word: Greeting): string {\n  return `${word}!`;\n});\n",
+    );
+    writeFileSync(join(dir, 'realmTypes.ts'), 'export type Greeting = string;\n');
+    writeFileSync(
+      entry,
+      "// @ts-expect-error the ambient module of workflows/realm/source.d.ts is not in this file's program\n" +
+        "import text from './realmCode.ts?source';\n" +
+        'export async function realmText(): Promise<string> {\n  return text;\n}\n',
+    );
+    const bundlePath = join(dir, 'realm-out', 'workflow-bundle.js');
+    const built = await buildWorkflowBundle(entry);
+    saveWorkflowBundle(built, bundlePath);
+    // The module is the file's text as a string: no type, no import, no swc helper.
+    expect(built.code).toContain(JSON.stringify('(function setup(word) {\n  return `${word}!`;\n});\n'));
+    expect(built.manifest.files).toContain(`dist/${dir.split('/').at(-1)}/realmCode.ts`);
+    expect(readPrebuiltWorkflowBundle(bundlePath).ok).toBe(true);
+    writeFileSync(realm, '(function setup(word: string): string {\n  return `${word}?`;\n});\n');
+    expect(readPrebuiltWorkflowBundle(bundlePath).ok).toBe(false);
+
+    // Anything but `import type` left in such a file fails the bundle.
+    writeFileSync(
+      realm,
+      "import { GREETING } from './greeting.js';\n(function setup(): string {\n  return GREETING;\n});\n",
+    );
+    await expect(buildWorkflowBundle(entry)).rejects.toThrow();
+  }, 240_000);
 });

@@ -79,7 +79,7 @@ describe('HOSTILE s25 on the real stack', () => {
     // Fix in runScript.ts scriptFailure: accept a REALM_CODE only when the realm itself reported it,
     // e.g. `REALM_CODES.has(code) && failure.realm === true`, with scriptRealm.ts setting that flag on
     // the descriptions it makes (invalid_script, result_not_serializable, payload_too_large) and
-    // scriptRealmSource.ts's `coded` errors marked through a symbol the script cannot reach; or simply
+    // workflows/realm/bootstrap.ts's `coded` errors marked through a symbol the script cannot reach; or simply
     // count a realm code as issued (realm.issued) when the realm raises it and drop REALM_CODES.
     const outcomeOf = actionOutcomes(await useRuntime());
     for (const code of ['script_memory_limit', 'record_too_large', 'invalid_script']) {

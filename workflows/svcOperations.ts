@@ -1,0 +1,255 @@
+/**
+ * Every svc operation, declared once. From this table the run builds the dispatcher its script's realm
+ * calls (workflows/svc.ts), and the realm builds the script's `svc` members (workflows/realm/bootstrap.ts
+ * receives each member's name and shape). An entry says how the realm shapes the member, how the run
+ * checks the JSON arguments the realm sends, and what the run does: most operations are one durable
+ * step, declared with `step()` (its activity, its step summary; the activity's ledger and retry policy
+ * are in STEP_POLICIES, once per activity).
+ *
+ * Adding an operation is adding an entry here (and, for a new activity, its policy and the activity in
+ * activities/runtime.ts). The type of ServiceSync (src/runtime/public.ts) must have a member for it:
+ * the check at the end of this file fails the build when a public method has no entry.
+ */
+import type { RetryPolicy } from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
+import type { RuntimeActivities } from '../activities/runtime.js';
+import type { ConnectionScope } from '../src/connections/types.js';
+import type { RequestConfig, ServiceResponse, ServiceSync } from '../src/runtime/public.js';
+import type { HttpMethod } from '../src/runtime/svcTypes.js';
+import type { RealmMember, RealmShape } from './realm/types.js';
+
+/** A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with. */
+export class OperationError extends Error {
+  override name = 'OperationError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type StepName = keyof RuntimeActivities;
+export type StepArgs<K extends StepName> = Parameters<RuntimeActivities[K]>;
+export type StepResult<K extends StepName> = Awaited<ReturnType<RuntimeActivities[K]>>;
+
+// Why these numbers: a request attempt waits up to 60 s for an answer (src/runtime/http.ts), so an
+// attempt may take 90 s; store operations are short but a large batch into a busy Postgres is not.
+export const REQUEST_ATTEMPT_TIMEOUT = '90 seconds';
+export const STORE_TIMEOUT = '5 minutes';
+// A store operation fails on a database hiccup, not on bad input (that is non-retryable): keep trying.
+export const STORE_RETRY: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  maximumAttempts: 10,
+};
+
+/** How the run schedules an activity. */
+export interface StepPolicy {
+  /**
+   * The step ledger keeps the step's outcome the moment it completes (it acts on the outside world;
+   * docs/architecture.md "Exact resume"): the activity takes the step's StepRef as its last argument.
+   */
+  ledgered: boolean;
+  /** Per attempt; STORE_TIMEOUT when absent. */
+  timeout?: Duration;
+  /** STORE_RETRY when absent; a request's comes from its `retries` (workflows/svc.ts). */
+  retry?: RetryPolicy;
+}
+
+/** Every activity a run schedules, with its policy. */
+export const STEP_POLICIES: Record<StepName, StepPolicy> = {
+  loadScript: { ledgered: false },
+  httpRequest: { ledgered: true, timeout: REQUEST_ATTEMPT_TIMEOUT },
+  saveRecords: { ledgered: true },
+  deleteRecords: { ledgered: true },
+  markUnseenDeleted: { ledgered: true },
+  clearRecords: { ledgered: true },
+  forgetSteps: { ledgered: false },
+  beginRun: { ledgered: false },
+  countRecords: { ledgered: false },
+  writeLogs: { ledgered: false },
+  getEnvironmentVariables: { ledgered: false },
+  getConnection: { ledgered: false },
+  getMetadata: { ledgered: false },
+  setMetadata: { ledgered: false },
+  updateMetadata: { ledgered: false },
+  watchRun: { ledgered: false },
+  runawayVerdict: { ledgered: false },
+  resolveAction: { ledgered: false },
+};
+
+/** What an operation may use of its run (workflows/svc.ts implements it). */
+export interface OperationRuntime {
+  readonly kind: 'sync' | 'action';
+  readonly scope: ConnectionScope;
+  /** One durable step with its declared policy; a failure reaches the script as an OperationError. */
+  step<K extends StepName>(activity: K, summary: string, args: StepArgs<K>): Promise<StepResult<K>>;
+  /** An HTTP request (a durable step with the request's own retry policy). */
+  request(method: HttpMethod, config: RequestConfig): Promise<ServiceResponse>;
+  /** batchSave / batchDelete after their checks. */
+  write(what: 'batchSave' | 'batchDelete', records: unknown, model: unknown): Promise<void>;
+  /** Buffers a log line; writes the buffer when it is full. */
+  log(level: string, message: string): Promise<void>;
+  triggerAction(actionName: string, input: unknown): Promise<unknown>;
+  /** Starts walking a paginated list; answers the walk's id. */
+  openPagination(config: unknown): number;
+  /** The next page of a walk. */
+  nextPage(id: unknown): Promise<{ done: boolean; value: unknown }>;
+  /** A durable timer (setTimeout). */
+  sleep(ms: unknown): Promise<void>;
+}
+
+/** Any entry of the table (each is checked against SvcOperation<its arguments> where it is written). */
+export interface AnySvcOperation {
+  realm: RealmShape;
+  check: (args: unknown[]) => unknown[];
+  run: (runtime: OperationRuntime, ...args: never[]) => Promise<unknown>;
+}
+
+/** One svc operation. */
+export interface SvcOperation<A extends unknown[] = unknown[]> {
+  /** How the script's realm exposes it. */
+  realm: RealmShape;
+  /** Checks the JSON arguments the realm sent and gives them their types; throws an OperationError. */
+  check: (args: unknown[]) => A;
+  /** What the run does. */
+  run: (runtime: OperationRuntime, ...args: A) => Promise<unknown>;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An operation that is one durable step. */
+function step<K extends StepName, A extends unknown[]>(spec: {
+  realm?: RealmShape;
+  check: (args: unknown[]) => A;
+  activity: K;
+  summary: (args: NoInfer<A>) => string;
+  args: (scope: ConnectionScope, args: NoInfer<A>) => StepArgs<K>;
+}): SvcOperation<A> {
+  return {
+    realm: spec.realm ?? 'call',
+    check: spec.check,
+    run: (runtime, ...args) => runtime.step(spec.activity, spec.summary(args), spec.args(runtime.scope, args)),
+  };
+}
+
+const noArgs = (): [] => [];
+
+function metadataArg(what: string) {
+  return (args: unknown[]): [Record<string, unknown>] => {
+    const metadata = args[0];
+    if (!isPlainObject(metadata)) throw new OperationError('invalid_operation', `svc.${what} needs an object`);
+    return [metadata];
+  };
+}
+
+function request(method: HttpMethod): SvcOperation<[RequestConfig]> {
+  return {
+    realm: 'call',
+    // The config is checked where it is sent (workflows/svc.ts `request`): the same checks for paginate's pages.
+    check: (args) => [args[0] as RequestConfig],
+    run: (runtime, config) => runtime.request(method, config),
+  };
+}
+
+/** The table. Keys are the names of svc's members. */
+export const SVC_OPERATIONS = {
+  get: request('GET'),
+  post: request('POST'),
+  put: request('PUT'),
+  patch: request('PATCH'),
+  delete: request('DELETE'),
+  paginate: {
+    realm: 'paginate',
+    check: (args) => [args[0]],
+    run: (runtime, config) => Promise.resolve(runtime.openPagination(config)),
+  } satisfies SvcOperation<[unknown]>,
+  'paginate.next': {
+    realm: 'internal',
+    check: (args) => [args[0]],
+    run: (runtime, id) => runtime.nextPage(id),
+  } satisfies SvcOperation<[unknown]>,
+  log: {
+    realm: 'log',
+    check: (args): [string, string] => {
+      const [message, options] = args;
+      const level = isPlainObject(options) && typeof options['level'] === 'string' ? options['level'] : 'info';
+      return [typeof message === 'string' ? message : String(JSON.stringify(message)), level];
+    },
+    run: (runtime, message, level) => runtime.log(level, message),
+  } satisfies SvcOperation<[string, string]>,
+  getEnvironmentVariables: step({
+    check: noArgs,
+    activity: 'getEnvironmentVariables',
+    summary: () => 'getEnvironmentVariables',
+    args: (scope) => [scope.environmentId],
+  }),
+  triggerAction: {
+    realm: 'call',
+    check: (args): [string, unknown] => {
+      const [actionName, input] = args;
+      if (typeof actionName !== 'string' || actionName === '') {
+        throw new OperationError('invalid_operation', 'svc.triggerAction needs an action name');
+      }
+      return [actionName, input];
+    },
+    run: (runtime, actionName, input) => runtime.triggerAction(actionName, input),
+  } satisfies SvcOperation<[string, unknown]>,
+  getMetadata: step({
+    check: noArgs,
+    activity: 'getMetadata',
+    summary: () => 'getMetadata',
+    args: (scope) => [scope],
+  }),
+  setMetadata: step({
+    check: metadataArg('setMetadata'),
+    activity: 'setMetadata',
+    summary: () => 'setMetadata',
+    args: (scope, [metadata]) => [scope, metadata],
+  }),
+  updateMetadata: step({
+    check: metadataArg('updateMetadata'),
+    activity: 'updateMetadata',
+    summary: () => 'updateMetadata',
+    args: (scope, [metadata]) => [scope, metadata],
+  }),
+  getConnection: step({
+    check: (args): [boolean, boolean] => [args[0] === true, args[1] === true],
+    activity: 'getConnection',
+    summary: ([forceRefresh]) => `getConnection${forceRefresh ? ' (force refresh)' : ''}`,
+    args: (scope, [forceRefresh, refreshToken]) => [scope, { forceRefresh, refreshToken }],
+  }),
+  batchSave: {
+    realm: 'write',
+    check: (args) => [args[0], args[1]],
+    run: (runtime, records, model) => runtime.write('batchSave', records, model),
+  } satisfies SvcOperation<[unknown, unknown]>,
+  batchDelete: {
+    realm: 'write',
+    check: (args) => [args[0], args[1]],
+    run: (runtime, records, model) => runtime.write('batchDelete', records, model),
+  } satisfies SvcOperation<[unknown, unknown]>,
+  // setTimeout in the script's realm: a durable timer.
+  sleep: {
+    realm: 'internal',
+    check: (args) => [args[0]],
+    run: (runtime, ms) => runtime.sleep(ms),
+  } satisfies SvcOperation<[unknown]>,
+} satisfies Record<string, AnySvcOperation>;
+
+export type SvcOperationName = keyof typeof SVC_OPERATIONS;
+
+/** The members the script's realm builds (everything but its internal operations), in table order. */
+export const REALM_MEMBERS: RealmMember[] = Object.entries(SVC_OPERATIONS)
+  .filter(([, operation]) => operation.realm !== 'internal')
+  .map(([name, operation]) => ({ name, shape: operation.realm }));
+
+// Every method of the public ServiceSync type has an entry (a type error here names the one missing).
+type Methods<T> = { [K in keyof T]: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T];
+type Undeclared = Exclude<Methods<ServiceSync>, SvcOperationName>;
+const everyPublicMethodDeclared: [Undeclared] extends [never] ? true : Undeclared = true;
+void everyPublicMethodDeclared;
