@@ -13,6 +13,8 @@ export default tseslint.config(
       '**/service-integrations/build/**',
       // Scripts of user projects (the examples): `service compile` type-checks them with their own settings.
       'examples/*/service-integrations/**',
+      // The globals of a script's realm: declarations for the scripts' program, not the service's.
+      'src/runtime/scriptLib/globals.d.ts',
       // A project written for the de-facto product, as `service import` finds it (test/fixtures).
       '**/nango-integrations/**',
     ],

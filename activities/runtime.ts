@@ -28,7 +28,7 @@ import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/publi
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
 import { createStepLedger, type StepKey } from '../src/steps/stepLedger.js';
 import type { Encryptor } from '../src/connections/encryption.js';
-import type { HttpRequestInput, HttpResult } from '../src/runtime/svcTypes.js';
+import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../src/runtime/svcTypes.js';
 
 /** Finds the deployed action a script's `svc.triggerAction` names; null when there is none. */
 export type ActionResolver = (options: {
@@ -315,6 +315,17 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       return translated(async () => {
         requireConnection(await caller(), scope);
         return deps.connections.getMetadata(scope);
+      });
+    },
+
+    /** The run's integration as `svc.getIntegration()` answers it, with its provider's default pagination. */
+    async getIntegration(scope: ConnectionScope): Promise<IntegrationDescription> {
+      return translated(async () => {
+        requireConnection(await caller(), scope);
+        return deps.connections.describeIntegration({
+          environmentId: scope.environmentId,
+          integrationId: scope.integrationId,
+        });
       });
     },
 

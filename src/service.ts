@@ -153,6 +153,7 @@ function composeParts(options: {
   temporal: Client;
   taskQueue: string;
   callbackUrl: string;
+  publicUrl?: string;
   catalog?: CreateConnectionsOptions['catalog'];
   log?: (message: string) => void;
 }): ServiceParts {
@@ -164,6 +165,7 @@ function composeParts(options: {
     db,
     encryptor,
     callbackUrl: options.callbackUrl,
+    ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     onConnectionSaved: (event) => onConnectionSaved(event),
     onNeedsReauth: (event) => onNeedsReauth(event),
     ...(options.catalog ? { catalog: options.catalog } : {}),
@@ -298,6 +300,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       temporal,
       taskQueue,
       callbackUrl,
+      publicUrl,
       catalog: overrides.catalog ?? loadProviderCatalog({ extraFile: settings.SERVICE_PROVIDERS_FILE }),
       ...(overrides.log ? { log: overrides.log } : {}),
     });

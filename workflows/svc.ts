@@ -31,7 +31,7 @@ import {
   type SyncDefinition,
 } from '../src/runtime/definitions.js';
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
-import { paginate } from '../src/runtime/paginate.js';
+import { paginate, queryRecord, type Page } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
 import type { SvcShape } from './realm/types.js';
 import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
@@ -50,13 +50,19 @@ import {
 } from './svcOperations.js';
 import {
   ActionError,
-  type PaginateConfig,
+  type ProxyConfiguration,
   type RequestConfig,
   type ServiceResponse,
   type WebhookEvent,
 } from '../src/runtime/public.js';
 import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
-import { REQUEST_ERROR_TYPES, type HttpFailureDetails, type HttpMethod } from '../src/runtime/svcTypes.js';
+import {
+  REQUEST_ERROR_TYPES,
+  type HttpFailureDetails,
+  type HttpMethod,
+  type IntegrationDescription,
+  type SentRequestConfig,
+} from '../src/runtime/svcTypes.js';
 import { actionTaskQueue } from './taskQueues.js';
 
 export { OperationError };
@@ -100,6 +106,8 @@ const CLAIM_THRESHOLD_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;
 // The patch id of the task cut and the ledger's last step (workflows added them to runs in flight).
 const TASK_CUT_PATCH = 'step-ledger-task-end';
+// The patch id of the provider's default pagination (a getIntegration step before a run's first paginate).
+const PAGINATION_DEFAULTS_PATCH = 'paginate-provider-defaults';
 // Timers of setTimeout waiting at once, per run.
 const MAX_TIMERS = 100;
 const local = proxyLocalActivities<RuntimeActivities>({ startToCloseTimeout: STORE_TIMEOUT, retry: STORE_RETRY });
@@ -317,19 +325,33 @@ export function createSvc(context: SvcContext): SvcRuntime {
     await run('writeLogs', `log ×${entries.length}`, [logContext, entries], { bookkeeping });
   }
 
-  async function request<T>(method: HttpMethod, config: RequestConfig): Promise<ServiceResponse<T>> {
+  /** A script's request config as the activity gets it: checked, the query a record, only what it reads. */
+  function sentConfig(method: HttpMethod, config: RequestConfig): SentRequestConfig {
     if (!isPlainObject(config) || typeof config.endpoint !== 'string' || config.endpoint === '') {
       throw new OperationError('invalid_request', `svc.${method.toLowerCase()} needs a config object with an endpoint`);
     }
+    ownScope(`svc.${method.toLowerCase()} ${config.endpoint}`, config.providerConfigKey, config.connectionId);
+    const sent: SentRequestConfig = { endpoint: config.endpoint };
+    if (config.headers !== undefined) sent.headers = config.headers;
+    if (config.params !== undefined) sent.params = queryRecord(config.params);
+    if (config.data !== undefined) sent.data = config.data;
+    if (Array.isArray(config.retryOn)) sent.retryOn = config.retryOn;
+    if (config.baseUrlOverride !== undefined) sent.baseUrlOverride = config.baseUrlOverride;
+    if (config.decompress !== undefined) sent.decompress = config.decompress;
+    if (config.responseType !== undefined) sent.responseType = config.responseType;
+    return sent;
+  }
+
+  async function request<T>(method: HttpMethod, config: RequestConfig): Promise<ServiceResponse<T>> {
+    const sent = sentConfig(method, config);
     const retries = config.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0) {
       throw new OperationError('invalid_request', `retries of ${method} ${config.endpoint} must be a whole number ≥ 0`);
     }
-    const { retries: _retries, ...sent } = config;
     try {
       const result = await run(
         'httpRequest',
-        requestSummary(method, config.endpoint, config.params),
+        requestSummary(method, sent.endpoint, sent.params),
         [context.scope, { method, config: sent }],
         {
           retry: {
@@ -427,6 +449,30 @@ export function createSvc(context: SvcContext): SvcRuntime {
     }
   }
 
+  /** The field's format lets a call name an integration and a connection: only the run's own are accepted. */
+  function ownScope(what: string, providerConfigKey: unknown, connectionId: unknown): void {
+    const named = (value: unknown): boolean => value !== undefined && value !== null && value !== '';
+    for (const [value, own, kind] of [
+      [providerConfigKey, scope.integrationId, 'integration'],
+      [connectionId, scope.connectionId, 'connection'],
+    ] as const) {
+      if (named(value) && value !== own) {
+        throw new OperationError(
+          'scope_denied',
+          `${what}: ${kind} ${JSON.stringify(value)} is not this run's (${own}); a script acts for its own integration and connection only`,
+        );
+      }
+    }
+  }
+
+  // The run's integration as svc.getIntegration sees it, with the provider's default pagination: one
+  // step per run at most.
+  let integrationStep: Promise<IntegrationDescription> | undefined;
+  function integration(): Promise<IntegrationDescription> {
+    integrationStep ??= simple('getIntegration', 'getIntegration', [scope]);
+    return integrationStep;
+  }
+
   async function triggerAction(actionName: string, input: unknown): Promise<unknown> {
     const depth = (context.depth ?? 0) + 1;
     if (depth > SCRIPT_LIMITS.actionDepth) {
@@ -473,8 +519,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
   }
 
   let timers = 0;
-  // The script's realm walks svc.paginate through these: one iterator per open id.
-  const paginations = new Map<number, AsyncIterator<unknown>>();
+  // The script's realm walks svc.paginate through these: one iterator per open id, and whether the
+  // script has an on_page callback (then each page comes with what the callback is given).
+  const paginations = new Map<number, { pages: AsyncIterator<Page<unknown>>; pageInfo: boolean }>();
   let paginationIds = 0;
 
   const runtime: OperationRuntime = {
@@ -488,18 +535,33 @@ export function createSvc(context: SvcContext): SvcRuntime {
       if (bufferLog(level, message)) await flushLogs();
     },
     triggerAction,
-    openPagination(config) {
+    ownScope,
+    integration,
+    async openPagination(config, pageInfo) {
+      // patched(): runs that started before the provider's default pagination replay without its step.
+      const defaults = patched(PAGINATION_DEFAULTS_PATCH) ? (await integration()).pagination : undefined;
       const id = ++paginationIds;
-      paginations.set(id, paginate((page) => request('GET', page), config as PaginateConfig)[Symbol.asyncIterator]());
+      const pages = paginate(
+        (method, page) => request(method, page),
+        config as ProxyConfiguration,
+        defaults,
+        scope.integrationId,
+      );
+      paginations.set(id, { pages: pages[Symbol.asyncIterator](), pageInfo });
       return id;
     },
     async nextPage(id) {
-      const iterator = typeof id === 'number' ? paginations.get(id) : undefined;
-      if (!iterator) throw new OperationError('invalid_operation', 'svc.paginate: this pagination has ended');
+      const walk = typeof id === 'number' ? paginations.get(id) : undefined;
+      if (!walk) throw new OperationError('invalid_operation', 'svc.paginate: this pagination has ended');
       try {
-        const step = await iterator.next();
-        if (step.done) paginations.delete(id as number);
-        return { done: step.done === true, value: step.value as unknown };
+        const step = await walk.pages.next();
+        if (step.done) {
+          paginations.delete(id as number);
+          return { done: true, value: undefined };
+        }
+        return walk.pageInfo && step.value.onPage
+          ? { done: false, value: step.value.items, onPage: step.value.onPage }
+          : { done: false, value: step.value.items };
       } catch (error) {
         paginations.delete(id as number);
         throw error;

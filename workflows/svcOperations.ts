@@ -14,8 +14,14 @@ import type { RetryPolicy } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import type { RuntimeActivities } from '../activities/runtime.js';
 import type { ConnectionScope } from '../src/connections/types.js';
-import type { RequestConfig, ServiceResponse, ServiceSync } from '../src/runtime/public.js';
-import type { HttpMethod } from '../src/runtime/svcTypes.js';
+import type {
+  ConnectionRecord,
+  RequestConfig,
+  ServiceResponse,
+  ServiceSync,
+  TokenAnswer,
+} from '../src/runtime/public.js';
+import type { HttpMethod, IntegrationDescription } from '../src/runtime/svcTypes.js';
 import type { RealmMember, RealmShape } from './realm/types.js';
 
 /** A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with. */
@@ -78,6 +84,7 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   watchRun: { ledgered: false },
   runawayVerdict: { ledgered: false },
   resolveAction: { ledgered: false },
+  getIntegration: { ledgered: false },
 };
 
 /** What an operation may use of its run (workflows/svc.ts implements it). */
@@ -93,10 +100,14 @@ export interface OperationRuntime {
   /** Buffers a log line; writes the buffer when it is full. */
   log(level: string, message: string): Promise<void>;
   triggerAction(actionName: string, input: unknown): Promise<unknown>;
-  /** Starts walking a paginated list; answers the walk's id. */
-  openPagination(config: unknown): number;
-  /** The next page of a walk. */
-  nextPage(id: unknown): Promise<{ done: boolean; value: unknown }>;
+  /** Throws `scope_denied` when a call names another integration or connection than the run's. */
+  ownScope(what: string, providerConfigKey: unknown, connectionId: unknown): void;
+  /** The run's integration (one getIntegration step per run at most). */
+  integration(): Promise<IntegrationDescription>;
+  /** Starts walking a paginated list; answers the walk's id. `pageInfo`: the script has an on_page callback. */
+  openPagination(config: unknown, pageInfo: boolean): Promise<number>;
+  /** The next page of a walk (with what on_page is given, when the script has one). */
+  nextPage(id: unknown): Promise<{ done: boolean; value: unknown; onPage?: unknown }>;
   /** A durable timer (setTimeout). */
   sleep(ms: unknown): Promise<void>;
 }
@@ -156,6 +167,60 @@ function request(method: HttpMethod): SvcOperation<[RequestConfig]> {
   };
 }
 
+const METHODS = new Set<string>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** svc.proxy: the method is the config's (GET when absent). */
+const proxy: SvcOperation<[HttpMethod, RequestConfig]> = {
+  realm: 'call',
+  check: (args) => {
+    const config = args[0];
+    const asked = isPlainObject(config) ? config['method'] : undefined;
+    const method = asked === undefined ? 'GET' : typeof asked === 'string' ? asked.toUpperCase() : '';
+    if (!METHODS.has(method)) {
+      throw new OperationError(
+        'invalid_request',
+        `svc.proxy: method ${JSON.stringify(asked)} is not one of GET, POST, PUT, PATCH, DELETE`,
+      );
+    }
+    return [method as HttpMethod, args[0] as RequestConfig];
+  },
+  run: (runtime, method, config) => runtime.request(method, config),
+};
+
+const given = (value: unknown): boolean => value !== undefined && value !== null;
+
+/**
+ * getConnection's two forms: `(forceRefresh?, refreshToken?)` (SPEC.md) and the field's
+ * `(providerConfigKey?, connectionId?, { forceRefresh?, refreshToken? })`.
+ */
+type ConnectionArgs = [forceRefresh: boolean, refreshToken: boolean, providerConfigKey: unknown, connectionId: unknown];
+function connectionArgs(args: unknown[]): ConnectionArgs {
+  const [first, second, third] = args;
+  if (typeof first === 'string' || typeof second === 'string' || isPlainObject(third)) {
+    const options = isPlainObject(third) ? third : {};
+    return [options['forceRefresh'] === true, options['refreshToken'] === true, first, second];
+  }
+  if (given(first) && typeof first !== 'boolean') {
+    throw new OperationError(
+      'invalid_operation',
+      'svc.getConnection takes (forceRefresh?, refreshToken?) or (providerConfigKey?, connectionId?, options?)',
+    );
+  }
+  return [first === true, second === true, undefined, undefined];
+}
+
+/** What getToken answers for a connection's credentials (the field's format). */
+function tokenOf(connection: ConnectionRecord): TokenAnswer {
+  const credentials = connection.credentials;
+  if (credentials.type === 'OAUTH1') {
+    return { oAuthToken: credentials.oauth_token, oAuthTokenSecret: credentials.oauth_token_secret };
+  }
+  if ('access_token' in credentials) return credentials.access_token;
+  return credentials;
+}
+
+const LOG_LEVELS: Record<string, string> = { http: 'info', verbose: 'debug', silly: 'debug' };
+
 /** The table. Keys are the names of svc's members. */
 export const SVC_OPERATIONS = {
   get: request('GET'),
@@ -165,20 +230,21 @@ export const SVC_OPERATIONS = {
   delete: request('DELETE'),
   paginate: {
     realm: 'paginate',
-    check: (args) => [args[0]],
-    run: (runtime, config) => Promise.resolve(runtime.openPagination(config)),
-  } satisfies SvcOperation<[unknown]>,
+    check: (args): [unknown, boolean] => [args[0], args[1] === true],
+    run: (runtime, config, pageInfo) => runtime.openPagination(config, pageInfo),
+  } satisfies SvcOperation<[unknown, boolean]>,
   'paginate.next': {
     realm: 'internal',
     check: (args) => [args[0]],
     run: (runtime, id) => runtime.nextPage(id),
   } satisfies SvcOperation<[unknown]>,
+  proxy,
   log: {
     realm: 'log',
     check: (args): [string, string] => {
       const [message, options] = args;
       const level = isPlainObject(options) && typeof options['level'] === 'string' ? options['level'] : 'info';
-      return [typeof message === 'string' ? message : String(JSON.stringify(message)), level];
+      return [typeof message === 'string' ? message : String(JSON.stringify(message)), LOG_LEVELS[level] ?? level];
     },
     run: (runtime, message, level) => runtime.log(level, message),
   } satisfies SvcOperation<[string, string]>,
@@ -190,15 +256,20 @@ export const SVC_OPERATIONS = {
   }),
   triggerAction: {
     realm: 'call',
-    check: (args): [string, unknown] => {
-      const [actionName, input] = args;
+    // (actionName, input), or the field's (providerConfigKey, connectionId, actionName, input?).
+    check: (args): [string, unknown, unknown, unknown] => {
+      const formatForm = args.length >= 3 && typeof args[2] === 'string';
+      const [actionName, input] = formatForm ? [args[2], args[3]] : [args[0], args[1]];
       if (typeof actionName !== 'string' || actionName === '') {
         throw new OperationError('invalid_operation', 'svc.triggerAction needs an action name');
       }
-      return [actionName, input];
+      return formatForm ? [actionName, input, args[0], args[1]] : [actionName, input, undefined, undefined];
     },
-    run: (runtime, actionName, input) => runtime.triggerAction(actionName, input),
-  } satisfies SvcOperation<[string, unknown]>,
+    run: (runtime, actionName, input, providerConfigKey, connectionId) => {
+      runtime.ownScope(`svc.triggerAction('${actionName}')`, providerConfigKey, connectionId);
+      return runtime.triggerAction(actionName, input);
+    },
+  } satisfies SvcOperation<[string, unknown, unknown, unknown]>,
   getMetadata: step({
     check: noArgs,
     activity: 'getMetadata',
@@ -217,12 +288,52 @@ export const SVC_OPERATIONS = {
     summary: () => 'updateMetadata',
     args: (scope, [metadata]) => [scope, metadata],
   }),
-  getConnection: step({
-    check: (args): [boolean, boolean] => [args[0] === true, args[1] === true],
-    activity: 'getConnection',
-    summary: ([forceRefresh]) => `getConnection${forceRefresh ? ' (force refresh)' : ''}`,
-    args: (scope, [forceRefresh, refreshToken]) => [scope, { forceRefresh, refreshToken }],
-  }),
+  getFieldMapping: {
+    realm: 'call',
+    check: noArgs,
+    run: async (runtime) => {
+      const mapping = (await runtime.step('getMetadata', 'getMetadata', [runtime.scope]))['fieldMapping'];
+      return isPlainObject(mapping) ? mapping : {};
+    },
+  } satisfies SvcOperation<[]>,
+  getConnection: {
+    realm: 'call',
+    check: connectionArgs,
+    run: (runtime, forceRefresh, refreshToken, providerConfigKey, connectionId) => {
+      runtime.ownScope('svc.getConnection', providerConfigKey, connectionId);
+      return runtime.step('getConnection', `getConnection${forceRefresh ? ' (force refresh)' : ''}`, [
+        runtime.scope,
+        { forceRefresh, refreshToken },
+      ]);
+    },
+  } satisfies SvcOperation<ConnectionArgs>,
+  getToken: {
+    realm: 'call',
+    check: noArgs,
+    run: async (runtime) =>
+      tokenOf(
+        await runtime.step('getConnection', 'getConnection', [
+          runtime.scope,
+          { forceRefresh: false, refreshToken: false },
+        ]),
+      ),
+  } satisfies SvcOperation<[]>,
+  getIntegration: {
+    realm: 'call',
+    check: noArgs,
+    run: async (runtime) => (await runtime.integration()).integration,
+  } satisfies SvcOperation<[]>,
+  getWebhookURL: {
+    realm: 'call',
+    check: noArgs,
+    run: async (runtime) => (await runtime.integration()).integration.webhook_url ?? null,
+  } satisfies SvcOperation<[]>,
+  // Runs in the script's realm, on the script's own zod schema (workflows/realm/bootstrap.ts).
+  zodValidateInput: {
+    realm: 'zodValidateInput',
+    check: noArgs,
+    run: () => Promise.reject(new OperationError('invalid_operation', 'svc.zodValidateInput runs in the script realm')),
+  } satisfies SvcOperation<[]>,
   batchSave: {
     realm: 'write',
     check: (args) => [args[0], args[1]],

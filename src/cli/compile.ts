@@ -22,6 +22,14 @@ import {
   type ScriptKind,
 } from './project.js';
 import { checkScript } from './scriptChecks.js';
+import {
+  SCRIPT_GLOBALS_MODULE,
+  SCRIPT_GLOBALS_TYPES,
+  scriptModulesPlugin,
+  typePaths,
+  zodSource,
+  type ZodSource,
+} from './scriptModules.js';
 import { SCRIPT_COMPILER_OPTIONS } from './templates.js';
 
 /** One built script in the manifest. */
@@ -57,12 +65,15 @@ export interface CompileResult {
 /**
  * esbuild options of a script bundle. Evaluated as `new Function('module', 'exports', 'require', code)`,
  * a bundle sets `module.exports.default` to the script's function and calls `require` only with
- * 'integration-service/runtime', for which the runtime provides `{ ActionError }`.
+ * 'integration-service/runtime', for which the runtime provides `{ ActionError }`. The script's own
+ * files and the allowed packages are bundled in (src/cli/scriptModules.ts).
  */
 export const BUNDLE_OPTIONS = {
   bundle: true,
   format: 'cjs',
   platform: 'neutral',
+  // Packages of the allow-list that have no `exports` map (buffer) are found by their main field.
+  mainFields: ['module', 'main'],
   target: 'es2022',
   external: [RUNTIME_SPECIFIER],
   write: false,
@@ -115,29 +126,19 @@ export async function compileProject(options: {
     .map((script) => ({ ...script, file: scriptPath(paths, script.integration, script.kind, script.name) }));
 
   problems.push(...(await orphanScripts(paths, config, scripts)));
-  for (const script of scripts) {
-    const source = await readFile(script.file, 'utf8');
-    problems.push(
-      ...checkScript({
-        file: script.file,
-        displayFile: relative(paths.root, script.file),
-        source,
-        kind: script.kind,
-        modelsFile: paths.modelsFile,
-      }),
-    );
-  }
+  problems.push(...(await checkScripts(paths, scripts)));
   if (problems.some((p) => p.severity === 'error')) return fail();
 
+  const zod = zodSource(paths.root);
   progress(`type-checking ${scripts.length} script${scripts.length === 1 ? '' : 's'}…`);
-  problems.push(...typeCheck(paths, scripts));
+  problems.push(...typeCheck(paths, scripts, zod));
   if (problems.some((p) => p.severity === 'error')) return fail();
 
   progress(`bundling ${scripts.length} script${scripts.length === 1 ? '' : 's'}…`);
   await rm(paths.buildDir, { recursive: true, force: true });
   const manifest: BuildManifest = { version: 1, config, scripts: [] };
   for (const script of scripts) {
-    const bundled = await bundle(paths, script);
+    const bundled = await bundle(paths, script, zod);
     if ('problems' in bundled) {
       problems.push(...bundled.problems);
       continue;
@@ -187,13 +188,46 @@ async function orphanScripts(
   return problems;
 }
 
+/**
+ * The import rules (src/cli/scriptChecks.ts) of every script and of every project file they import,
+ * each file once: a helper that imports `fs` is named, not only the script that imports the helper.
+ */
+async function checkScripts(paths: ProjectPaths, scripts: readonly Script[]): Promise<ProjectProblem[]> {
+  const problems: ProjectProblem[] = [];
+  const seen = new Set<string>(scripts.map((script) => script.file));
+  const queue: { file: string; kind: ScriptKind; role: 'script' | 'helper' }[] = scripts.map((script) => ({
+    file: script.file,
+    kind: script.kind,
+    role: 'script',
+  }));
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    const checked = checkScript({
+      ...next,
+      displayFile: relative(paths.root, next.file),
+      source: await readFile(next.file, 'utf8'),
+      folder: paths.folder,
+    });
+    problems.push(...checked.problems);
+    for (const file of checked.imports) {
+      if (seen.has(file) || file === paths.modelsFile) continue;
+      seen.add(file);
+      queue.push({ file, kind: next.kind, role: 'helper' });
+    }
+  }
+  return problems;
+}
+
 /** One TypeScript program over models.ts and the scripts (and what they import), with the scripts' options. */
-export function typeCheck(paths: ProjectPaths, scripts: readonly Pick<Script, 'file'>[]): ProjectProblem[] {
+export function typeCheck(
+  paths: ProjectPaths,
+  scripts: readonly Pick<Script, 'file'>[],
+  zod: ZodSource = zodSource(paths.root),
+): ProjectProblem[] {
   const { options, errors } = ts.convertCompilerOptionsFromJson(SCRIPT_COMPILER_OPTIONS, paths.folder);
   if (errors.length > 0) throw new Error(ts.flattenDiagnosticMessageText(errors[0]?.messageText, '\n'));
   const program = ts.createProgram({
-    rootNames: [paths.modelsFile, ...scripts.map((s) => s.file)],
-    options: { ...options, paths: { [RUNTIME_SPECIFIER]: [RUNTIME_TYPES] } },
+    rootNames: [paths.modelsFile, SCRIPT_GLOBALS_TYPES, ...scripts.map((s) => s.file)],
+    options: { ...options, paths: typePaths(RUNTIME_TYPES, zod) },
   });
   return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
     const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n');
@@ -228,6 +262,7 @@ function isBuildFailure(error: unknown): error is BuildFailure {
 export async function bundle(
   paths: ProjectPaths,
   script: Pick<Script, 'file'>,
+  zod: ZodSource = zodSource(paths.root),
 ): Promise<{ code: string } | { problems: ProjectProblem[] }> {
   const problem = (message: string, location: Location | null): ProjectProblem => ({
     severity: 'error',
@@ -238,7 +273,13 @@ export async function bundle(
     column: location === null ? 0 : location.column + 1,
   });
   try {
-    const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [script.file], absWorkingDir: paths.root });
+    const result = await build({
+      ...BUNDLE_OPTIONS,
+      entryPoints: [script.file],
+      absWorkingDir: paths.root,
+      plugins: [scriptModulesPlugin({ folder: paths.folder, zod })],
+      inject: [SCRIPT_GLOBALS_MODULE],
+    });
     const output = result.outputFiles?.[0];
     return output === undefined ? { problems: [problem('esbuild produced no output', null)] } : { code: output.text };
   } catch (error) {

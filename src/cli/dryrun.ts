@@ -19,7 +19,7 @@ import type { ConnectionRecord as RuntimeConnectionRecord } from '../runtime/pub
 import type { CliIo } from './io.js';
 import { resolveTarget } from './deploy.js';
 import { scriptKey, type LocalBackend, type LocalRunResult } from './localRun.js';
-import { loadLocalBuild, printRunResult, startLocalTemporal, writeFixture } from './localTools.js';
+import { catalogPagination, loadLocalBuild, printRunResult, startLocalTemporal, writeFixture } from './localTools.js';
 
 export interface DryrunOptions {
   root: string;
@@ -89,6 +89,22 @@ function apiConnections(
       return { ...answer, secrets };
     },
     getMetadata: () => api.connections.get(ref).then((record) => record.metadata, translate),
+    // The integration as the service describes it; the default pagination from this package's catalog.
+    describeIntegration: () =>
+      api.integrations.get(ref.providerConfigKey, ['webhook']).then(({ data }) => {
+        const pagination = catalogPagination(data.provider);
+        return {
+          integration: {
+            unique_key: data.unique_key,
+            provider: data.provider,
+            display_name: data.display_name,
+            created_at: data.created_at,
+            updated_at: data.updated_at,
+            ...(data.webhook_url === undefined ? {} : { webhook_url: data.webhook_url }),
+          },
+          ...(pagination ? { pagination } : {}),
+        };
+      }, translate),
     setMetadata: () => Promise.reject(new Error('a dry run does not write metadata')),
     updateMetadata: () => Promise.reject(new Error('a dry run does not write metadata')),
   };
@@ -171,6 +187,7 @@ export async function dryrun(options: DryrunOptions, io: CliIo): Promise<number>
     getConnection: (flags) => connections.getConnection(scope, flags),
     getMetadata: async () =>
       (metadataOverride as Record<string, unknown> | undefined) ?? (await connections.getMetadata(scope)),
+    getIntegration: () => connections.describeIntegration(scope),
     getEnvironmentVariables: () =>
       api.environmentVariables.list().catch((error: unknown) => {
         if (error instanceof ServiceApiError)
@@ -224,6 +241,7 @@ export async function dryrun(options: DryrunOptions, io: CliIo): Promise<number>
         name: variable.name,
         value: REDACTED,
       })),
+      integrationDescription: await backend.getIntegration(),
       exchanges: result.exchanges.map((exchange) => redactValue(exchange, secrets)),
     });
     io.out(`saved ${result.exchanges.length} exchange(s) to ${file}; 'service test --update' records its snapshot\n`);

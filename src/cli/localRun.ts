@@ -18,7 +18,7 @@ import type { ActionDefinition, RunActionInput, RunSyncInput } from '../runtime/
 import { budgetFunctionName, instrumentScript } from '../runtime/instrument.js';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
-import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
+import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../runtime/svcTypes.js';
 import { connectTemporal, connectWorker, type TemporalConnectionOptions } from '../temporal/connection.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { createLogger } from '../log.js';
@@ -33,6 +33,8 @@ export interface LocalBackend {
   getConnection(options: { forceRefresh: boolean; refreshToken: boolean }): Promise<ConnectionRecord>;
   getMetadata(): Promise<Record<string, unknown>>;
   getEnvironmentVariables(): Promise<EnvironmentVariable[]>;
+  /** The integration as svc.getIntegration sees it, with its provider's default pagination. */
+  getIntegration(): Promise<IntegrationDescription>;
 }
 
 /** One request of the run and how it ended (a retried request appears once per attempt). */
@@ -214,6 +216,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
       return Promise.resolve();
     },
     getEnvironmentVariables: () => backend.getEnvironmentVariables(),
+    getIntegration: () => backend.getIntegration(),
     getConnection: (_scope: unknown, flags: { forceRefresh: boolean; refreshToken: boolean }) =>
       backend.getConnection(flags),
     async getMetadata(): Promise<Record<string, unknown>> {

@@ -6,8 +6,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ServiceConfig } from '../config/types.js';
-import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
-import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
+import { loadProviderCatalog } from '../connections/providers/catalog.js';
+import type { ConnectionRecord, EnvironmentVariable, Pagination } from '../runtime/public.js';
+import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../runtime/svcTypes.js';
 import type { TemporalConnectionOptions } from '../temporal/connection.js';
 import type { CliIo } from './io.js';
 import { scriptKey, type Exchange, type LocalBackend, type LocalRunResult } from './localRun.js';
@@ -93,7 +94,40 @@ export interface ScriptFixture {
   connection: unknown;
   /** The environment's variables by name; values are `[redacted]` (edit the file to give a test values). */
   environmentVariables: EnvironmentVariable[];
+  /**
+   * The integration as svc.getIntegration saw it, with its provider's default pagination; recorded since
+   * svc.paginate reads that default. When absent: the integration id as the provider, this package's catalog.
+   */
+  integrationDescription?: IntegrationDescription;
   exchanges: Exchange[];
+}
+
+/** The default pagination of a provider of this package's catalog (with SERVICE_PROVIDERS_FILE's). */
+export function catalogPagination(provider: string): Pagination | undefined {
+  let paginate: Pagination | undefined;
+  try {
+    const catalog = loadProviderCatalog({ extraFile: process.env['SERVICE_PROVIDERS_FILE'] });
+    paginate = catalog.has(provider) ? (catalog.get(provider).paginate as Pagination | undefined) : undefined;
+  } catch {
+    paginate = undefined;
+  }
+  return paginate;
+}
+
+/** An integration of a local run that no service describes: its id is taken as its provider's name. */
+export function localIntegration(integrationId: string): IntegrationDescription {
+  const pagination = catalogPagination(integrationId);
+  return {
+    integration: {
+      unique_key: integrationId,
+      provider: integrationId,
+      display_name: integrationId,
+      created_at: '1970-01-01T00:00:00.000Z',
+      updated_at: '1970-01-01T00:00:00.000Z',
+      webhook_url: `http://127.0.0.1:3003/webhook/local/${encodeURIComponent(integrationId)}`,
+    },
+    ...(pagination ? { pagination } : {}),
+  };
 }
 
 export const FIXTURE_FILE = 'fixture.json';
@@ -153,6 +187,8 @@ export function fixtureBackend(fixture: ScriptFixture): LocalBackend {
     getConnection: () => Promise.resolve(structuredClone(fixture.connection) as ConnectionRecord),
     getMetadata: () => Promise.resolve(structuredClone(fixture.metadata)),
     getEnvironmentVariables: () => Promise.resolve(structuredClone(fixture.environmentVariables)),
+    getIntegration: () =>
+      Promise.resolve(structuredClone(fixture.integrationDescription ?? localIntegration(fixture.integration))),
   };
 }
 

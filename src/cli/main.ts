@@ -60,8 +60,9 @@ Examples:
 
 Usage: service generate [--root <dir>]
 
-Writes service-integrations/models.ts (one interface per model, plus ServiceSync, ServiceAction and
-ActionError re-exported for scripts) and, for every sync and action without a script, a stub:
+Writes service-integrations/models.ts (one interface per model, plus ServiceSync, ServiceAction,
+ActionError, ProxyConfiguration and the other helper types re-exported for scripts) and, for every
+sync and action without a script, a stub:
   service-integrations/<integration>/syncs/<sync>.ts
   service-integrations/<integration>/actions/<action>.ts
 Existing scripts are never touched. Exits 1 and prints every problem when service.yaml has errors.

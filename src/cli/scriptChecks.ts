@@ -1,12 +1,14 @@
 /**
  * Rules a script must follow beyond type-checking, checked on its syntax tree so the error names the
- * exact place: imports only of the generated models and `integration-service/runtime` (a script is
- * bundled alone and runs sandboxed), no sync-only helpers in actions, a default export.
+ * exact place: imports only of its own files inside service-integrations/, the runtime and the
+ * allow-list of src/cli/scriptModules.ts (a script is bundled with what it imports and runs
+ * sandboxed), no sync-only helpers in actions, a default export. The files a script imports are
+ * checked by the same import rules (`role: 'helper'`).
  */
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import ts from 'typescript';
-import { RUNTIME_SPECIFIER } from '../config/generateModels.js';
 import type { ProjectProblem, ScriptKind } from './project.js';
+import { forbiddenImportMessage, isAllowedPackage, resolveProjectImport } from './scriptModules.js';
 
 const SYNC_ONLY_HELPERS = new Set(['batchSave', 'batchDelete']);
 
@@ -17,36 +19,82 @@ export interface ScriptCheckInput {
   displayFile: string;
   source: string;
   kind: ScriptKind;
-  /** Absolute path of models.ts. */
-  modelsFile: string;
+  /** A script (its default export, its helpers) or a file a script imports (the import rules only). */
+  role?: 'script' | 'helper';
+  /** Absolute path of service-integrations/: relative imports must stay inside it. */
+  folder: string;
 }
 
-function importsModels(specifier: string, file: string, modelsFile: string): boolean {
-  if (!specifier.startsWith('.')) return false;
-  const target = resolve(dirname(file), specifier).replace(/\.(?:js|ts)$/, '');
-  return target === modelsFile.replace(/\.ts$/, '');
+export interface ScriptCheck {
+  problems: ProjectProblem[];
+  /** The project files the file imports (relative imports that resolve to a file), to check in turn. */
+  imports: string[];
 }
 
-export function checkScript(input: ScriptCheckInput): ProjectProblem[] {
+function insideFolder(folder: string, file: string): boolean {
+  const path = relative(folder, file);
+  return path !== '' && !path.startsWith('..') && !isAbsolute(path);
+}
+
+/** Whether an import or export declaration brings only types (erased: it loads nothing). */
+function typeOnly(node: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
+  if (ts.isExportDeclaration(node)) {
+    if (node.isTypeOnly) return true;
+    const clause = node.exportClause;
+    return (
+      clause !== undefined &&
+      ts.isNamedExports(clause) &&
+      clause.elements.length > 0 &&
+      clause.elements.every((e) => e.isTypeOnly)
+    );
+  }
+  const clause = node.importClause;
+  if (clause === undefined) return false;
+  if (clause.isTypeOnly) return true;
+  if (clause.name !== undefined) return false;
+  const bindings = clause.namedBindings;
+  return (
+    bindings !== undefined &&
+    ts.isNamedImports(bindings) &&
+    bindings.elements.length > 0 &&
+    bindings.elements.every((e) => e.isTypeOnly)
+  );
+}
+
+export function checkScript(input: ScriptCheckInput): ScriptCheck {
+  const role = input.role ?? 'script';
+  const imports: string[] = [];
   const sourceFile = ts.createSourceFile(input.file, input.source, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
   const problems: ProjectProblem[] = [];
   const report = (node: ts.Node, code: string, message: string): void => {
     const { line, character } = sourceFile.getLineAndCharacterOfPosition(node.getStart(sourceFile));
     problems.push({ severity: 'error', code, message, file: input.displayFile, line: line + 1, column: character + 1 });
   };
-  const checkSpecifier = (node: ts.Node, specifier: string): void => {
-    if (specifier === RUNTIME_SPECIFIER || importsModels(specifier, input.file, input.modelsFile)) return;
-    report(
-      node,
-      'forbidden_import',
-      `scripts cannot import '${specifier}': only the generated models ('../../models') and '${RUNTIME_SPECIFIER}' (each script is bundled alone and runs sandboxed; share code through svc.triggerAction)`,
-    );
+  const checkSpecifier = (node: ts.Node, specifier: string, typesOnly = false): void => {
+    if (specifier.startsWith('.') || isAbsolute(specifier)) {
+      const target = resolve(dirname(input.file), specifier);
+      if (!insideFolder(input.folder, target)) {
+        report(
+          node,
+          'forbidden_import',
+          `scripts cannot import '${specifier}': it is outside service-integrations/ (only the project's files inside that folder are bundled into a script)`,
+        );
+        return;
+      }
+      const file = resolveProjectImport(input.file, specifier);
+      if (file !== undefined && !typesOnly && !imports.includes(file)) imports.push(file);
+      return;
+    }
+    if (typesOnly || isAllowedPackage(specifier)) return;
+    report(node, 'forbidden_import', forbiddenImportMessage(specifier));
   };
   let hasDefault = false;
 
   const visit = (node: ts.Node): void => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined) {
-      if (ts.isStringLiteral(node.moduleSpecifier)) checkSpecifier(node.moduleSpecifier, node.moduleSpecifier.text);
+      if (ts.isStringLiteral(node.moduleSpecifier)) {
+        checkSpecifier(node.moduleSpecifier, node.moduleSpecifier.text, typeOnly(node));
+      }
     } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
       const expression = node.moduleReference.expression;
       if (ts.isStringLiteral(expression)) checkSpecifier(expression, expression.text);
@@ -61,10 +109,10 @@ export function checkScript(input: ScriptCheckInput): ProjectProblem[] {
     } else if (ts.isImportTypeNode(node)) {
       const argument = node.argument;
       if (ts.isLiteralTypeNode(argument) && ts.isStringLiteral(argument.literal))
-        checkSpecifier(argument.literal, argument.literal.text);
+        checkSpecifier(argument.literal, argument.literal.text, true);
     }
 
-    if (input.kind === 'action') {
+    if (input.kind === 'action' && role === 'script') {
       let helper: string | undefined;
       if (ts.isPropertyAccessExpression(node)) helper = node.name.text;
       else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression))
@@ -94,7 +142,7 @@ export function checkScript(input: ScriptCheckInput): ProjectProblem[] {
   };
   visit(sourceFile);
 
-  if (!hasDefault) {
+  if (!hasDefault && role === 'script') {
     problems.push({
       severity: 'error',
       code: 'missing_default_export',
@@ -104,5 +152,5 @@ export function checkScript(input: ScriptCheckInput): ProjectProblem[] {
       column: 1,
     });
   }
-  return problems;
+  return { problems, imports };
 }

@@ -8,8 +8,9 @@ import { actionOutputType, inputTypeOf, type ActionConfig, type SyncConfig } fro
 /** Compiler options of scripts: `service compile` type-checks with these, and `init` writes them to tsconfig.json. */
 export const SCRIPT_COMPILER_OPTIONS = {
   target: 'ES2022',
-  // Scripts run in a sandbox with the language only: no DOM, no Node (`process`, `require`, `fs`).
-  lib: ['ES2022'],
+  // Scripts run in a realm with the language only (V8 of Node 20: ES2023), no DOM, no Node (`process`,
+  // `require`, `fs`); what the realm adds (console, URL, Buffer, …) is declared by `service compile`.
+  lib: ['ES2023'],
   module: 'ESNext',
   // esbuild bundles the scripts, so imports are written as for a bundler: '../../models', no extension.
   moduleResolution: 'Bundler',

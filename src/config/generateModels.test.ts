@@ -60,7 +60,8 @@ describe('generateModels', () => {
   it('is deterministic and re-exports the script helpers from the runtime module', () => {
     const text = generateModels(example);
     expect(generateModels(configOf(readFileSync(EXAMPLE, 'utf8')))).toBe(text);
-    expect(text).toContain("export type { ServiceSync, ServiceAction } from 'integration-service/runtime';");
+    expect(text).toContain('export type { ServiceSync, ServiceAction, ProxyConfiguration, Pagination,');
+    expect(text).toMatch(/export type \{[^}]*\bAuthModeType\b[^}]*\} from 'integration-service\/runtime';/);
     expect(text).toContain("export { ActionError } from 'integration-service/runtime';");
     expect(text).toContain('  created_at: Date;\n');
     expect(text).toContain('  state: "open" | "closed";\n');

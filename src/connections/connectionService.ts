@@ -12,6 +12,7 @@ import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { policyFetch } from '../runtime/outbound.js';
 import { ServiceError } from '../errors.js';
 import { codeLabel, tokenRefreshFailures } from '../metrics/index.js';
+import type { IntegrationDescription } from '../runtime/svcTypes.js';
 import type { ConnectionRecord, Credentials } from '../runtime/public.js';
 import type { Encryptor } from './encryption.js';
 import { secretForms } from '../runtime/redaction.js';
@@ -237,6 +238,8 @@ export interface PostgresConnectionServiceDeps {
   now?: () => Date;
   /** One line per event, never with a secret in it. @default a line on stderr */
   log?: LineLog;
+  /** The API's public URL (SERVICE_PUBLIC_URL): scripts see their integration's webhook URL under it. */
+  publicUrl?: string;
   /** Called after a connection is created or reconnected (to start its auto-start syncs, say). */
   onConnectionSaved?: (event: ConnectionSavedEvent) => Promise<void>;
   /**
@@ -250,6 +253,13 @@ export interface PostgresConnectionServiceDeps {
 export interface NeedsReauthEvent {
   scope: ConnectionScope;
   refreshError: RefreshError;
+}
+
+/** The object without its undefined values (zod's optional keys, for exactOptionalPropertyTypes). */
+function definedOnly<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, inner]) => inner !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
 }
 
 function describe(scope: ConnectionScope): string {
@@ -280,6 +290,7 @@ export class PostgresConnectionService implements ConnectionService {
   private readonly log: LineLog;
   private readonly onConnectionSaved: ((event: ConnectionSavedEvent) => Promise<void>) | undefined;
   private readonly onNeedsReauth: ((event: NeedsReauthEvent) => Promise<void>) | undefined;
+  private readonly publicUrl: string | undefined;
   /**
    * Refreshes in flight in this process, by connection row id. Callers of one process join the same
    * refresh instead of each holding a pooled Postgres connection while they wait on the advisory lock.
@@ -295,6 +306,7 @@ export class PostgresConnectionService implements ConnectionService {
     this.log = deps.log ?? lineLog('connections', 'info');
     this.onConnectionSaved = deps.onConnectionSaved;
     this.onNeedsReauth = deps.onNeedsReauth;
+    this.publicUrl = deps.publicUrl;
   }
 
   // ---- ConnectionService -------------------------------------------------------------------------
@@ -463,6 +475,26 @@ export class PostgresConnectionService implements ConnectionService {
 
   async setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
     await this.writeMetadata(scope, metadata, 'replace');
+  }
+
+  async describeIntegration(scope: Omit<ConnectionScope, 'connectionId'>): Promise<IntegrationDescription> {
+    const { integration, provider } = await this.integrations.resolve(scope.environmentId, scope.integrationId);
+    const environment = await this.db.query<{ name: string }>('SELECT name FROM environments WHERE id = $1', [
+      scope.environmentId,
+    ]);
+    const name = environment.rows[0]?.name ?? scope.environmentId;
+    return {
+      integration: {
+        unique_key: integration.id,
+        provider: integration.provider,
+        display_name: integration.displayName,
+        created_at: integration.createdAt,
+        updated_at: integration.updatedAt,
+        // As GET /integrations/:id?include=webhook answers it (src/api/routes/integrationView.ts).
+        webhook_url: `${this.publicUrl ?? ''}/webhook/${encodeURIComponent(name)}/${encodeURIComponent(integration.id)}`,
+      },
+      ...(provider.paginate ? { pagination: definedOnly(provider.paginate) } : {}),
+    };
   }
 
   async updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {

@@ -23,6 +23,8 @@ export interface CreateConnectionsOptions {
   encryptor: Encryptor;
   /** Absolute URL of GET /oauth/callback as the providers' OAuth apps know it (SERVICE_CALLBACK_URL). */
   callbackUrl: string;
+  /** The API's public URL (SERVICE_PUBLIC_URL), under which scripts see their webhook URL. */
+  publicUrl?: string;
   /** @default loadProviderCatalog(): the built-ins (the service adds SERVICE_PROVIDERS_FILE's: src/service.ts) */
   catalog?: ProviderCatalog;
   fetch?: Fetch;
@@ -45,6 +47,7 @@ export function createConnections(options: CreateConnectionsOptions) {
     ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.now ? { now: options.now } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     ...(options.onConnectionSaved ? { onConnectionSaved: options.onConnectionSaved } : {}),
     ...(options.onNeedsReauth ? { onNeedsReauth: options.onNeedsReauth } : {}),
   });

@@ -3,6 +3,7 @@
  * implementation lives beside this file. The runtime declares the part it needs itself
  * (src/runtime/connectionAccess.ts), so that it never imports this folder.
  */
+import type { IntegrationDescription } from '../runtime/svcTypes.js';
 import type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 
@@ -42,6 +43,11 @@ export interface ConnectionService {
   setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
   /** Merges the given properties into the metadata. */
   updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void>;
+  /**
+   * The integration as a script's `svc.getIntegration()` sees it (with its inbound webhook URL) and its
+   * provider's default pagination (`svc.paginate` merges a script's keys over it).
+   */
+  describeIntegration(scope: Omit<ConnectionScope, 'connectionId'>): Promise<IntegrationDescription>;
 }
 
 export interface EnvironmentVariableStore {

@@ -9,8 +9,13 @@ import type { ConnectionScope, RequestAuthorizer } from './connectionAccess.js';
 import { redactSecrets, redactValue } from './redaction.js';
 import { isServiceError } from '../errors.js';
 import { OUTBOUND_REFUSED, outboundRefusal, policyRequest } from './outbound.js';
-import type { RequestConfig } from './public.js';
-import { REQUEST_ERROR_TYPES, type HttpRequestInput, type HttpResult, type HttpFailureDetails } from './svcTypes.js';
+import {
+  REQUEST_ERROR_TYPES,
+  type HttpRequestInput,
+  type HttpResult,
+  type HttpFailureDetails,
+  type SentRequestConfig,
+} from './svcTypes.js';
 
 /** Statuses retried whatever `retryOn` says (SPEC.md Errors). */
 export function isRetryableStatus(status: number, retryOn: readonly number[] | undefined): boolean {
@@ -35,7 +40,7 @@ export const REQUEST_TIMEOUT_MS = 60_000;
 // A longer Retry-After would park the run for hours; past this the request fails instead.
 const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
-function axiosResponseType(config: RequestConfig): ResponseType {
+function axiosResponseType(config: SentRequestConfig): ResponseType {
   switch (config.responseType) {
     case 'arraybuffer':
     case 'blob':
@@ -59,7 +64,7 @@ function lowerCaseHeaders(headers: AxiosResponse['headers'] | undefined): Record
   return out;
 }
 
-function responseData(config: RequestConfig, data: unknown): unknown {
+function responseData(config: SentRequestConfig, data: unknown): unknown {
   if (data instanceof ArrayBuffer || Buffer.isBuffer(data)) return Buffer.from(data as ArrayBuffer).toString('base64');
   if (axiosResponseType(config) === 'json' && typeof data === 'string' && data === '') return '';
   return data;

@@ -15,10 +15,10 @@ export interface RequestConfig {
   /** Request headers. The connection's credentials are added by the service; do not set them here. */
   headers?: Record<string, string>;
   /**
-   * Query parameters.
+   * Query parameters, or a query string.
    * @example { page: 2, per_page: 100 }
    */
-  params?: Record<string, string | number>;
+  params?: string | Record<string, string | number>;
   /** Request body; objects are sent as JSON. */
   data?: unknown;
   /**
@@ -29,7 +29,7 @@ export interface RequestConfig {
    */
   retries?: number;
   /** Status codes to retry in addition to 5xx and 429. */
-  retryOn?: number[];
+  retryOn?: number[] | null;
   /**
    * The API's base URL, when the provider catalog has none or another is needed.
    * @example 'https://api.example.com/v2'
@@ -41,11 +41,26 @@ export interface RequestConfig {
    */
   decompress?: boolean;
   /** How the response body is read. `json` parses JSON; `text` returns a string; `arraybuffer` a base64 string. */
-  responseType?: 'arraybuffer' | 'blob' | 'document' | 'json' | 'text' | 'stream';
+  responseType?: 'arraybuffer' | 'blob' | 'document' | 'json' | 'text' | 'stream' | undefined;
+  /**
+   * The run's own integration id, as the field's format lets a script name it; another integration's
+   * is refused (`scope_denied`): a script acts for its own connection only.
+   */
+  providerConfigKey?: string;
+  /** The run's own connection id; another connection's is refused (`scope_denied`). */
+  connectionId?: string;
+  /** Accepted for the field's format; the service honours `Retry-After` by itself. */
+  retryHeader?: { at?: string; after?: string };
+  /** Accepted for the field's format; a redirect gets the credentials only on the provider's hosts. */
+  forwardHeadersOnRedirect?: boolean;
 }
 
-/** An Axios-style response. */
-export interface ServiceResponse<T = unknown> {
+/**
+ * An Axios-style response. `data` is typed `any` unless the call names its type (`svc.get<Issue[]>`),
+ * as the field's format types it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the format's scripts read response data untyped
+export interface ServiceResponse<T = any> {
   /** The response body. */
   data: T;
   /** The HTTP status code. */
@@ -63,6 +78,19 @@ export interface EnvironmentVariable {
   name: string;
   value: string;
 }
+
+/** The authentication modes by the field's names (its models file exports them). */
+export interface AuthModes {
+  OAuth1: 'OAUTH1';
+  OAuth2: 'OAUTH2';
+  OAuth2CC: 'OAUTH2_CC';
+  Basic: 'BASIC';
+  ApiKey: 'API_KEY';
+  App: 'APP';
+  None: 'NONE';
+  Jwt: 'JWT';
+}
+export type AuthModeType = AuthModes[keyof AuthModes];
 
 /** Credentials of a connection; the fields depend on the authentication type. */
 export type Credentials =
@@ -101,50 +129,109 @@ export interface ConnectionRecord {
   metadata: Record<string, unknown>;
 }
 
-/** How `svc.paginate` walks the pages of a list endpoint. */
-export type PaginationConfig =
-  | {
-      /** The response carries the cursor of the next page. */
-      type: 'cursor';
-      /** Dotted path of the next cursor in the response body. @example 'meta.next_cursor' */
-      cursorPathInResponse: string;
-      /** Query parameter that carries the cursor. @example 'cursor' */
-      cursorNameInRequest: string;
-    }
-  | {
-      /** The next page's URL is in a `Link` header (rel="next") or at a path of the body. */
-      type: 'link';
-      /** Dotted path of the next URL in the body; the `Link` header is read when omitted. */
-      linkPathInResponseBody?: string;
-    }
-  | {
-      /** Pages are addressed by an offset (or a page number with `offsetStartsAt` 1 and `offsetIncrement` 'page'). */
-      type: 'offset';
-      /** Query parameter of the offset. @example 'offset' */
-      offsetNameInRequest: string;
-      /** First offset. @default 0 */
-      offsetStartsAt?: number;
-      /** `items` adds the number of items received; `page` adds 1. @default 'items' */
-      offsetIncrement?: 'items' | 'page';
-    };
+/**
+ * How `svc.paginate` walks the pages of a list endpoint: the keys of the field's format (snake_case),
+ * each also accepted in camelCase (`responsePath`, `cursorNameInRequest`, …). Keys the script leaves
+ * out come from the provider catalog's default pagination of the integration's provider, when it has
+ * one (docs/scripts.md "svc.paginate"). A key the walk cannot follow fails with `invalid_pagination`
+ * naming it.
+ */
+export interface Pagination {
+  /** `cursor`, `link` or `offset`; from the provider's default when left out. */
+  type?: string;
+  /** Page size, sent as `limit_name_in_request`. */
+  limit?: number | string;
+  /** Query (or body) parameter of the page size. @example 'per_page' */
+  limit_name_in_request?: string;
+  /** Dotted path of the list of items in the response body; the body itself when omitted. @example 'data.items' */
+  response_path?: string;
+  /**
+   * Send the pagination parameters in the body instead of the query.
+   * @default true for POST, PUT and PATCH, false otherwise
+   */
+  in_body?: boolean;
+  /** Called before each next page is requested, with that page's parameter and the response that named it. */
+  on_page?: (state: { nextPageParam?: string | number | undefined; response: ServiceResponse }) => Promise<void>;
+  /** cursor: dotted path of the next cursor in the body; the walk ends when it is missing or empty. @example 'meta.next_cursor' */
+  cursor_path_in_response?: string;
+  /** cursor: the parameter that carries the cursor. @example 'cursor' */
+  cursor_name_in_request?: string;
+  /** link: the `rel` of the next page in the `Link` header. @default 'next' (when no body path is given) */
+  link_rel_in_response_header?: string;
+  /** link: dotted path of the next page's URL in the body. */
+  link_path_in_response_body?: string;
+  /** offset: the parameter of the offset (or page number). @example 'offset' */
+  offset_name_in_request?: string;
+  /** offset: the first offset. @default 0 */
+  offset_start_value?: number;
+  /** offset: `by-response-size` adds the items received, `per-page` adds 1 (page numbers). @default 'by-response-size' */
+  offset_calculation_method?: 'per-page' | 'by-response-size';
 
-export interface PaginateConfig extends RequestConfig {
-  paginate: PaginationConfig & {
-    /** Dotted path of the list of items in the response body; the body itself when omitted. @example 'data.items' */
-    responsePath?: string;
-    /** Page size, sent as `limitNameInRequest`. */
-    limit?: number;
-    /** Query parameter of the page size. @example 'per_page' */
-    limitNameInRequest?: string;
-  };
+  /** camelCase of `response_path`. */
+  responsePath?: string;
+  /** camelCase of `limit_name_in_request`. */
+  limitNameInRequest?: string;
+  /** camelCase of `cursor_path_in_response`. */
+  cursorPathInResponse?: string;
+  /** camelCase of `cursor_name_in_request`. */
+  cursorNameInRequest?: string;
+  /** camelCase of `link_path_in_response_body`. */
+  linkPathInResponseBody?: string;
+  /** camelCase of `link_rel_in_response_header`. */
+  linkRelInResponseHeader?: string;
+  /** camelCase of `offset_name_in_request`. */
+  offsetNameInRequest?: string;
+  /** camelCase of `offset_start_value`. */
+  offsetStartsAt?: number;
+  /** `page` is `offset_calculation_method: 'per-page'`, `items` is `'by-response-size'`. */
+  offsetIncrement?: 'items' | 'page';
+}
+
+/** A request of any method (`svc.proxy`), or the first page of `svc.paginate`. */
+export interface ProxyConfiguration extends RequestConfig {
+  /** @default 'GET' */
+  method?: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE' | 'get' | 'post' | 'patch' | 'put' | 'delete';
+  /** How `svc.paginate` walks the pages; ignored by the other methods. */
+  paginate?: Pagination;
+}
+
+/** @deprecated The name before ProxyConfiguration: `svc.paginate` takes a ProxyConfiguration. */
+export type PaginateConfig = ProxyConfiguration;
+
+/** The integration of the run, as `svc.getIntegration()` answers it. */
+export interface IntegrationInfo {
+  /** The integration id. */
+  unique_key: string;
+  provider: string;
+  display_name: string;
+  created_at: string;
+  updated_at: string;
+  /** Where the provider sends this integration's webhooks (POST /webhook/<environment>/<integration>). */
+  webhook_url?: string;
+}
+
+/** What `svc.getToken()` answers: the access token, or the credentials of a type without one. */
+export type TokenAnswer =
+  | string
+  | { oAuthToken: string; oAuthTokenSecret: string }
+  | Exclude<Credentials, { access_token: string } | { type: 'OAUTH1' }>;
+
+/** The shape of a zod schema (zod 3 or 4) that `svc.zodValidateInput` needs: its `safeParse`. */
+export interface ZodLikeSchema<Z> {
+  safeParse(
+    input: unknown,
+  ):
+    | { success: true; data: Z }
+    | { success: false; error: { issues: readonly { message: string; path: readonly PropertyKey[] }[] } };
 }
 
 /** Options of `svc.log`. */
 export interface LogOptions {
   /** @default 'info' */
-  level?: 'debug' | 'info' | 'warn' | 'error';
+  level?: 'debug' | 'info' | 'warn' | 'error' | 'http' | 'verbose' | 'silly';
 }
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- the format's scripts read response data and log values untyped */
 /** The helper object of an action script. */
 export interface ServiceAction {
   /** The connection this run acts for. */
@@ -153,61 +240,113 @@ export interface ServiceAction {
   readonly providerConfigKey: string;
 
   /**
+   * The class an action throws to refuse with a payload (the same as the `ActionError` export).
+   * @example throw new svc.ActionError({ message: 'issue is locked', issue: input.id });
+   */
+  readonly ActionError: typeof ActionError;
+
+  /**
    * GET request to the external API with the connection's credentials injected. Each call is a
    * durable step: after a worker crash the run continues at the step it was on and a completed
    * request is answered from the step ledger; only the request in flight at the crash may be sent again
    * (docs/scripts.md).
    * @example const res = await svc.get<{ items: Issue[] }>({ endpoint: '/issues', params: { page: 1 }, retries: 3 });
    */
-  get<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
+  get<T = any>(config: Omit<ProxyConfiguration, 'method'>): Promise<ServiceResponse<T>>;
   /** POST request; see {@link ServiceAction.get}. */
-  post<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
+  post<T = any>(config: Omit<ProxyConfiguration, 'method'>): Promise<ServiceResponse<T>>;
   /** PUT request; see {@link ServiceAction.get}. */
-  put<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
+  put<T = any>(config: Omit<ProxyConfiguration, 'method'>): Promise<ServiceResponse<T>>;
   /** PATCH request; see {@link ServiceAction.get}. */
-  patch<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
+  patch<T = any>(config: Omit<ProxyConfiguration, 'method'>): Promise<ServiceResponse<T>>;
   /** DELETE request; see {@link ServiceAction.get}. */
-  delete<T = unknown>(config: RequestConfig): Promise<ServiceResponse<T>>;
+  delete<T = any>(config: Omit<ProxyConfiguration, 'method'>): Promise<ServiceResponse<T>>;
+  /**
+   * A request of the config's `method` (default GET); see {@link ServiceAction.get}.
+   * @example await svc.proxy({ method: 'POST', endpoint: '/search', data: { q: 'open' } });
+   */
+  proxy<T = any>(config: ProxyConfiguration): Promise<ServiceResponse<T>>;
 
   /**
-   * Walks every page of a list endpoint, yielding each page's items.
+   * Walks every page of a list endpoint, yielding each page's items: cursor, link or offset style,
+   * the parameters in the query (or in the body: `in_body`, the default for POST, PUT and PATCH).
+   * Keys left out come from the provider's default pagination. Each page is one durable request; the
+   * walk never requests the same page twice in a row.
    * @example
-   * for await (const page of svc.paginate<Issue>({ endpoint: '/issues', paginate: { type: 'link', responsePath: 'items' } })) {
+   * for await (const page of svc.paginate<Issue>({ endpoint: '/issues', paginate: { type: 'link', response_path: 'items' } })) {
    *   await svc.batchSave(page, 'Issue');
    * }
    */
-  paginate<T = unknown>(config: PaginateConfig): AsyncGenerator<T[], void, undefined>;
+  paginate<T = any>(config: ProxyConfiguration): AsyncGenerator<T[], undefined, void>;
 
   /**
-   * Stores a log line of this run, searchable in the dashboard and through the API.
+   * Stores a log line of this run, searchable in the dashboard and through the API. A value that is
+   * not a string is logged as JSON; `{ level }` as the last argument sets the level.
    * @example await svc.log(`fetched ${issues.length} issues`);
+   * @example await svc.log('skipped a label', { level: 'warn' });
    */
-  log(message: string, options?: LogOptions): Promise<void>;
+  log(message: any, options?: LogOptions | { [key: string]: any; level?: never }): Promise<void>;
+  log(message: string, ...args: [any, LogOptions]): Promise<void>;
 
   /** The environment variables defined in the dashboard's Environment Settings. */
   getEnvironmentVariables(): Promise<EnvironmentVariable[]>;
 
   /**
-   * Runs another action of the same integration and connection, and returns its output.
+   * Runs another action of the same integration and connection, and returns its output. The field's
+   * four-argument form (integration id, connection id, action, input) is accepted with this run's own
+   * integration and connection.
    * @example const user = await svc.triggerAction<{ id: string }, User>('fetch-user', { id: '42' });
    */
-  triggerAction<I = unknown, O = unknown>(actionName: string, input: I): Promise<O>;
+  triggerAction<I = unknown, O = any>(actionName: string, input: I): Promise<O>;
+  triggerAction<I = unknown, O = any>(
+    providerConfigKey: string,
+    connectionId: string,
+    actionName: string,
+    input?: I,
+  ): Promise<O>;
 
   /** The connection's metadata, typed by the caller. */
-  getMetadata<T = Record<string, unknown>>(): Promise<T>;
+  getMetadata<T = Record<string, any>>(): Promise<T>;
   /** Replaces the whole metadata of the connection. */
-  setMetadata(metadata: Record<string, unknown>): Promise<void>;
+  setMetadata(metadata: Record<string, any>): Promise<void>;
   /** Adds or overrides only the given metadata properties. */
-  updateMetadata(metadata: Record<string, unknown>): Promise<void>;
+  updateMetadata(metadata: Record<string, any>): Promise<void>;
+  /** `fieldMapping` of the connection's metadata (the field's older name for part of it), `{}` when absent. */
+  getFieldMapping(): Promise<Record<string, string>>;
 
   /**
    * The connection record. The access token is refreshed when it expires within 15 minutes, or on
    * every call with `forceRefresh` (for testing only). The refresh token is left out unless
-   * `refreshToken` is true. Do not keep a token longer than 5 minutes.
+   * `refreshToken` is true. Do not keep a token longer than 5 minutes. The field's form
+   * `(providerConfigKey?, connectionId?, { forceRefresh?, refreshToken? })` is accepted for this run's
+   * own integration and connection.
    * @default forceRefresh false, refreshToken false
    */
   getConnection(forceRefresh?: boolean, refreshToken?: boolean): Promise<ConnectionRecord>;
+  getConnection(
+    providerConfigKeyOverride?: string,
+    connectionIdOverride?: string,
+    options?: { forceRefresh?: boolean; refreshToken?: boolean; refreshGithubAppJwtToken?: boolean },
+  ): Promise<ConnectionRecord>;
+  /** The connection's access token (OAuth 1: token and secret; other types: their credentials). */
+  getToken(): Promise<TokenAnswer>;
+
+  /** The run's integration: id, provider, display name, times, and its inbound webhook URL. */
+  getIntegration(queries?: { include?: ('webhook' | 'credentials')[] }): Promise<IntegrationInfo>;
+  /** Where the provider should send this integration's webhooks (`getIntegration().webhook_url`). */
+  getWebhookURL(): Promise<string | null | undefined>;
+
+  /**
+   * Checks an action's input with a zod schema (zod 3 or 4): answers `{ success: true, data }`, or logs
+   * each problem at level error and throws `ActionError({ message: 'Invalid input provided' })`.
+   * @example const { data } = await svc.zodValidateInput({ zodSchema: createIssueSchema, input });
+   */
+  zodValidateInput<T = any, Z = any>(options: {
+    zodSchema: ZodLikeSchema<Z>;
+    input: T;
+  }): Promise<{ success: true; data: Z }>;
 }
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 /** An inbound webhook delivered to a sync that lists its type in `webhook_subscriptions`. */
 export interface WebhookEvent {
@@ -234,27 +373,28 @@ export interface ServiceSync extends ServiceAction {
    * Upserts records of the model into the cache, deduplicated by `id` (the last occurrence of an id wins).
    * @example await svc.batchSave(issues.map(toIssue), 'Issue');
    */
-  batchSave<T extends { id: string | number }>(records: T[], modelType: string): Promise<void>;
+  batchSave<T extends object>(records: T[], modelType: string): Promise<void>;
   /**
    * Soft-deletes records of the model: they are still returned, marked deleted. Other fields are ignored.
    * @example await svc.batchDelete([{ id: '42' }], 'Issue');
    */
-  batchDelete(records: { id: string | number }[], modelType: string): Promise<void>;
+  batchDelete<T extends object>(records: T[], modelType: string): Promise<void>;
 }
 
 /**
  * Thrown by an action script to fail with a payload the caller receives as
- * `{ "error_type": "action_script_failure", "payload": … }`.
+ * `{ "error_type": "action_script_failure", "payload": … }`. Also `svc.ActionError`.
  * @example throw new ActionError({ message: 'issue is locked', issue: input.id });
  */
-export class ActionError<T extends Record<string, unknown> = Record<string, unknown>> extends Error {
+export class ActionError<T = Record<string, unknown>> extends Error {
   readonly type = 'action_script_failure';
   readonly payload: T;
 
-  constructor(payload: T) {
-    super(typeof payload['message'] === 'string' ? payload['message'] : 'action script failed');
+  constructor(payload?: T) {
+    const message = (payload as { message?: unknown } | undefined)?.message;
+    super(typeof message === 'string' ? message : 'action script failed');
     this.name = 'ActionError';
-    this.payload = payload;
+    this.payload = payload ?? ({} as T);
   }
 }
 

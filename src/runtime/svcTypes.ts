@@ -2,14 +2,28 @@
  * The data that crosses between the workflow-side `svc` and its activities. Plain types and constants
  * only: workflow code imports this file.
  */
-import type { RequestConfig, ServiceResponse } from './public.js';
+import type { IntegrationInfo, Pagination, RequestConfig, ServiceResponse } from './public.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/**
+ * A request config as the run sends it to the activity: checked and normalised (the query as a record,
+ * no retries, which are the activity's policy, and nothing the activity does not read).
+ */
+export interface SentRequestConfig {
+  endpoint: string;
+  headers?: Record<string, string>;
+  params?: Record<string, string | number>;
+  data?: unknown;
+  retryOn?: number[];
+  baseUrlOverride?: string;
+  decompress?: boolean;
+  responseType?: RequestConfig['responseType'];
+}
+
 export interface HttpRequestInput {
   method: HttpMethod;
-  /** The request config minus what the activity does not need (retries are the activity's policy). */
-  config: RequestConfig;
+  config: SentRequestConfig;
 }
 
 /** A response as it is recorded in history: `config` is added back on the workflow side. */
@@ -26,3 +40,10 @@ export const REQUEST_ERROR_TYPES = {
   /** No answer: reset, timeout, refused, DNS. */
   network: 'http_network_error',
 } as const;
+
+/** What the run learns of its integration (activity getIntegration): what the script sees, and the provider's default pagination. */
+export interface IntegrationDescription {
+  integration: IntegrationInfo;
+  /** The provider catalog's `paginate` of the integration's provider, when it has one. */
+  pagination?: Pagination;
+}

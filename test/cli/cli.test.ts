@@ -284,24 +284,32 @@ describe('service compile rejects scripts that break the rules, with file:line:c
   const SYNC = 'service-integrations/github/syncs/issues.ts';
   const ACTION = 'service-integrations/github/actions/create-issue.ts';
 
-  it('imports of anything but the models and the runtime', async () => {
+  it('imports of anything but the project files inside service-integrations/, the runtime and the allow-list', async () => {
     const root = await project();
     write(
       root,
       SYNC,
-      `import { readFileSync } from 'node:fs';\nimport type { ServiceSync } from '../../models';\nimport { helper } from './helper';\nexport type { Foo } from 'somewhere';\n\nexport default async function run(svc: ServiceSync): Promise<void> {\n  const lib = await import('lodash');\n  await svc.log(String(readFileSync) + String(helper) + String(lib));\n}\n`,
+      `import { readFileSync } from 'node:fs';\nimport type { ServiceSync } from '../../models';\nimport { helper } from './helper';\nexport type { Foo } from 'somewhere';\nimport { outside } from '../../../outside';\n\nexport default async function run(svc: ServiceSync): Promise<void> {\n  const lib = await import('lodash');\n  await svc.log(String(readFileSync) + String(helper) + String(lib) + outside);\n}\n`,
     );
-    write(root, 'service-integrations/github/syncs/helper.ts', 'export const helper = 1;\n');
+    // A file the script imports is held to the same rules, at its own place.
+    write(
+      root,
+      'service-integrations/github/syncs/helper.ts',
+      "import axios from 'axios';\nexport const helper = axios;\n",
+    );
+    write(root, 'outside.ts', "export const outside = 'x';\n");
     const result = await cli(root, 'compile');
     expect(result.code).toBe(1);
     const lines = result.err.split('\n').filter((line) => line.includes(' forbidden_import '));
     expect(lines.map((line) => line.split(' error ')[0])).toEqual([
       `${SYNC}:1:30`,
-      `${SYNC}:3:24`,
-      `${SYNC}:4:26`,
-      `${SYNC}:7:28`,
+      `${SYNC}:5:25`,
+      `${SYNC}:8:28`,
+      'service-integrations/github/syncs/helper.ts:1:19',
     ]);
     expect(lines[0]).toContain("scripts cannot import 'node:fs'");
+    expect(lines[1]).toContain('it is outside service-integrations/');
+    expect(lines[3]).toContain("scripts cannot import 'axios'");
     // helper.ts sits where sync scripts go, but no sync declares it.
     expect(result.err).toContain('service-integrations/github/syncs/helper.ts:1:1 warning orphan_script');
     expect(result.err).toContain('4 errors, 1 warning');

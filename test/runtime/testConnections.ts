@@ -13,7 +13,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { ActionDefinition } from '../../src/runtime/definitions.js';
 import { createPostgresLogStore } from '../../src/runtime/logStore.js';
-import type { ConnectionRecord, EnvironmentVariable } from '../../src/runtime/public.js';
+import type { ConnectionRecord, EnvironmentVariable, Pagination } from '../../src/runtime/public.js';
+import type { IntegrationDescription } from '../../src/runtime/svcTypes.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 
 export const ENVIRONMENT = 'test';
@@ -25,6 +26,8 @@ export const INTEGRATION = 'fake-api';
  */
 export class TestConnections implements ConnectionService {
   readonly metadata = new Map<string, Record<string, unknown>>();
+  /** The default pagination of the integration's provider (svc.paginate's defaults), per test. */
+  pagination: Pagination | undefined;
   constructor(
     private readonly catalog: { baseUrl?: string | undefined } = {},
     private readonly apiKey = 'secret-key',
@@ -82,6 +85,19 @@ export class TestConnections implements ConnectionService {
   setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>) {
     this.metadata.set(scope.connectionId, { ...metadata });
     return Promise.resolve();
+  }
+  describeIntegration(scope: Omit<ConnectionScope, 'connectionId'>): Promise<IntegrationDescription> {
+    return Promise.resolve({
+      integration: {
+        unique_key: scope.integrationId,
+        provider: 'fake-api',
+        display_name: 'Fake API',
+        created_at: '2026-01-01T00:00:00.000Z',
+        updated_at: '2026-01-01T00:00:00.000Z',
+        webhook_url: `http://127.0.0.1:3003/webhook/${scope.environmentId}/${scope.integrationId}`,
+      },
+      ...(this.pagination ? { pagination: this.pagination } : {}),
+    });
   }
   updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>) {
     this.metadata.set(scope.connectionId, { ...(this.metadata.get(scope.connectionId) ?? {}), ...metadata });

@@ -699,18 +699,32 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
 
   /**
    * svc.paginate: the run walks the pages; `<name>` opens a walk and answers its id, `<name>.next`
-   * answers the next page.
+   * answers the next page. The script's `on_page` (a function: it does not cross) is called here,
+   * before the next page is asked for, with what the run sent along with the page.
    */
-  function paginate(name: string, config: unknown) {
+  function paginate(name: string, config: any) {
+    const onPage: unknown =
+      config !== null && typeof config === 'object' && config.paginate ? config.paginate.on_page : undefined;
+    const callback = typeof onPage === 'function' ? (onPage as (state: unknown) => unknown) : undefined;
     let id: number | undefined;
     let done = false;
+    let pending: { state: unknown } | undefined;
     const iterator = {
       async next() {
         if (done) return { done: true, value: undefined };
-        if (id === undefined) id = await operation(name, [config]);
+        if (pending !== undefined && callback !== undefined) {
+          const { state } = pending;
+          pending = undefined;
+          await callback(state);
+        }
+        if (id === undefined) id = await operation(name, [config, callback !== undefined]);
         const step = await operation(name + '.next', [id]);
-        if (step.done) done = true;
-        return step;
+        if (step.done) {
+          done = true;
+          return { done: true, value: undefined };
+        }
+        if (step.onPage !== undefined) pending = { state: step.onPage };
+        return { done: false, value: step.value };
       },
       async return(value: unknown) {
         done = true;
@@ -723,8 +737,65 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
     return iterator;
   }
 
+  /**
+   * svc.log in the field's forms: `log(message)`, `log(message, { level })`, `log(message, value, …,
+   * { level })`; values that are not strings are written as JSON.
+   */
+  function logCall(name: string) {
+    return function () {
+      const args = slice.call(arguments) as unknown[];
+      const last = args.length > 1 ? args[args.length - 1] : undefined;
+      const options =
+        last !== null && typeof last === 'object' && typeof (last as { level?: unknown }).level === 'string'
+          ? args.pop()
+          : undefined;
+      const parts: string[] = [];
+      for (const value of args) {
+        if (typeof value === 'string') parts.push(value);
+        else {
+          let text: string | undefined;
+          try {
+            text = stringify(value);
+          } catch {
+            text = undefined;
+          }
+          parts.push(text === undefined ? String(value) : text);
+        }
+      }
+      return operation(name, [parts.join(' '), options]);
+    };
+  }
+
+  /** svc.zodValidateInput: the script's own zod schema checks the input, here in its realm. */
+  function zodValidateInput(svc: Record<string, any>) {
+    return async function (options: { zodSchema?: any; input?: unknown } | undefined) {
+      const schema = options?.zodSchema;
+      if (schema === null || typeof schema !== 'object' || typeof schema.safeParse !== 'function') {
+        throw coded(
+          'TypeError',
+          'invalid_operation',
+          'svc.zodValidateInput needs { zodSchema, input } with a zod schema',
+        );
+      }
+      const parsed = schema.safeParse(options?.input);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) {
+          await svc['log'](
+            'Invalid input provided: ' +
+              String(issue.message) +
+              ' at path ' +
+              (isArray(issue.path) ? issue.path.join('.') : ''),
+            { level: 'error' },
+          );
+        }
+        throw new ActionError({ message: 'Invalid input provided' });
+      }
+      return parsed;
+    };
+  }
+
   /** A member of svc, built from its shape in the operation table (workflows/svcOperations.ts). */
-  function member({ name, shape }: RealmMember): unknown {
+  function member({ name, shape }: RealmMember, svc: Record<string, any>): unknown {
     switch (shape) {
       case 'call':
         return function () {
@@ -733,10 +804,11 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
       case 'write':
         return (records: unknown, model: unknown) => writeOperation(name, records, model);
       case 'log':
-        return (message: unknown, options: unknown) =>
-          operation(name, [typeof message === 'string' ? message : stringify(message), options]);
+        return logCall(name);
       case 'paginate':
         return (config: unknown) => paginate(name, config);
+      case 'zodValidateInput':
+        return zodValidateInput(svc);
       default:
         return undefined;
     }
@@ -754,9 +826,10 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
       providerConfigKey: shape.providerConfigKey,
       lastSyncDate: shape.lastSyncDate === undefined ? undefined : new NativeDate(shape.lastSyncDate),
       webhook: shape.webhook,
+      ActionError,
     };
     for (const each of shape.members) {
-      const built = member(each);
+      const built = member(each, svc);
       if (built !== undefined) svc[each.name] = built;
     }
     P.resolve()

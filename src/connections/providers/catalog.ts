@@ -72,6 +72,38 @@ const connectionSetting = z
   })
   .strict();
 
+/**
+ * The provider's default pagination (`svc.paginate` merges a script's `paginate` over it), in the keys
+ * of the field's format (src/runtime/public.ts `Pagination`).
+ */
+const providerPagination = z
+  .object({
+    type: z.enum(['cursor', 'link', 'offset']),
+    limit: z.union([z.number().int().positive(), z.string().min(1)]).optional(),
+    limit_name_in_request: z.string().min(1).optional(),
+    response_path: z.string().min(1).optional(),
+    in_body: z.boolean().optional(),
+    cursor_path_in_response: z.string().min(1).optional(),
+    cursor_name_in_request: z.string().min(1).optional(),
+    link_rel_in_response_header: z.string().min(1).optional(),
+    link_path_in_response_body: z.string().min(1).optional(),
+    offset_name_in_request: z.string().min(1).optional(),
+    offset_start_value: z.number().int().optional(),
+    offset_calculation_method: z.enum(['per-page', 'by-response-size']).optional(),
+  })
+  .strict()
+  .refine((value) => value.type !== 'cursor' || (value.cursor_name_in_request && value.cursor_path_in_response), {
+    message: 'cursor pagination needs cursor_name_in_request and cursor_path_in_response',
+  })
+  .refine((value) => value.type !== 'offset' || value.offset_name_in_request, {
+    message: 'offset pagination needs offset_name_in_request',
+  })
+  .refine((value) => value.limit === undefined || value.limit_name_in_request, {
+    message: 'limit needs limit_name_in_request',
+  });
+
+export type ProviderPagination = z.infer<typeof providerPagination>;
+
 const commonFields = {
   display_name: z.string().min(1),
   /** Where the provider documents its API; for the reader of the catalog. */
@@ -88,6 +120,8 @@ const commonFields = {
   headers: stringMap.default({}),
   /** Settings a connection needs, by name, usable in URL templates as `${connectionConfig.<name>}`. */
   connection_config: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), connectionSetting).default({}),
+  /** How the provider's list endpoints page, as `svc.paginate`'s default (written from the provider's API docs). */
+  paginate: providerPagination.optional(),
 };
 
 /** Where the access token goes; default `Authorization: Bearer <token>`. */
