@@ -342,7 +342,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     return sent;
   }
 
-  async function request<T>(method: HttpMethod, config: RequestConfig): Promise<ServiceResponse<T>> {
+  /** `page`: the request is that page of a svc.paginate walk (0 is the first). */
+  async function request<T>(method: HttpMethod, config: RequestConfig, page?: number): Promise<ServiceResponse<T>> {
     const sent = sentConfig(method, config);
     const retries = config.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0) {
@@ -352,7 +353,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       const result = await run(
         'httpRequest',
         requestSummary(method, sent.endpoint, sent.params),
-        [context.scope, { method, config: sent }],
+        [context.scope, page === undefined ? { method, config: sent } : { method, config: sent, page }],
         {
           retry: {
             maximumAttempts: retries + 1,
@@ -542,7 +543,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       const defaults = patched(PAGINATION_DEFAULTS_PATCH) ? (await integration()).pagination : undefined;
       const id = ++paginationIds;
       const pages = paginate(
-        (method, page) => request(method, page),
+        (method, page, index) => request(method, page, index),
         config as ProxyConfiguration,
         defaults,
         scope.integrationId,

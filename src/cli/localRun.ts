@@ -63,7 +63,7 @@ export interface LocalRunOptions {
   input?: unknown;
   temporal: { address: string; namespace: string } & Omit<TemporalConnectionOptions, 'address'>;
   /** The service's workflow bundle; bundled here when omitted (takes seconds). */
-  workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string } | undefined;
+  workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string } | { code: string } | undefined;
   onEvent?: (event: LocalRunEvent) => void;
 }
 
@@ -77,6 +77,10 @@ export interface LocalRunResult {
   records: Record<string, Record<string, unknown>[]>;
   /** Ids deleted per model. */
   deleted: Record<string, (string | number)[]>;
+  /** Per model, every record of every batchSave call, in call order (not deduplicated). */
+  batchSaves: Record<string, Record<string, unknown>[]>;
+  /** Per model, every record of every batchDelete call, in call order. */
+  batchDeletes: Record<string, Record<string, unknown>[]>;
   /** One line per bad field of a saved record (checked against its model). */
   invalid: string[];
   logs: { level: string; message: string }[];
@@ -126,6 +130,8 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
     ok: true,
     records: {},
     deleted: {},
+    batchSaves: {},
+    batchDeletes: {},
     invalid: [],
     logs: [],
     exchanges: [],
@@ -178,6 +184,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
       const invalid = checkRecords(input.records, input.model, models);
       const lines = formatInvalidRecords(input.model, invalid);
       result.invalid.push(...lines);
+      (result.batchSaves[input.model] ??= []).push(...input.records);
       const byId = saved.get(input.model) ?? new Map<string, Record<string, unknown>>();
       saved.set(input.model, byId);
       const summary = zero();
@@ -196,6 +203,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
     },
     deleteRecords(input: { model: string; records: Record<string, unknown>[] }): Promise<WriteSummary> {
       const ids = input.records.map((record) => record['id'] as string | number);
+      (result.batchDeletes[input.model] ??= []).push(...input.records);
       (result.deleted[input.model] ??= []).push(...ids);
       emit({ kind: 'delete', text: `batchDelete ${input.model} ×${ids.length}` });
       return Promise.resolve({ ...zero(), deleted: ids.length });

@@ -55,11 +55,12 @@ export async function loadLocalBuild(root: string, io: CliIo): Promise<LocalBuil
 /**
  * The Temporal server of local runs: TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE) when set, else a
  * throw-away dev server started for this command. SERVICE_WORKFLOW_BUNDLE names a prebuilt workflow
- * bundle (tests); without it the workflows are bundled on the spot.
+ * bundle (tests); without it the package's prebuilt one is used when current, else the workflows are
+ * bundled once, here.
  */
 export async function startLocalTemporal(io: CliIo): Promise<{
   server: { address: string; namespace: string } & Omit<TemporalConnectionOptions, 'address'>;
-  workflowBundle: { codePath: string } | undefined;
+  workflowBundle: { codePath: string } | { code: string };
   stop(): Promise<void>;
 }> {
   const { startTemporal } = await import('../devstack/temporal.js');
@@ -72,9 +73,17 @@ export async function startLocalTemporal(io: CliIo): Promise<{
   const reach = external ? temporalConnectionOptionsFromEnv(external, env) : undefined;
   const server = await startTemporal({ env, ...(reach ? { connection: reach } : {}) });
   const bundlePath = env['SERVICE_WORKFLOW_BUNDLE'];
+  // Bundled once for every run of the command (the prebuilt one of the package when it is current).
+  const { loadWorkflowBundle } = await import('../temporal/workflowBundle.js');
+  const workflowBundle = bundlePath
+    ? { codePath: bundlePath }
+    : await loadWorkflowBundle({ log: (line) => io.err(`${line}\n`) }).catch(async (error: unknown) => {
+        await server.stop();
+        throw error;
+      });
   return {
     server: { ...reach, address: server.address, namespace: server.namespace },
-    workflowBundle: bundlePath ? { codePath: bundlePath } : undefined,
+    workflowBundle,
     stop: () => server.stop(),
   };
 }

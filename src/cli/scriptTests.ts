@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import type { CliIo } from './io.js';
+import { differences, MOCKS_FOLDER, recordedBackend, recordedRuns, type RecordedRun } from './formatRecordings.js';
 import { runLocally, type LocalRunResult } from './localRun.js';
 import {
   FIXTURE_FILE,
@@ -14,6 +15,7 @@ import {
   fixtureBackend,
   loadLocalBuild,
   startLocalTemporal,
+  type LocalBuild,
   type ScriptFixture,
 } from './localTools.js';
 import { FOLDER } from './project.js';
@@ -75,12 +77,52 @@ export function firstDifference(expected: string, received: string, context = 3)
   return lines.join('\n');
 }
 
+/** The integration folders that hold recordings of the field's format (`<integration>/mocks`). */
+async function recordingFolders(root: string): Promise<string[]> {
+  const folder = join(root, FOLDER);
+  if (!existsSync(folder)) return [];
+  const entries = await readdir(folder, { withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isDirectory() && existsSync(join(folder, entry.name, MOCKS_FOLDER)))
+    .map((entry) => entry.name)
+    .sort();
+}
+
+/** One recorded run of the field's format, run locally against its recordings and compared with them. */
+export async function runRecordedRun(options: {
+  config: LocalBuild['config'];
+  bundles: ReadonlyMap<string, string>;
+  run: RecordedRun;
+  integrationFolder: string;
+  temporal: Awaited<ReturnType<typeof startLocalTemporal>>;
+}): Promise<{ result: LocalRunResult; differences: string[] }> {
+  const { run } = options;
+  const result = await runLocally({
+    config: options.config,
+    integration: run.integration,
+    kind: run.kind,
+    name: run.name,
+    bundles: options.bundles,
+    connectionId: 'recorded',
+    backend: recordedBackend({
+      integrationFolder: options.integrationFolder,
+      integration: run.integration,
+      script: run.name,
+    }),
+    input: run.input,
+    temporal: options.temporal.server,
+    workflowBundle: options.temporal.workflowBundle,
+  });
+  return { result, differences: differences(run, result) };
+}
+
 export async function runScriptTests(options: { root: string; update: boolean }, io: CliIo): Promise<number> {
   const testsDir = join(options.root, FOLDER, TESTS_FOLDER);
   const fixtures = await findFixtures(testsDir);
-  if (fixtures.length === 0) {
+  const recorded = await recordingFolders(options.root);
+  if (fixtures.length === 0 && recorded.length === 0) {
     io.err(
-      `service test: no ${FIXTURE_FILE} under ${relative(io.cwd, testsDir) || '.'}; record one with 'service dryrun <script> <connection-id> --save-responses ${FOLDER}/${TESTS_FOLDER}/<integration>/<script>/<case>'\n`,
+      `service test: no ${FIXTURE_FILE} under ${relative(io.cwd, testsDir) || '.'} and no recordings in ${FOLDER}/<integration>/${MOCKS_FOLDER}; record one with 'service dryrun <script> <connection-id> --save-responses ${FOLDER}/${TESTS_FOLDER}/<integration>/<script>/<case>'\n`,
     );
     return 1;
   }
@@ -88,7 +130,33 @@ export async function runScriptTests(options: { root: string; update: boolean },
   if (build === null) return 1;
   const temporal = await startLocalTemporal(io);
   let failed = 0;
+  let total = fixtures.length;
   try {
+    // Recordings in the field's format: what each run stored or answered, compared with the recording.
+    for (const integration of recorded) {
+      const integrationFolder = join(options.root, FOLDER, integration);
+      for (const run of recordedRuns(build.config, integration, integrationFolder)) {
+        total++;
+        const name = `${FOLDER}/${integration}/${MOCKS_FOLDER}/${run.name}`;
+        try {
+          const outcome = await runRecordedRun({
+            config: build.config,
+            bundles: build.bundles(integration),
+            run,
+            integrationFolder,
+            temporal,
+          });
+          if (outcome.differences.length === 0) io.out(`✓ ${name}\n`);
+          else {
+            failed++;
+            io.err(`✗ ${name}: ${outcome.differences.join('; ')}\n`);
+          }
+        } catch (error) {
+          failed++;
+          io.err(`✗ ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+        }
+      }
+    }
     for (const file of fixtures) {
       const name = relative(options.root, dirname(file));
       let fixture: ScriptFixture;
@@ -142,6 +210,6 @@ export async function runScriptTests(options: { root: string; update: boolean },
   } finally {
     await temporal.stop();
   }
-  io.out(`\n${fixtures.length - failed} passed, ${failed} failed\n`);
+  io.out(`\n${total - failed} passed, ${failed} failed\n`);
   return failed === 0 ? 0 : 1;
 }

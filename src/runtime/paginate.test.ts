@@ -133,7 +133,7 @@ describe('svc.paginate', () => {
 
   it('POST: the parameters go in the body (dotted names nest), the offset a number there and text in a query', async () => {
     const api = fakeApi((request) => {
-      const offset = ((request.data as { page?: { offset?: number } }).page?.offset ?? 0);
+      const offset = (request.data as { page?: { offset?: number } }).page?.offset ?? 0;
       return { data: { rows: offset === 0 ? [{ id: 1 }, { id: 2 }] : [{ id: 3 }] } };
     });
     const pages = await walk(api.request, {

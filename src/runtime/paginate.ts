@@ -232,11 +232,11 @@ function isAbsoluteUrl(link: string): boolean {
 }
 
 /**
- * Walks the pages. `request` sends one page; `config` is the script's first request with its
- * `paginate`; `defaults` the provider's default pagination.
+ * Walks the pages. `request` sends one page (the walk's `page`-th, from 0); `config` is the script's
+ * first request with its `paginate`; `defaults` the provider's default pagination.
  */
 export async function* paginate<T>(
-  request: (method: HttpMethod, config: RequestConfig) => Promise<ServiceResponse>,
+  request: (method: HttpMethod, config: RequestConfig, page: number) => Promise<ServiceResponse>,
   config: ProxyConfiguration,
   defaults?: Pagination,
   integration?: string,
@@ -259,6 +259,7 @@ export async function* paginate<T>(
     carried[settings.limit_name_in_request!] = settings.limit;
   }
   let current: RequestConfig = { ...base };
+  let sent = 0;
   const send = async (): Promise<ServiceResponse> => {
     if (inBody) {
       const body: Record<string, unknown> = {};
@@ -267,7 +268,7 @@ export async function* paginate<T>(
     } else {
       current = { ...current, params: { ...(carried as Record<string, string | number>) } };
     }
-    return request(method, current);
+    return request(method, current, sent++);
   };
   let previousRequest: string | undefined;
   // The walk never sends the same request twice in a row: that page was just answered.

@@ -24,6 +24,11 @@ export interface SentRequestConfig {
 export interface HttpRequestInput {
   method: HttpMethod;
   config: SentRequestConfig;
+  /**
+   * Which page of a `svc.paginate` walk this request is (0 the first); absent for other requests. Read
+   * by local runs that answer from recordings (a recording of the field's format holds one page).
+   */
+  page?: number;
 }
 
 /** A response as it is recorded in history: `config` is added back on the workflow side. */

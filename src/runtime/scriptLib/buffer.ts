@@ -27,13 +27,12 @@ Buffer.from = function (value: unknown, encoding?: unknown, length?: unknown): B
   return from(value, encoding, length);
 } as typeof Buffer.from;
 const isEncoding = Buffer.isEncoding.bind(Buffer);
-Buffer.isEncoding = ((encoding: string): boolean =>
-  isBase64Url(encoding) || isEncoding(encoding));
+Buffer.isEncoding = (encoding: string): boolean => isBase64Url(encoding) || isEncoding(encoding);
 const byteLength = Buffer.byteLength.bind(Buffer);
-Buffer.byteLength = ((value: string, encoding?: Encoding) =>
+Buffer.byteLength = (value: string, encoding?: Encoding) =>
   typeof value === 'string' && isBase64Url(encoding)
     ? byteLength(fromBase64Url(value), 'base64')
-    : byteLength(value, encoding));
+    : byteLength(value, encoding);
 
 export { Buffer };
 export default { Buffer };
