@@ -23,7 +23,14 @@ function fakeApi(answer: (request: Sent, index: number) => { data: unknown; head
     });
     sent.push(request);
     const { data, headers = {} } = answer(request, sent.length - 1);
-    return Promise.resolve({ data, headers, status: 200, config, request: { method, url: config.endpoint } });
+    return Promise.resolve({
+      data,
+      headers,
+      status: 200,
+      statusText: 'OK',
+      config,
+      request: { method, url: config.endpoint },
+    });
   };
   return { sent, request };
 }
@@ -223,6 +230,32 @@ describe('svc.paginate', () => {
     const link = fakeApi(() => ({ data: [1], headers: { link: '</l?page=2>; rel="next"' } }));
     await walk(link.request, { endpoint: '/l', paginate: { type: 'link' } });
     expect(link.sent.map((request) => request.endpoint)).toEqual(['/l', '/l?page=2']);
+  });
+
+  it("a path reads own data only: an array's `entries` is no list (the walk ends on an empty page)", async () => {
+    const api = fakeApi((_request, index) => ({ data: index === 0 ? { entries: [1], next: 'n' } : [] }));
+    const pages = await walk(api.request, {
+      endpoint: '/e',
+      paginate: {
+        type: 'cursor',
+        cursor_name_in_request: 'm',
+        cursor_path_in_response: 'next',
+        response_path: 'entries',
+      },
+    });
+    expect(pages.map((page) => page.items)).toEqual([[1]]);
+    expect(api.sent).toHaveLength(2);
+  });
+
+  it('an empty response_path is none, as the format reads it: the body is the list', async () => {
+    const api = fakeApi((_request, index) => ({ data: index === 0 ? [{ id: 1 }] : [] }));
+    // The provider's default reads `results`; the script's empty path overrides it.
+    const pages = await walk(
+      api.request,
+      { endpoint: '/e', paginate: { response_path: '' } },
+      { type: 'offset', offset_name_in_request: 'offset', response_path: 'results' },
+    );
+    expect(pages.map((page) => page.items)).toEqual([[{ id: 1 }]]);
   });
 
   it('a list that is not a list fails with invalid_pagination naming response_path', async () => {

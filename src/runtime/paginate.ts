@@ -117,6 +117,8 @@ export function paginationSettings(
   integration = 'this integration',
 ): PaginationSettings {
   const merged = { ...spelled(defaults, 'the provider default'), ...spelled(script, 'paginate') };
+  // The format reads an empty response_path as none: the body is the list.
+  if (merged['response_path'] === '') delete merged['response_path'];
   const type = merged['type'];
   if (type === undefined) {
     fail(
@@ -168,7 +170,8 @@ export function valueAtPath(value: unknown, path: string | undefined): unknown {
   let current: unknown = value;
   for (const key of path.replace(/\[(\w+)\]/g, '.$1').split('.')) {
     if (key === '') continue;
-    if (current === null || typeof current !== 'object') return undefined;
+    // Own properties only: a list's `entries` is not data.
+    if (current === null || typeof current !== 'object' || !Object.hasOwn(current, key)) return undefined;
     current = (current as Record<string, unknown>)[key];
   }
   return current;
