@@ -8,6 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isMap, isScalar, parseDocument } from 'yaml';
+import { paginationSettings } from '../../runtime/paginate.js';
+import type { Pagination } from '../../runtime/public.js';
 import { BUILTIN_PROVIDERS_FILE, loadProviderCatalog, providerSchema, type Provider } from './catalog.js';
 
 const URL_FIELDS = ['base_url', 'authorization_url', 'token_url', 'request_token_url', 'access_token_url'] as const;
@@ -107,6 +109,23 @@ describe('the built-in provider catalog', () => {
     expect(catalog.names().length).toBeGreaterThanOrEqual(100);
     const modes = new Set(catalog.names().map((name) => catalog.get(name).auth_mode));
     expect([...modes].sort()).toEqual(['API_KEY', 'APP', 'BASIC', 'JWT', 'OAUTH1', 'OAUTH2', 'OAUTH2_CC']);
+  });
+
+  it("gives svc.paginate a default it can follow wherever it names one (a script's paginate without a type)", () => {
+    const catalog = loadProviderCatalog({ extraFile: undefined });
+    // The connection service hands it over without its undefined keys (connectionService.ts).
+    const defaults = (name: string): Pagination | undefined => catalog.get(name).paginate as Pagination | undefined;
+    const paged = catalog.names().filter((name) => catalog.get(name).paginate !== undefined);
+    expect(paged.length).toBeGreaterThanOrEqual(15);
+    for (const name of paged) {
+      expect(() => paginationSettings({ limit: 10 }, defaults(name), name), name).not.toThrow();
+    }
+    expect(paginationSettings(undefined, defaults('hubspot'))).toMatchObject({
+      type: 'cursor',
+      cursor_name_in_request: 'after',
+      cursor_path_in_response: 'paging.next.after',
+      response_path: 'results',
+    });
   });
 
   it('has the auth types of well-known entries right', () => {
