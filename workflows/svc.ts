@@ -62,6 +62,7 @@ import {
   type HttpMethod,
   type IntegrationDescription,
   type SentRequestConfig,
+  reasonPhrase,
 } from '../src/runtime/svcTypes.js';
 import { actionTaskQueue } from './taskQueues.js';
 
@@ -76,7 +77,10 @@ export class RequestError extends OperationError {
   constructor(code: string, message: string, config: RequestConfig, details: HttpFailureDetails | undefined) {
     super(code, message);
     this.config = config;
-    this.response = details?.kind === 'response' ? { ...details.response, config } : undefined;
+    this.response =
+      details?.kind === 'response'
+        ? { ...details.response, statusText: reasonPhrase(details.response.status), config }
+        : undefined;
     this.status = this.response?.status;
     if (details?.kind === 'network') this.errno = details.code;
   }
@@ -363,7 +367,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
           },
         },
       );
-      return { ...result, data: result.data as T, config };
+      return { ...result, statusText: reasonPhrase(result.status), data: result.data as T, config };
     } catch (error) {
       const cause = applicationFailureOf(error);
       if (cause && cause.type !== 'run_history_limit') {

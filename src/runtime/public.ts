@@ -65,6 +65,8 @@ export interface ServiceResponse<T = any> {
   data: T;
   /** The HTTP status code. */
   status: number;
+  /** The status's reason phrase (`OK`, `Not Found`), as axios gives it. */
+  statusText: string;
   /** Response headers, lower-cased names. */
   headers: Record<string, string>;
   /** The request configuration as given. */

@@ -31,8 +31,8 @@ export interface HttpRequestInput {
   page?: number;
 }
 
-/** A response as it is recorded in history: `config` is added back on the workflow side. */
-export type HttpResult = Omit<ServiceResponse, 'config'>;
+/** A response as it is recorded in history: `config` and `statusText` are added on the workflow side. */
+export type HttpResult = Omit<ServiceResponse, 'config' | 'statusText'>;
 
 export type HttpFailureDetails =
   | { kind: 'response'; response: HttpResult }
@@ -51,4 +51,32 @@ export interface IntegrationDescription {
   integration: IntegrationInfo;
   /** The provider catalog's `paginate` of the integration's provider, when it has one. */
   pagination?: Pagination;
+}
+
+const REASON_PHRASES: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  301: 'Moved Permanently',
+  302: 'Found',
+  304: 'Not Modified',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  410: 'Gone',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** A response's `statusText` (axios has it): the status's reason phrase, '' for one not listed. */
+export function reasonPhrase(status: number): string {
+  return REASON_PHRASES[status] ?? '';
 }
