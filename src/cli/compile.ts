@@ -21,7 +21,7 @@ import {
   type ProjectProblem,
   type ScriptKind,
 } from './project.js';
-import { checkScript } from './scriptChecks.js';
+import { checkScriptFile } from './scriptChecks.js';
 import {
   SCRIPT_GLOBALS_MODULE,
   SCRIPT_GLOBALS_TYPES,
@@ -201,7 +201,7 @@ async function checkScripts(paths: ProjectPaths, scripts: readonly Script[]): Pr
     role: 'script',
   }));
   for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    const checked = checkScript({
+    const checked = checkScriptFile({
       ...next,
       displayFile: relative(paths.root, next.file),
       source: await readFile(next.file, 'utf8'),

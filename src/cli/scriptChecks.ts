@@ -21,8 +21,10 @@ export interface ScriptCheckInput {
   kind: ScriptKind;
   /** A script (its default export, its helpers) or a file a script imports (the import rules only). */
   role?: 'script' | 'helper';
-  /** Absolute path of service-integrations/: relative imports must stay inside it. */
-  folder: string;
+  /** Absolute path of service-integrations/: relative imports must stay inside it (default: models.ts's folder). */
+  folder?: string;
+  /** Absolute path of models.ts (service-integrations/models.ts), when `folder` is not given. */
+  modelsFile?: string;
 }
 
 export interface ScriptCheck {
@@ -61,8 +63,16 @@ function typeOnly(node: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
   );
 }
 
-export function checkScript(input: ScriptCheckInput): ScriptCheck {
+/** The problems of one file (checkScriptFile without the imports it names). */
+export function checkScript(input: ScriptCheckInput): ProjectProblem[] {
+  return checkScriptFile(input).problems;
+}
+
+/** The problems of one file, and the project files it imports (to check in turn). */
+export function checkScriptFile(input: ScriptCheckInput): ScriptCheck {
   const role = input.role ?? 'script';
+  const folder = input.folder ?? (input.modelsFile === undefined ? undefined : dirname(input.modelsFile));
+  if (folder === undefined) throw new Error('checkScript needs the folder of service-integrations/ (or models.ts)');
   const imports: string[] = [];
   const sourceFile = ts.createSourceFile(input.file, input.source, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
   const problems: ProjectProblem[] = [];
@@ -73,7 +83,7 @@ export function checkScript(input: ScriptCheckInput): ScriptCheck {
   const checkSpecifier = (node: ts.Node, specifier: string, typesOnly = false): void => {
     if (specifier.startsWith('.') || isAbsolute(specifier)) {
       const target = resolve(dirname(input.file), specifier);
-      if (!insideFolder(input.folder, target)) {
+      if (!insideFolder(folder, target)) {
         report(
           node,
           'forbidden_import',
