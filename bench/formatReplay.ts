@@ -18,27 +18,58 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { compileProject, type CompileResult } from '../src/cli/compile.js';
+import { bundle, compileProject, type CompileResult } from '../src/cli/compile.js';
 import { recordedRuns, type RecordedRun } from '../src/cli/formatRecordings.js';
+import { generateProject } from '../src/cli/generate.js';
+import { scriptKey } from '../src/cli/localRun.js';
 import { startLocalTemporal } from '../src/cli/localTools.js';
-import { FOLDER, projectPaths } from '../src/cli/project.js';
+import { FOLDER, projectPaths, type ScriptKind } from '../src/cli/project.js';
 import { runRecordedRun } from '../src/cli/scriptTests.js';
 import type { CliIo } from '../src/cli/io.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string): string | undefined => {
-  const at = args.indexOf(name);
-  return at >= 0 ? args[at + 1] : undefined;
-};
-const corpus = args.find(
-  (arg, index) => !arg.startsWith('--') && !['--only', '--json'].includes(args[index - 1] ?? ''),
-);
-if (corpus === undefined || !existsSync(corpus)) {
-  console.error('usage: npx tsx bench/formatReplay.ts <corpus-folder> [--only integration,…] [--json <file>]');
-  process.exit(2);
+/**
+ * The recorded runs of one imported integration, replayed: the check bench/migrationCorpus.ts takes as
+ * its `replay` (its ImportedIntegration: the project after `service import`, the scripts and which of
+ * them compiled). A run whose script did not compile counts, as not reproduced.
+ */
+export function replayRecordedRuns(temporal: Awaited<ReturnType<typeof startLocalTemporal>>) {
+  return async (integration: {
+    root: string;
+    scripts: readonly { integration: string; kind: ScriptKind; name: string; file: string }[];
+    compiled: ReadonlySet<string>;
+  }): Promise<{ total: number; reproduced: number; failures: string[] }> => {
+    const paths = projectPaths(integration.root);
+    const { config } = await generateProject({ root: integration.root, write: false });
+    const outcome = { total: 0, reproduced: 0, failures: [] as string[] };
+    if (config === null) return outcome;
+    for (const id of new Set(integration.scripts.map((script) => script.integration))) {
+      const bundles = new Map<string, string>();
+      for (const script of integration.scripts.filter((each) => each.integration === id)) {
+        if (!integration.compiled.has(script.file)) continue;
+        const bundled = await bundle(paths, script);
+        if ('code' in bundled) bundles.set(scriptKey(script.kind, script.name), bundled.code);
+      }
+      const integrationFolder = join(paths.folder, id);
+      for (const run of recordedRuns(config, id, integrationFolder)) {
+        outcome.total++;
+        if (!bundles.has(scriptKey(run.kind, run.name))) {
+          outcome.failures.push(`${id}/${run.name}: its script does not compile`);
+          continue;
+        }
+        try {
+          const { differences } = await runRecordedRun({ config, bundles, run, integrationFolder, temporal });
+          if (differences.length === 0) outcome.reproduced++;
+          else outcome.failures.push(`${id}/${run.name}: ${differences.join('; ').slice(0, 300)}`);
+        } catch (error) {
+          outcome.failures.push(
+            `${id}/${run.name}: ${(error instanceof Error ? error.message : String(error)).slice(0, 300)}`,
+          );
+        }
+      }
+    }
+    return outcome;
+  };
 }
-const only = flag('--only')?.split(',');
-const jsonOut = flag('--json');
 
 /** The renames of a migrating user, in a script's text. */
 export function renameScript(source: string): string {
@@ -109,112 +140,6 @@ interface Outcome {
   why?: string;
 }
 
-const folders = readdirSync(corpus, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory() && existsSync(join(corpus, entry.name, 'nango.yaml')))
-  .map((entry) => entry.name)
-  .filter((name) => existsSync(join(corpus, name, 'mocks')))
-  .filter((name) => only === undefined || only.includes(name))
-  .sort();
-
-console.log(`same records: ${folders.length} integrations with recorded runs in ${resolve(corpus)}`);
-const started = Date.now();
-const temporal = await startLocalTemporal(quiet);
-const outcomes: Outcome[] = [];
-try {
-  for (const name of folders) {
-    const root = mkdtempSync(join(tmpdir(), 'format-replay-'));
-    try {
-      const ids = convertIntegration(join(corpus, name), root);
-      let compiled = await compileProject({ root });
-      let dropped: string[] = [];
-      if (!compiled.ok && compiled.manifest === null) {
-        dropped = dropBroken(root, compiled);
-        if (dropped.length > 0) compiled = await compileProject({ root });
-      }
-      const config = compiled.manifest?.config;
-      for (const id of ids) {
-        const integrationFolder = join(root, FOLDER, id);
-        // Runs are listed from the config as written, so that a script left out still counts.
-        const original = parseDocument(readFileSync(join(corpus, name, 'nango.yaml'), 'utf8'));
-        const declared = original.toJS() as { integrations?: Record<string, { syncs?: object; actions?: object }> };
-        const scripts = declared.integrations?.[id] ?? {};
-        const runs: RecordedRun[] = config ? recordedRuns(config, id, integrationFolder) : [];
-        const ran = new Set(runs.map((run) => `${run.kind}:${run.name}`));
-        // Recorded runs of scripts that did not compile (or whose config did not load).
-        for (const [kind, names] of [
-          ['sync', Object.keys(scripts.syncs ?? {})],
-          ['action', Object.keys(scripts.actions ?? {})],
-        ] as const) {
-          for (const script of names) {
-            if (ran.has(`${kind}:${script}`)) continue;
-            const recorded =
-              kind === 'sync'
-                ? existsSync(join(integrationFolder, 'mocks', script)) &&
-                  readdirSync(join(integrationFolder, 'mocks', script)).some((model) =>
-                    existsSync(join(integrationFolder, 'mocks', script, model, 'batchSave.json')),
-                  )
-                : existsSync(join(integrationFolder, 'mocks', script, 'output.json'));
-            if (!recorded) continue;
-            const problem = compiled.problems.find(
-              (p) => p.severity === 'error' && (p.file.includes(`/${script}.ts`) || !p.file.includes('/syncs/')),
-            );
-            outcomes.push({
-              integration: id,
-              script,
-              kind,
-              status: 'not_compiled',
-              why: config
-                ? `${problem?.code ?? 'compile'}: ${problem?.message.split('\n')[0] ?? 'left out'}`
-                : `config: ${compiled.problems.find((p) => p.severity === 'error')?.code ?? 'invalid'}`,
-            });
-          }
-        }
-        for (const run of runs) {
-          try {
-            const { differences } = await runRecordedRun({
-              config: config!,
-              bundles: readBundles(root, id),
-              run,
-              integrationFolder,
-              temporal,
-            });
-            outcomes.push({
-              integration: id,
-              script: run.name,
-              kind: run.kind,
-              status:
-                differences.length === 0
-                  ? 'reproduced'
-                  : differences[0]!.startsWith('the run failed')
-                    ? 'failed'
-                    : 'differs',
-              ...(differences.length === 0 ? {} : { why: differences.join('; ').slice(0, 300) }),
-            });
-          } catch (error) {
-            outcomes.push({
-              integration: id,
-              script: run.name,
-              kind: run.kind,
-              status: 'failed',
-              why: (error instanceof Error ? error.message : String(error)).slice(0, 300),
-            });
-          }
-        }
-      }
-      const mine = outcomes.filter((outcome) => ids.includes(outcome.integration));
-      console.log(
-        `  ${name}: ${mine.filter((o) => o.status === 'reproduced').length}/${mine.length} reproduced` +
-          (dropped.length > 0 ? ` (left out, not compiling: ${dropped.join(', ')})` : '') +
-          (compiled.manifest === null ? ' (project does not compile)' : ''),
-      );
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  }
-} finally {
-  await temporal.stop();
-}
-
 function readBundles(root: string, integration: string): Map<string, string> {
   const { buildDir } = projectPaths(root);
   const bundles = new Map<string, string>();
@@ -228,23 +153,149 @@ function readBundles(root: string, integration: string): Map<string, string> {
   return bundles;
 }
 
-const count = (status: Outcome['status']): number => outcomes.filter((outcome) => outcome.status === status).length;
-const total = outcomes.length;
-const reproduced = count('reproduced');
-console.log(
-  `\nrecorded runs: ${total}; reproduced: ${reproduced} (${total === 0 ? 0 : ((100 * reproduced) / total).toFixed(1)} %, ratio ${total === 0 ? 0 : (reproduced / total).toFixed(3)} of the limit, every recorded run); ` +
-    `differ: ${count('differs')}; failed: ${count('failed')}; did not compile: ${count('not_compiled')}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
-);
-const reasons = new Map<string, number>();
-for (const outcome of outcomes.filter((o) => o.status !== 'reproduced')) {
-  const key = `${outcome.status}: ${(outcome.why ?? '').replace(/\d+/g, 'N').slice(0, 110)}`;
-  reasons.set(key, (reasons.get(key) ?? 0) + 1);
-}
-for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 25))
-  console.log(`  ${String(n).padStart(3)} × ${reason}`);
-if (jsonOut) {
-  writeFileSync(
-    jsonOut,
-    `${JSON.stringify({ corpus: relative(process.cwd(), resolve(corpus)), total, reproduced, outcomes }, null, 2)}\n`,
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const flag = (name: string): string | undefined => {
+    const at = args.indexOf(name);
+    return at >= 0 ? args[at + 1] : undefined;
+  };
+  const corpus = args.find(
+    (arg, index) => !arg.startsWith('--') && !['--only', '--json'].includes(args[index - 1] ?? ''),
   );
+  if (corpus === undefined || !existsSync(corpus)) {
+    console.error('usage: npx tsx bench/formatReplay.ts <corpus-folder> [--only integration,…] [--json <file>]');
+    process.exit(2);
+  }
+  const only = flag('--only')?.split(',');
+  const jsonOut = flag('--json');
+
+  const folders = readdirSync(corpus, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(join(corpus, entry.name, 'nango.yaml')))
+    .map((entry) => entry.name)
+    .filter((name) => existsSync(join(corpus, name, 'mocks')))
+    .filter((name) => only === undefined || only.includes(name))
+    .sort();
+
+  console.log(`same records: ${folders.length} integrations with recorded runs in ${resolve(corpus)}`);
+  const started = Date.now();
+  const temporal = await startLocalTemporal(quiet);
+  const outcomes: Outcome[] = [];
+  try {
+    for (const name of folders) {
+      const root = mkdtempSync(join(tmpdir(), 'format-replay-'));
+      try {
+        const ids = convertIntegration(join(corpus, name), root);
+        let compiled = await compileProject({ root });
+        let dropped: string[] = [];
+        if (!compiled.ok && compiled.manifest === null) {
+          dropped = dropBroken(root, compiled);
+          if (dropped.length > 0) compiled = await compileProject({ root });
+        }
+        const config = compiled.manifest?.config;
+        for (const id of ids) {
+          const integrationFolder = join(root, FOLDER, id);
+          // Runs are listed from the config as written, so that a script left out still counts.
+          const original = parseDocument(readFileSync(join(corpus, name, 'nango.yaml'), 'utf8'));
+          const declared = original.toJS() as { integrations?: Record<string, { syncs?: object; actions?: object }> };
+          const scripts = declared.integrations?.[id] ?? {};
+          const runs: RecordedRun[] = config ? recordedRuns(config, id, integrationFolder) : [];
+          const ran = new Set(runs.map((run) => `${run.kind}:${run.name}`));
+          // Recorded runs of scripts that did not compile (or whose config did not load).
+          for (const [kind, names] of [
+            ['sync', Object.keys(scripts.syncs ?? {})],
+            ['action', Object.keys(scripts.actions ?? {})],
+          ] as const) {
+            for (const script of names) {
+              if (ran.has(`${kind}:${script}`)) continue;
+              const recorded =
+                kind === 'sync'
+                  ? existsSync(join(integrationFolder, 'mocks', script)) &&
+                    readdirSync(join(integrationFolder, 'mocks', script)).some((model) =>
+                      existsSync(join(integrationFolder, 'mocks', script, model, 'batchSave.json')),
+                    )
+                  : existsSync(join(integrationFolder, 'mocks', script, 'output.json'));
+              if (!recorded) continue;
+              const problem = compiled.problems.find(
+                (p) => p.severity === 'error' && (p.file.includes(`/${script}.ts`) || !p.file.includes('/syncs/')),
+              );
+              outcomes.push({
+                integration: id,
+                script,
+                kind,
+                status: 'not_compiled',
+                why: config
+                  ? `${problem?.code ?? 'compile'}: ${problem?.message.split('\n')[0] ?? 'left out'}`
+                  : `config: ${compiled.problems.find((p) => p.severity === 'error')?.code ?? 'invalid'}`,
+              });
+            }
+          }
+          for (const run of runs) {
+            try {
+              const { differences } = await runRecordedRun({
+                config: config!,
+                bundles: readBundles(root, id),
+                run,
+                integrationFolder,
+                temporal,
+              });
+              outcomes.push({
+                integration: id,
+                script: run.name,
+                kind: run.kind,
+                status:
+                  differences.length === 0
+                    ? 'reproduced'
+                    : differences[0]!.startsWith('the run failed')
+                      ? 'failed'
+                      : 'differs',
+                ...(differences.length === 0 ? {} : { why: differences.join('; ').slice(0, 300) }),
+              });
+            } catch (error) {
+              outcomes.push({
+                integration: id,
+                script: run.name,
+                kind: run.kind,
+                status: 'failed',
+                why: (error instanceof Error ? error.message : String(error)).slice(0, 300),
+              });
+            }
+          }
+        }
+        const mine = outcomes.filter((outcome) => ids.includes(outcome.integration));
+        console.log(
+          `  ${name}: ${mine.filter((o) => o.status === 'reproduced').length}/${mine.length} reproduced` +
+            (dropped.length > 0 ? ` (left out, not compiling: ${dropped.join(', ')})` : '') +
+            (compiled.manifest === null ? ' (project does not compile)' : ''),
+        );
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await temporal.stop();
+  }
+
+  const count = (status: Outcome['status']): number => outcomes.filter((outcome) => outcome.status === status).length;
+  const total = outcomes.length;
+  const reproduced = count('reproduced');
+  console.log(
+    `\nrecorded runs: ${total}; reproduced: ${reproduced} (${total === 0 ? 0 : ((100 * reproduced) / total).toFixed(1)} %, ratio ${total === 0 ? 0 : (reproduced / total).toFixed(3)} of the limit, every recorded run); ` +
+      `differ: ${count('differs')}; failed: ${count('failed')}; did not compile: ${count('not_compiled')}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  );
+  const reasons = new Map<string, number>();
+  for (const outcome of outcomes.filter((o) => o.status !== 'reproduced')) {
+    const key = `${outcome.status}: ${(outcome.why ?? '').replace(/\d+/g, 'N').slice(0, 110)}`;
+    reasons.set(key, (reasons.get(key) ?? 0) + 1);
+  }
+  for (const [reason, n] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 25))
+    console.log(`  ${String(n).padStart(3)} × ${reason}`);
+  if (jsonOut) {
+    writeFileSync(
+      jsonOut,
+      `${JSON.stringify({ corpus: relative(process.cwd(), resolve(corpus)), total, reproduced, outcomes }, null, 2)}\n`,
+    );
+  }
 }
+
+const isMain = process.argv[1] !== undefined && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname);
+if (isMain) await main();

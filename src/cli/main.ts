@@ -180,7 +180,11 @@ Finds every fixture.json under service-integrations/tests/ (recorded by
 answered from the fixture (no network; a request the fixture does not hold fails the run with
 fixture_missing), and compares what the run saved (records per model, deletes, metadata writes, an
 action's output or the run's failure, fields that break their model) with snapshot.json beside it.
-Exits 1 on any difference or missing snapshot. A Temporal server is needed as for dryrun
+
+Also runs the recorded runs of the field's de-facto format found in service-integrations/<integration>/mocks/
+(as its 'dryrun --save-responses' wrote them, and 'service import' copies them): each passes when the
+script stores exactly the recorded records (batchSave.json, batchDelete.json, in order) or answers
+output.json. Exits 1 on any difference or missing snapshot. A Temporal server is needed as for dryrun
 (TEMPORAL_ADDRESS, or a throw-away dev server on loopback).
 
 Options:
