@@ -21,6 +21,7 @@ export const PROBLEM_CODES = [
   'output_endpoint_mismatch',
   'duplicate_output',
   'unknown_model',
+  'unknown_action',
   'missing_id',
   'invalid_id',
   'nullable_id',

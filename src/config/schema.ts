@@ -148,6 +148,11 @@ export const integrationSchema = z
   .strictObject({
     syncs: mapOf(syncSchema, 'sync names to syncs').optional(),
     actions: mapOf(actionSchema, 'action names to actions').optional(),
+    mcp_tools: nameList('action names')
+      .describe(
+        'The actions AI agents may call as tools through POST /mcp (docs/api.md "Actions as tools for AI agents"). Default: every action of the integration; an empty list exposes none.',
+      )
+      .optional(),
   })
   .nullable()
   .describe('The syncs and actions of one integration.');

@@ -86,6 +86,11 @@ export interface IntegrationConfig {
   id: string;
   syncs: SyncConfig[];
   actions: ActionConfig[];
+  /**
+   * `mcp_tools`: the actions AI agents may call through POST /mcp, in the order written. Present only
+   * when written (so configs deployed before it compare unchanged); absent means every action.
+   */
+  mcpTools?: string[];
 }
 
 /** `object` becomes `Record<string, any>` (as the format types it); the others are TypeScript's names. */

@@ -585,6 +585,53 @@ describe('names', () => {
   });
 });
 
+describe('mcp_tools (the actions exposed to AI agents)', () => {
+  const ACTIONS = `
+integrations:
+  github:
+    actions:
+      create-issue:
+        description: Creates an issue
+        output: Issue
+        endpoint: POST /issues
+      close-issue:
+        description: Closes an issue
+        output: Issue
+        endpoint: POST /issues/close
+`;
+
+  it('is absent unless written (every action is a tool), and kept in the order written', () => {
+    expect(valid(`${ACTIONS}${MODELS}`).integrations[0]?.mcpTools).toBeUndefined();
+    const config = valid(`${ACTIONS}    mcp_tools: [close-issue, create-issue]\n${MODELS}`);
+    expect(config.integrations[0]?.mcpTools).toEqual(['close-issue', 'create-issue']);
+    expect(valid(`${ACTIONS}    mcp_tools: []\n${MODELS}`).integrations[0]?.mcpTools).toEqual([]);
+    expect(valid(`${ACTIONS}    mcp_tools: close-issue\n${MODELS}`).integrations[0]?.mcpTools).toEqual(['close-issue']);
+  });
+
+  it('names only actions of its integration: a typo is an error at the item, with line and column', () => {
+    const problem = only(`${ACTIONS}    mcp_tools: [create-issue, clsoe-issue]\n${MODELS}`);
+    expect(problem).toMatchObject({
+      severity: 'error',
+      code: 'unknown_action',
+      path: ['integrations', 'github', 'mcp_tools', 1],
+      line: 12,
+      column: 31,
+    });
+    expect(problem.message).toBe(
+      "mcp_tools names 'clsoe-issue', which is not an action of this integration; did you mean 'close-issue'?",
+    );
+    const none = only(`integrations:\n  github:\n    mcp_tools: [anything]\n`);
+    expect(none.message).toContain('it declares no actions');
+  });
+
+  it('refuses a value that is not a list of names, and warns about a name listed twice', () => {
+    expect(codes(`${ACTIONS}    mcp_tools: {create-issue: true}\n${MODELS}`)).toEqual(['invalid_type']);
+    const twice = compile(`${ACTIONS}    mcp_tools: [create-issue, create-issue]\n${MODELS}`);
+    expect(twice.problems.map((p) => [p.severity, p.code])).toEqual([['warning', 'duplicate_key']]);
+    expect(twice.config?.integrations[0]?.mcpTools).toEqual(['create-issue']);
+  });
+});
+
 describe('warnings', () => {
   it('warns that track_deletes is ignored on an incremental sync, and still compiles', () => {
     const { config, problems } = compile(withSync(`${BASE_SYNC}\ntrack_deletes: true`));

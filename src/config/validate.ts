@@ -375,9 +375,36 @@ function crossCheck(yaml: LoadedYaml, value: unknown, out: Collector): ServiceCo
       const result = checkAction(id, name, action, [...base, 'actions', name], modelNames, out);
       if (result !== null) item.actions.push(result);
     }
+    const mcpTools = checkMcpTools(body, [...base, 'mcp_tools'], out);
+    if (mcpTools !== null) item.mcpTools = mcpTools;
     integrations.push(item);
   }
   return { integrations, models };
+}
+
+/**
+ * `mcp_tools`: every name must be an action the integration declares (a typo would silently hide a
+ * tool); null when the key is absent or not a string or list (the schema stage reported that).
+ */
+function checkMcpTools(integration: Raw, path: YamlPath, out: Collector): string[] | null {
+  const raw = integration['mcp_tools'];
+  const names = asList(raw);
+  if (names === null) return null;
+  const actions = new Set(entries(integration['actions']).map(([name]) => name));
+  const seen = new Set<string>();
+  names.forEach((name, index) => {
+    const at = Array.isArray(raw) ? [...path, index] : path;
+    if (seen.has(name)) out.warn('duplicate_key', `action '${name}' is listed twice in mcp_tools`, at);
+    seen.add(name);
+    if (actions.has(name)) return;
+    const hint = didYouMean(name, actions);
+    out.error(
+      'unknown_action',
+      `mcp_tools names '${name}', which is not an action of this integration${hint === '' ? (actions.size > 0 ? `; its actions: ${[...actions].join(', ')}` : '; it declares no actions') : hint}`,
+      at,
+    );
+  });
+  return [...seen];
 }
 
 function checkName(name: string, what: string, path: YamlPath, out: Collector): void {
