@@ -24,17 +24,23 @@ export const actionFailureSchema = z.object({
     .describe('The same failure in the error envelope, as the de-facto API also answers it.'),
 });
 
+/** What a run of an action came to: its output, or the body of its ActionError (redacted). */
+export type ActionRunResult =
+  { ok: true; output: unknown } | { ok: false; failure: z.infer<typeof actionFailureSchema> };
+
 /**
- * Runs a deployed action and answers its output (200) or the ActionError body (422). Shared by
- * POST /action/trigger and the generated action endpoints.
+ * Runs a deployed action for one connection and waits for it: the one path of POST /action/trigger,
+ * the generated action endpoints and the tools of POST /mcp (same run, same durability, limits and
+ * authority). Fails with 404 `unknown_connection` or `action_not_found` before any run starts; a run
+ * that fails other than by ActionError throws its code, its message and details redacted of the
+ * connection's credentials, as is an ActionError's payload.
  */
-export async function triggerAction(
+export async function runActionFor(
   deps: ApiDeps,
-  res: RouteContext<unknown, unknown, unknown>['res'],
   scope: ConnectionScope,
   actionName: string,
   input: unknown,
-): Promise<undefined> {
+): Promise<ActionRunResult> {
   await assertConnection(deps, scope);
   const definition = await deps.deployments.actionDefinition(scope.environmentId, scope.integrationId, actionName);
   let outcome;
@@ -59,19 +65,33 @@ export async function triggerAction(
       ...(error.details === undefined ? {} : { details: redact.value(error.details) }),
     });
   }
-  if (outcome.ok) res.status(200).json(outcome.output ?? null);
-  else {
-    const failure: z.infer<typeof actionFailureSchema> = {
-      ...outcome.body,
-      error: {
-        code: 'action_script_failure',
-        message: `action '${actionName}' refused: its script threw ActionError (see payload)`,
-        payload: outcome.body.payload,
-      },
-    };
-    // The payload is the script's: it may repeat a credential of the connection.
-    res.status(ACTION_FAILURE_STATUS).json((await redactorFor(deps, scope)).value(failure));
-  }
+  if (outcome.ok) return { ok: true, output: outcome.output };
+  const failure: z.infer<typeof actionFailureSchema> = {
+    ...outcome.body,
+    error: {
+      code: 'action_script_failure',
+      message: `action '${actionName}' refused: its script threw ActionError (see payload)`,
+      payload: outcome.body.payload,
+    },
+  };
+  // The payload is the script's: it may repeat a credential of the connection.
+  return { ok: false, failure: (await redactorFor(deps, scope)).value(failure) };
+}
+
+/**
+ * Runs a deployed action and answers its output (200) or the ActionError body (422). Shared by
+ * POST /action/trigger and the generated action endpoints.
+ */
+export async function triggerAction(
+  deps: ApiDeps,
+  res: RouteContext<unknown, unknown, unknown>['res'],
+  scope: ConnectionScope,
+  actionName: string,
+  input: unknown,
+): Promise<undefined> {
+  const result = await runActionFor(deps, scope, actionName, input);
+  if (result.ok) res.status(200).json(result.output ?? null);
+  else res.status(ACTION_FAILURE_STATUS).json(result.failure);
   return undefined;
 }
 
