@@ -133,6 +133,11 @@ export const ERROR_CODES = {
   invalid_tags: { status: 400, meaning: 'The connection tags are malformed.' },
   invalid_temporal_tls: { status: 500, meaning: 'The Temporal TLS settings are invalid.' },
   invalid_webhook_signature: { status: 401, meaning: 'The webhook signature is missing or wrong.' },
+  mcp_session_not_found: {
+    status: 404,
+    meaning: '/mcp: no open session of this connection has this Mcp-Session-Id; send initialize again.',
+  },
+  mcp_session_required: { status: 400, meaning: 'GET and DELETE /mcp act on a session: send Mcp-Session-Id.' },
   metadata_too_large: { status: 413, meaning: 'The connection metadata would exceed its size limit.' },
   missing_authorization: { status: 401, meaning: 'The request has no Authorization header.' },
   missing_base_url: { status: 400, meaning: 'The provider has no base URL and the integration sets none.' },

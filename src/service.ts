@@ -35,6 +35,7 @@ import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { ApiDeps } from './api/deps.js';
 import { createGeneratedRouting } from './api/generatedRouting.js';
 import { createApi } from './api/index.js';
+import { createMcpSessionRegistry } from './api/mcp/sessions.js';
 import { webhookDeployWarnings } from './api/webhooks/inbound.js';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from './connections/connectionService.js';
 import { loadEncryptor, type Encryptor } from './connections/encryption.js';
@@ -305,6 +306,17 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       ...(overrides.log ? { log: overrides.log } : {}),
     });
     const { connections } = parts;
+    // The MCP sessions of the API (POST /mcp), closed with the service.
+    const mcpSessions = createMcpSessionRegistry(
+      {
+        perEnvironment: settings.SERVICE_MCP_SESSIONS_PER_ENVIRONMENT,
+        idleMs: settings.SERVICE_MCP_SESSION_IDLE_SECONDS * 1000,
+      },
+      {
+        onError: (error) => (overrides.log ?? ((line: string) => console.error(line)))(`mcp session: ${String(error)}`),
+      },
+    );
+    cleanups.push(() => mcpSessions.closeAll());
     const api: ApiDeps = {
       db,
       environments: connections.environments,
@@ -326,6 +338,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       publicUrl,
       rateLimit: { perSecond: settings.RATE_LIMIT_PER_SECOND },
       bodyLimit: settings.BODY_LIMIT,
+      mcpSessions,
       adminKey: settings.SERVICE_ADMIN_KEY,
       ...overrides.apiDeps,
     };

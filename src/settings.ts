@@ -171,6 +171,10 @@ export const settingsSchema = z.object({
     .max(200)
     .regex(/^\S+$/, 'no spaces')
     .optional(),
+  /** Open MCP sessions (POST /mcp) per environment in one API process; one more closes the least recently used. */
+  SERVICE_MCP_SESSIONS_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** How long an MCP session without an open notification stream lives after its last request, in seconds. */
+  SERVICE_MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(1800),
   /** Largest JSON request body, in the notation of the `bytes` package (`5mb`). */
   BODY_LIMIT: z
     .string()

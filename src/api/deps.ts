@@ -21,6 +21,7 @@ import type { InboundSignatureStore } from '../webhooks/inboundSignatures.js';
 import type { WebhookSettingsStore } from '../webhooks/settings.js';
 import type { GeneratedRouting } from './generatedRouting.js';
 import type { Logger } from './logger.js';
+import type { McpSessionLimits, McpSessionRegistry } from './mcp/sessions.js';
 import type { RateLimitOptions } from './rateLimit.js';
 
 export interface ProxyOptions {
@@ -66,6 +67,13 @@ export interface ApiDeps {
   adminKey?: string | undefined;
   /** @default '5mb' */
   bodyLimit?: string | undefined;
+  /** Bounds of the MCP sessions of POST /mcp (src/api/mcp/sessions.ts); used when `mcpSessions` is not given. */
+  mcp?: McpSessionLimits | undefined;
+  /**
+   * The MCP sessions of this process, for a caller that closes them when it stops (createService does);
+   * by default the API makes its own, whose timers run only while sessions are open.
+   */
+  mcpSessions?: McpSessionRegistry | undefined;
   rateLimit?: RateLimitOptions | undefined;
   logger?: Logger | undefined;
   /** What GET /readyz checks; by default the database only. createService (src/service.ts) adds Temporal. */

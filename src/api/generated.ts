@@ -89,7 +89,8 @@ function actionInput(req: Request, method: string, params: Record<string, string
 
 type JsonSchema = Record<string, unknown>;
 
-function typeSchema(type: TypeExpr): JsonSchema {
+/** The JSON Schema of a type expression, models as `$ref`s to `#/components/schemas/<name>` (modelSchemas). */
+export function typeSchema(type: TypeExpr): JsonSchema {
   switch (type.kind) {
     case 'primitive':
       switch (type.name) {

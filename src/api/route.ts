@@ -54,6 +54,12 @@ export interface RouteDefinition<Q = unknown, B = unknown, P = unknown> {
   auth: 'secret-key' | 'admin-key' | 'none';
   /** Requires the `Connection-Id` and `Provider-Config-Key` headers. */
   connectionScoped?: boolean;
+  /**
+   * `json-rpc`: every error of the route, from authentication and the body parser on, is answered as a
+   * JSON-RPC 2.0 error object with the same HTTP status (POST /mcp speaks the Model Context Protocol,
+   * whose clients read only that). Default: the `{ error: { code, message } }` envelope.
+   */
+  errorFormat?: 'json-rpc';
   /** Other request headers the route reads, for the documentation (the handler reads them itself). */
   headers?: readonly RouteHeader[];
   query?: z.ZodType<Q>;

@@ -74,6 +74,15 @@ export function createServer(options: CreateServerOptions): express.Express {
     });
     next();
   });
+  // Routes that answer errors as JSON-RPC say so before anything can fail (the
+  // checks below, the body parser), so that those errors are answered in their format too.
+  for (const route of options.routes) {
+    if (route.errorFormat !== 'json-rpc') continue;
+    app[route.method](route.path, (_req, res, next) => {
+      res.locals[ERROR_FORMAT] = 'json-rpc';
+      next();
+    });
+  }
   // Postgres cannot store U+0000 in text, and no name, id or query value of this API needs it: refuse
   // it once here, for the path, the query and the headers, instead of failing deep in a query.
   app.use((req, _res, next) => {
@@ -240,7 +249,9 @@ export function createServer(options: CreateServerOptions): express.Express {
       });
     }
     if (res.headersSent) return;
-    res.status(failure.status).json(errorBody(failure));
+    res
+      .status(failure.status)
+      .json(res.locals[ERROR_FORMAT] === 'json-rpc' ? jsonRpcErrorBody(failure) : errorBody(failure));
   });
 
   return app;
@@ -269,6 +280,44 @@ export function rawBodyOf(req: Request): Buffer | undefined {
 }
 
 const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
+
+/** Where a route that answers errors as JSON-RPC marks its response (see RouteDefinition.errorFormat). */
+const ERROR_FORMAT = 'errorFormat';
+
+/** JSON-RPC 2.0 error codes of the service's codes: the spec's own where one fits, -32000 (server error) else. */
+const JSON_RPC_CODES: Partial<Record<ServiceError['code'], number>> = {
+  invalid_json: -32700,
+  invalid_request: -32600,
+  payload_too_large: -32600,
+  missing_connection_headers: -32600,
+  // The SDK's own code for an unknown session.
+  mcp_session_not_found: -32001,
+  internal_error: -32603,
+};
+
+/**
+ * A failure as a JSON-RPC 2.0 error response (`id: null`: the request's id may not have been read).
+ * `data` carries the service's own code, status and details, as the envelope would.
+ */
+export function jsonRpcErrorBody(failure: ServiceError): {
+  jsonrpc: '2.0';
+  id: null;
+  error: { code: number; message: string; data: { code: string; status: number; errors?: object[] } };
+} {
+  return {
+    jsonrpc: '2.0',
+    id: null,
+    error: {
+      code: JSON_RPC_CODES[failure.code] ?? -32000,
+      message: failure.message,
+      data: {
+        code: failure.code,
+        status: failure.status,
+        ...(failure.details === undefined ? {} : { errors: errorList(failure.details) }),
+      },
+    },
+  };
+}
 
 /**
  * `{ error: { code, message, errors? } }`, the body of every error the API answers. `errors` is always a

@@ -245,16 +245,22 @@ export function checkRecord(record: unknown, model: string, models: ModelIndex):
   return checkWithin(record, model, models, budgetFor([record]));
 }
 
-function checkWithin(record: unknown, model: string, models: ModelIndex, budget: Budget): RecordProblem[] {
+/** The problems of one JSON value against a type of the config (an action's input, say); empty when it fits. */
+export function checkValue(value: unknown, type: TypeExpr, models: ModelIndex): RecordProblem[] {
+  return checkWithin(value, type, models, budgetFor([value]));
+}
+
+function checkWithin(record: unknown, model: string | TypeExpr, models: ModelIndex, budget: Budget): RecordProblem[] {
   const checker = new Checker(models, budget);
+  const type: TypeExpr = typeof model === 'string' ? { kind: 'model', name: model } : model;
   try {
-    checker.check({ kind: 'model', name: model }, record, '$', 0);
+    checker.check(type, record, '$', 0);
   } catch (error) {
     if (!(error instanceof TooComplex)) throw error;
     return [
       {
         path: '$',
-        message: `too complex to check against model ${model} (its unions need more than ${STEPS_BASE} + ${STEPS_PER_VALUE} per JSON value of the batch checks): simplify the model's unions or the record; the records after it were not checked`,
+        message: `too complex to check against ${typeof model === 'string' ? `model ${model}` : typeToTs(model)} (its unions need more than ${STEPS_BASE} + ${STEPS_PER_VALUE} per JSON value of the batch checks): simplify the model's unions or the record; the records after it were not checked`,
       },
     ];
   }

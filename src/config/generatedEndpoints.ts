@@ -12,6 +12,9 @@ import { actionOutputType, inputTypeOf, type ServiceConfig, type TypeExpr } from
 export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/records' },
   { method: 'POST', path: '/action/trigger' },
+  { method: 'POST', path: '/mcp' },
+  { method: 'GET', path: '/mcp' },
+  { method: 'DELETE', path: '/mcp' },
   { method: 'POST', path: '/sync/trigger' },
   { method: 'POST', path: '/sync/pause' },
   { method: 'POST', path: '/sync/start' },

@@ -103,6 +103,19 @@ export const retentionLastSuccess = new Gauge({
   registers,
 });
 
+export const mcpSessionsOpen = new Gauge({
+  name: 'service_mcp_sessions',
+  help: 'MCP sessions (POST /mcp) open in this API process, all environments together',
+  registers,
+});
+
+export const mcpSessionsClosed = new Counter({
+  name: 'service_mcp_sessions_closed_total',
+  help: 'MCP sessions this process closed itself, by reason (limit: the environment opened more than its limit; idle; shutdown)',
+  labelNames: ['reason'] as const,
+  registers,
+});
+
 // The codes a failed token request can carry as a label: OAuth 2's (RFC 6749 5.2, OpenID Connect, RFC
 // 8628) and the service's own (src/connections). Anything else a token endpoint answers is `other`.
 const KNOWN_TOKEN_CODES = new Set([

@@ -34,6 +34,7 @@ import { getWebhookSettingsRoute } from './getWebhookSettings.js';
 import { patchConnectionRoute } from './patchConnection.js';
 import { patchConnectionsMetadataRoute } from './patchConnectionsMetadata.js';
 import { patchIntegrationRoute } from './patchIntegration.js';
+import { mcpRoutes } from './mcp.js';
 import { postActionTriggerRoute } from './postActionTrigger.js';
 import { postConnectSessionsRoute } from './postConnectSessions.js';
 import { postConnectionsRoute } from './postConnections.js';
@@ -60,6 +61,7 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getReferenceRoute(deps, all),
     getRecordsRoute(deps),
     postActionTriggerRoute(deps),
+    ...mcpRoutes(deps),
     postSyncTriggerRoute(deps),
     postSyncPauseRoute(deps),
     postSyncStartRoute(deps),

@@ -94,6 +94,8 @@ export async function startApiHarness(
     proxy?: ApiDeps['proxy'];
     /** More catalog entries (an OAuth provider, say), beside the fake API's. */
     providers?: Record<string, unknown>;
+    /** The MCP sessions of the API (POST /mcp), for tests of their bounds. */
+    mcpSessions?: ApiDeps['mcpSessions'];
     /** Passed to createService. */
     overrides?: ServiceOverrides;
   } = {},
@@ -143,6 +145,7 @@ export async function startApiHarness(
       proxy: { retryInitialMs: 20, retryMaximumMs: 200, timeoutMs: 5000, ...options.proxy },
       ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
       ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+      ...(options.mcpSessions ? { mcpSessions: options.mcpSessions } : {}),
       logger: {
         info: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
         error: (message, fields) => logs.push(JSON.stringify({ message, ...fields })),
