@@ -254,7 +254,13 @@ describe('tools/list', () => {
     expect(create?.description).toBe('Creates an issue in the tracker and returns it');
 
     // The same schemas as the generated endpoint POST /issues, its model refs moved into $defs.
-    const openapi = (await h.api.openapi()) as { components: { schemas: Record<string, unknown> } };
+    const openapi = (await h.api.openapi()) as {
+      components: { schemas: Record<string, unknown> };
+      paths: Record<string, Record<string, { tags?: string[] }>>;
+    };
+    // POST, GET and DELETE /mcp are in the OpenAPI document like every route.
+    expect(Object.keys(openapi.paths['/mcp'] ?? {}).sort()).toEqual(['delete', 'get', 'post']);
+    expect(openapi.paths['/mcp']?.['post']?.tags).toEqual(['mcp']);
     const schemas = openapi.components.schemas;
     expect(create?.inputSchema).toEqual(schemas['IssueInput']);
     const { $defs, ...output }: Record<string, unknown> = create?.outputSchema ?? {};

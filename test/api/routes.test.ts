@@ -115,13 +115,19 @@ describe('authentication on every route', () => {
         !route.path.startsWith('/dashboard'),
     );
     expect(keyed.length).toBeGreaterThan(25);
+    // /mcp answers its errors as JSON-RPC error objects, the service's code in error.data (docs/api.md
+    // "Actions as tools for AI agents").
+    const codeOf = (path: string, json: unknown): string | undefined =>
+      path === '/mcp'
+        ? (json as { jsonrpc: '2.0'; error: { data: { code: string } } }).error.data.code
+        : (json as { error: { code: string } }).error.code;
     for (const route of keyed) {
       const method = route.method === '*' ? 'PATCH' : route.method;
       const path = route.path.replace(/[:*][a-z_]+/g, 'x');
       const missing = await h.anonymous.raw(method, path, {
         body: ['POST', 'PUT', 'PATCH'].includes(method) ? {} : undefined,
       });
-      expect([`${method} ${path}`, missing.status, (missing.json as { error: { code: string } }).error.code]).toEqual([
+      expect([`${method} ${path}`, missing.status, codeOf(path, missing.json)]).toEqual([
         `${method} ${path}`,
         401,
         'missing_authorization',
@@ -129,7 +135,7 @@ describe('authentication on every route', () => {
       const wrong = await createClient({ baseUrl: h.baseUrl, secretKey: 'sk_not-a-key' }).raw(method, path);
       // The environment routes take the service admin key, not an environment's (docs/api.md "Environments").
       const admin = route.path.startsWith('/environments');
-      expect([`${method} ${path}`, wrong.status, (wrong.json as { error: { code: string } }).error.code]).toEqual([
+      expect([`${method} ${path}`, wrong.status, codeOf(path, wrong.json)]).toEqual([
         `${method} ${path}`,
         401,
         admin ? 'invalid_admin_key' : 'invalid_secret_key',
