@@ -527,6 +527,39 @@ describe('malformed protocol input', () => {
     expect(badVersion.status).toBe(400);
     expect(badVersion.body.error?.message).toContain('Unsupported protocol version');
 
+    // Arguments nested 50,000 deep (under the body limit), to a tool that checks its input field by field
+    // (create-issue) and to one whose input takes anything (echo): an answer each, never a crash.
+    const deep = `${'['.repeat(50_000)}${']'.repeat(50_000)}`;
+    for (const [id, name, args] of [
+      [16, 'create-issue', `{"title":${deep}}`],
+      [17, 'echo', `{"x":${deep}}`],
+    ] as const) {
+      const answer = await post(
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`,
+      );
+      expect([name, answer.status, answer.body.jsonrpc, answer.body.id]).toEqual([name, 200, '2.0', id]);
+      // A tool result naming the problem, not a protocol error; nothing ran.
+      const result = (answer.body as { result?: { isError?: boolean; content: { text: string }[] } }).result;
+      expect(result?.isError, JSON.stringify(answer.body).slice(0, 400)).toBe(true);
+      const text = result?.content[0]?.text ?? '';
+      expect(text).toContain(name === 'echo' ? 'nested deeper than 200 levels' : 'title: expected string');
+    }
+
+    // POST /action/trigger refuses the same input the same way (it answered 500 before: Temporal's
+    // payload converter cannot convert it).
+    const rest = await fetch(`${h.baseUrl}/action/trigger`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${h.envA.secretKey}`,
+        'Connection-Id': 'c1',
+        'Provider-Config-Key': TRACKER,
+        'Content-Type': 'application/json',
+      },
+      body: `{"action_name":"echo","input":{"x":${deep}}}`,
+    });
+    expect(rest.status).toBe(400);
+    expect(((await rest.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+
     // Without a session, a request is answered all the same (a client that keeps none, curl).
     const stateless = await post(JSON.stringify({ jsonrpc: '2.0', id: 15, method: 'tools/list' }));
     expect(stateless.status).toBe(200);

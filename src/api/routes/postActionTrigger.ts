@@ -28,6 +28,21 @@ export const actionFailureSchema = z.object({
 export type ActionRunResult =
   { ok: true; output: unknown } | { ok: false; failure: z.infer<typeof actionFailureSchema> };
 
+/** How deep an action's input may nest objects and lists (docs/api.md "Routes", POST /action/trigger). */
+export const MAX_INPUT_DEPTH = 200;
+
+/** Whether a JSON value nests objects and lists more than `limit` deep; iterative, for values too deep to recurse. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next.value !== 'object' || next.value === null) continue;
+    if (next.depth >= limit) return true;
+    const children: unknown[] = Array.isArray(next.value) ? next.value : Object.values(next.value);
+    for (const child of children) pending.push({ value: child, depth: next.depth + 1 });
+  }
+  return false;
+}
+
 /**
  * Runs a deployed action for one connection and waits for it: the one path of POST /action/trigger,
  * the generated action endpoints and the tools of POST /mcp (same run, same durability, limits and
@@ -42,6 +57,14 @@ export async function runActionFor(
   input: unknown,
 ): Promise<ActionRunResult> {
   await assertConnection(deps, scope);
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) {
+    // Temporal's payload converter fails on such a value ("Unable to convert … to payload"), which
+    // answered 500: refused here, before a run, as the bad input it is.
+    throw new ServiceError(
+      'invalid_request',
+      `The input of action '${actionName}' is nested deeper than ${MAX_INPUT_DEPTH} levels of objects and lists; nothing was run. Send a flatter input.`,
+    );
+  }
   const definition = await deps.deployments.actionDefinition(scope.environmentId, scope.integrationId, actionName);
   let outcome;
   const started = process.hrtime.bigint();
