@@ -126,8 +126,7 @@ describe('bad input', () => {
         else if (response.status >= 400) {
           // Either the taxonomy's { error: { code, message } }, or an action's own ActionError, which
           // the API hands back as { error_type: 'action_script_failure', payload } (docs/api.md).
-          const parsed = safeJson(text) as { error?: { code?: unknown }; error_type?: unknown } | undefined;
-          const code = parsed?.error?.code ?? parsed?.error_type;
+          const code = codeOf(text);
           if (typeof code !== 'string' || !/^[a-z][a-z0-9_]*$/.test(code)) failures.push(`uncoded: ${what}`);
         }
       }
@@ -179,7 +178,7 @@ describe('bad input', () => {
               ...(target.method === 'GET' || target.method === 'DELETE' ? {} : { body: '{}' }),
             });
             const text = await response.text();
-            const code = (safeJson(text) as { error?: { code?: string } } | undefined)?.error?.code;
+            const code = codeOf(text);
             if (response.status !== 400 || code !== 'invalid_request') {
               failures.push(`${target.method} ${url} -> ${response.status} ${text.slice(0, 200)}`);
             }
@@ -250,7 +249,7 @@ describe('bad input', () => {
       });
       const text = await response.text();
       expect(response.status, `${operation.method} ${path}: ${text.slice(0, 200)}`).toBe(413);
-      expect((JSON.parse(text) as { error: { code: string } }).error.code).toBe('payload_too_large');
+      expect(codeOf(text)).toBe('payload_too_large');
       refused.push(`${operation.method} ${operation.path}`);
     }
     recordFigures('oversized', { routesRefusing413: refused.length });
@@ -261,6 +260,20 @@ describe('bad input', () => {
 /** Header values a client can send at all (fetch refuses others before they leave): visible ASCII. */
 function headerSafe(value: string): string {
   return value.replace(/[^\x21-\x7e]/g, '_') || '_';
+}
+
+/**
+ * The code of an error answer: the taxonomy's `error.code`, an ActionError's `error_type`, or for /mcp
+ * (JSON-RPC 2.0 error objects, docs/api.md "Actions as tools for AI agents") the service's code in
+ * `error.data.code`, else the protocol's numeric code (the SDK's own refusals: 406, 415, …) as `json_rpc_<n>`.
+ */
+function codeOf(text: string): unknown {
+  const parsed = safeJson(text) as
+    { jsonrpc?: unknown; error?: { code?: unknown; data?: { code?: unknown } }; error_type?: unknown } | undefined;
+  if (parsed?.jsonrpc === '2.0' && typeof parsed.error?.code === 'number') {
+    return parsed.error.data?.code ?? `json_rpc_${Math.abs(parsed.error.code)}`;
+  }
+  return parsed?.error?.code ?? parsed?.error_type;
 }
 
 function safeJson(text: string): unknown {
