@@ -182,3 +182,27 @@ describe('a type that is not an object at the top (the type expressions the de-f
     expect(inputFromArguments(optional, {}, index)).toEqual({ ok: true, input: undefined });
   });
 });
+
+describe('type expressions as an action’s input and output in service.yaml', () => {
+  it('wraps them: `input: Label[]` takes { input }, `output: boolean` answers { result }, `output: void` has no outputSchema', () => {
+    const text = YAML.replace(
+      '  crm:\n',
+      `      tag:
+        description: Tags
+        input: Label[]
+        output: boolean
+        endpoint: POST /tag
+      forget:
+        description: Forgets
+        output: void
+        endpoint: POST /forget
+  crm:
+`,
+    );
+    const set = buildToolSet(config(text), 'tracker');
+    const tag = set.byName.get('tag');
+    expect(tag?.inputSchema).toMatchObject({ properties: { input: { type: 'array' } }, required: ['input'] });
+    expect(tag?.outputSchema).toMatchObject({ properties: { result: { type: 'boolean' } } });
+    expect(set.byName.get('forget')?.outputSchema).toBeUndefined();
+  });
+});

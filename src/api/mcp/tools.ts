@@ -10,11 +10,9 @@
  * - MCP wants an object schema at the top of both. An input or output that is a model (or an inline
  *   object) is that object; any other type (a list, a union, a primitive) is wrapped: the tool takes
  *   `{ input: … }` and answers `{ result: … }`. An action without an input takes no arguments; one
- *   that returns nothing (`undefined`) has no outputSchema. (service.yaml names a model as an action's
- *   input and output today, so the wrapping serves the type expressions the de-facto format also
- *   allows there: `Task[]`, `boolean`.) An output a script returns that breaks its outputSchema is
- *   answered as a result with `isError` that carries it (toolServer.ts), never as structured content
- *   a client would refuse.
+ *   that returns nothing (`output: void`) has no outputSchema. An output a script returns that breaks
+ *   its outputSchema is answered as a result with `isError` that carries it (toolServer.ts), never as
+ *   structured content a client would refuse.
  * - Arguments are checked against the input type with the service's own model checker
  *   (src/config/checkRecord.ts, the rules of `record_validation`), so every problem is named with its
  *   path before a run starts. It is stricter than the schema in one way: a field the model does not
@@ -24,7 +22,14 @@
  */
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { checkValue, modelIndex, type ModelIndex, type RecordProblem } from '../../config/checkRecord.js';
-import type { ActionConfig, IntegrationConfig, ServiceConfig, TypeExpr } from '../../config/types.js';
+import {
+  actionOutputType,
+  inputTypeOf,
+  type ActionConfig,
+  type IntegrationConfig,
+  type ServiceConfig,
+  type TypeExpr,
+} from '../../config/types.js';
 import { modelSchemas, typeSchema } from '../generated.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -88,12 +93,9 @@ function selfContained(schema: JsonSchema, models: Record<string, JsonSchema>): 
   return Object.keys(defs).length > 0 ? { ...top, $defs: defs } : top;
 }
 
-/** An action's input and output as types (a model name is a reference to that model). */
+/** An action's input and output as types: a model reference, or the type expression service.yaml wrote. */
 function actionTypes(action: ActionConfig): { input: TypeExpr | null; output: TypeExpr } {
-  return {
-    input: action.input === null ? null : { kind: 'model', name: action.input },
-    output: { kind: 'model', name: action.output },
-  };
+  return { input: inputTypeOf(action), output: actionOutputType(action) };
 }
 
 /** Whether a type is a JSON object at its top, so that it can be a tool's schema as it is. */
