@@ -50,6 +50,10 @@ export const ERROR_CODES = {
   },
   connection_refresh_failed: { status: 424, meaning: 'The provider no longer accepts the connection’s grant.' },
   connection_refresh_unavailable: { status: 503, meaning: 'The token could not be refreshed now; try again later.' },
+  connection_secrets_bound: {
+    status: 409,
+    meaning: 'Connections hold secrets given for the token endpoint; the change would send them elsewhere.',
+  },
   corrupt_credentials: { status: 500, meaning: 'Stored credentials do not have a known shape.' },
   credentials_type_mismatch: { status: 400, meaning: 'The credentials do not fit the provider’s authentication mode.' },
   database_unreachable: { status: 503, meaning: 'Postgres cannot be reached right now; retryable.' },

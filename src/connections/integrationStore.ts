@@ -110,7 +110,7 @@ export class IntegrationStore {
     const data = parseInput(input);
     // Refuse a provider or overrides that would make the integration unusable, before storing them.
     const provider = withOverrides(this.catalog.get(data.provider), data.provider_settings ?? {}, data.id);
-    if (data.oauth_client_secret === undefined) await this.keepSecretWhereItGoes(environmentId, data.id, provider);
+    await this.keepSecretsWhereTheyGo(environmentId, data.id, provider, data.oauth_client_secret !== undefined);
     const secret =
       data.oauth_client_secret === undefined
         ? null
@@ -149,29 +149,55 @@ export class IntegrationStore {
   }
 
   /**
-   * A stored client secret is kept by an upsert without one only while it keeps going where it went:
-   * otherwise anyone with the environment's key could move token_url to a host of theirs and have the
-   * next refresh send them the secret the API never shows (400 `client_secret_required`).
+   * Secrets already stored keep going where they went when they were given: otherwise anyone with the
+   * environment's key could move token_url (through provider_settings or another provider) to a host
+   * of theirs and have the next refresh send them what the API never shows.
+   * - The integration's client secret is kept by an upsert without one only while its endpoints stay
+   *   the same (400 `client_secret_required`: give it again).
+   * - The connections of the minted modes hold a secret of their own (a client secret, a private key
+   *   that signs what goes to the token URL), which the key holder cannot give again: while any exist,
+   *   the endpoints do not change (409 `connection_secrets_bound`).
    */
-  private async keepSecretWhereItGoes(environmentId: string, id: string, next: Provider): Promise<void> {
+  private async keepSecretsWhereTheyGo(
+    environmentId: string,
+    id: string,
+    next: Provider,
+    clientSecretGiven: boolean,
+  ): Promise<void> {
     const { rows } = await this.db.query<IntegrationRow>(
       'SELECT * FROM integrations WHERE environment_id = $1 AND id = $2',
       [environmentId, id],
     );
     const row = rows[0];
-    if (!row || row.oauth_client_secret_encrypted === null) return;
+    if (!row) return;
     const after = secretDestinations(next);
     if (after.every((url) => url === undefined)) return;
-    let before: (string | undefined)[] | undefined;
+    let previous: Provider | undefined;
     try {
-      before = secretDestinations(withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id));
+      previous = withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id);
     } catch {
-      before = undefined;
+      previous = undefined;
     }
-    if (before !== undefined && JSON.stringify(before) === JSON.stringify(after)) return;
+    if (previous !== undefined && JSON.stringify(secretDestinations(previous)) === JSON.stringify(after)) return;
+    const destinations = after.filter((url) => url !== undefined).join(', ');
+    if (row.oauth_client_secret_encrypted !== null && !clientSecretGiven) {
+      throw new ServiceError(
+        'client_secret_required',
+        `integration '${id}': the change sends its OAuth client secret to another endpoint (${destinations}); give the client secret again in \`credentials\` to confirm it`,
+      );
+    }
+    // A previous provider the catalog no longer resolves may have been of a minted mode: counted as one.
+    const mintedBefore = previous === undefined || CONNECTION_SECRET_MODES.has(previous.auth_mode);
+    if (!mintedBefore && !CONNECTION_SECRET_MODES.has(next.auth_mode)) return;
+    const { rows: held } = await this.db.query<{ count: string }>(
+      'SELECT count(*) AS count FROM connections WHERE environment_id = $1 AND provider_config_key = $2',
+      [environmentId, id],
+    );
+    const count = Number(held[0]?.count ?? 0);
+    if (count === 0) return;
     throw new ServiceError(
-      'client_secret_required',
-      `integration '${id}': the change sends its OAuth client secret to another endpoint (${after.filter((url) => url !== undefined).join(', ')}); give the client secret again in \`credentials\` to confirm it`,
+      'connection_secrets_bound',
+      `integration '${id}' has ${count} connection${count === 1 ? '' : 's'} holding a client secret or private key given for its current token endpoint; the change would send ${count === 1 ? 'it' : 'them'} to another (${destinations}). Delete ${count === 1 ? 'that connection' : 'those connections'} first (their users connect again), or create another integration for the new endpoint`,
     );
   }
 
@@ -246,7 +272,16 @@ export class IntegrationStore {
   }
 }
 
-/** The URLs an integration's client secret is sent to (OAuth 2 token requests) or signs requests to (OAuth 1). */
+/**
+ * The modes whose connections hold a long-lived secret of their own that the service sends to the token
+ * URL (OAUTH2_CC's client secret) or signs what it sends there with (JWT's and APP's private key).
+ */
+const CONNECTION_SECRET_MODES = new Set<string>(['OAUTH2_CC', 'JWT', 'APP']);
+
+/**
+ * The URLs an integration's client secret is sent to (OAuth 2 token requests) or signs requests to (OAuth 1),
+ * and those a connection's own secret goes to (the minted modes' token URL).
+ */
 function secretDestinations(provider: Provider): (string | undefined)[] {
   const fields = provider as unknown as Record<string, unknown>;
   return ['token_url', 'access_token_url', 'request_token_url'].map((name) =>
