@@ -3,8 +3,8 @@
  * YAML syntax errors (including duplicate keys) become problems; the rest of the pipeline runs on the
  * value only when the text parsed.
  */
-import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, visit } from 'yaml';
-import type { Document, Node } from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, Lexer, LineCounter, parseDocument, visit } from 'yaml';
+import type { Document, Node, Pair, YAMLMap } from 'yaml';
 import type { ConfigProblem, YamlPath } from './problems.js';
 
 export interface LoadedYaml {
@@ -22,8 +22,38 @@ interface Located {
   value: Node | null;
 }
 
+/**
+ * How deep a service.yaml may nest, counted generously (indentation columns, block indicators and open
+ * flow collections of a line: `nestingEstimate`): far beyond any configuration, far below where the YAML
+ * library's recursive composer slows down out of proportion (a 1 MB `[[[…]]]` held the API's event
+ * loop, every environment's, for 20 s) or runs out of stack.
+ */
+export const MAX_YAML_NESTING = 256;
+
 export function loadYaml(text: string): LoadedYaml {
   const lineCounter = new LineCounter();
+  const tooDeep = nestingEstimate(text, MAX_YAML_NESTING);
+  if (tooDeep !== undefined) {
+    // Line starts for the position only: the document is not composed.
+    lineCounter.addNewLine(0);
+    for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lineCounter.addNewLine(i + 1);
+    const { line, col } = lineCounter.linePos(tooDeep);
+    return {
+      value: undefined,
+      problems: [
+        {
+          severity: 'error',
+          code: 'yaml_syntax',
+          message: `the document is nested more than ${MAX_YAML_NESTING} levels deep (counting indentation columns); no configuration needs that`,
+          path: [],
+          line,
+          column: col,
+        },
+      ],
+      locate: () => ({ line, column: col }),
+      isEmptyScalar: () => false,
+    };
+  }
   // uniqueKeys: false because yaml compares each key with every earlier key of its mapping (20,000 keys:
   // 28 s); duplicateKeys finds the same duplicates in one pass.
   // merge: the de-facto format's loader (js-yaml) reads `<<: *base` as a merge key, so this one does too.
@@ -205,6 +235,57 @@ function firstLine(message: string): string {
   return message.split('\n')[0]?.replace(/ at line \d+, column \d+:?$/, '') ?? message;
 }
 
+/**
+ * The offset where the document's nesting first passes `limit`, or undefined: from the lexer's tokens
+ * (linear, no recursion), a line's depth is at most its indentation plus its block indicators (`- `,
+ * `? `, `: `) plus the flow collections open (`[`, `{`). Generous on purpose: it bounds the real depth.
+ */
+export function nestingEstimate(text: string, limit: number): number | undefined {
+  let offset = 0;
+  let flow = 0;
+  let indent = 0;
+  let indicators = 0;
+  let lineStart = true;
+  for (const token of new Lexer().lex(text)) {
+    const first = token.charCodeAt(0);
+    // The lexer's own markers (document start, scalar, flow error end…) are not source text.
+    const marker = token.length === 1 && first < 0x20 && token !== '\n' && token !== '\r' && token !== '\t';
+    if (token[0] === '\n' || token[0] === '\r') {
+      lineStart = true;
+      indent = 0;
+      indicators = 0;
+    } else if (lineStart && /^ +$/.test(token)) {
+      indent = token.length;
+      lineStart = false;
+    } else if (!marker) {
+      lineStart = false;
+      if (token === '[' || token === '{') flow++;
+      else if (token === ']' || token === '}') flow = Math.max(0, flow - 1);
+      else if (flow === 0 && (token === '-' || token === '?' || token === ':')) indicators++;
+      if (indent + indicators + flow > limit) return offset;
+    }
+    if (!marker) offset += token.length;
+  }
+  return undefined;
+}
+
+/** Per mapping, its pairs by key text: `locate` follows a path in time linear in its length. */
+const pairIndex = new WeakMap<YAMLMap, Map<string, Pair>>();
+
+function pairsOf(node: YAMLMap): Map<string, Pair> {
+  let index = pairIndex.get(node);
+  if (!index) {
+    index = new Map();
+    for (const pair of node.items) {
+      if (!isPair(pair)) continue;
+      const key = String(isScalar(pair.key) ? pair.key.value : pair.key);
+      if (!index.has(key)) index.set(key, pair);
+    }
+    pairIndex.set(node, index);
+  }
+  return index;
+}
+
 /** Follows `path` as far as it exists; `depth` says how many parts were found. */
 function walkPath(doc: Document, path: YamlPath): Located & { depth: number } {
   let current: Located = { key: null, value: isNode(doc.contents) ? doc.contents : null };
@@ -213,15 +294,8 @@ function walkPath(doc: Document, path: YamlPath): Located & { depth: number } {
     const node = current.value;
     let next: Located | null = null;
     if (isMap(node)) {
-      for (const pair of node.items) {
-        if (!isPair(pair)) continue;
-        const keyNode = isNode(pair.key) ? pair.key : null;
-        const keyValue = isScalar(pair.key) ? pair.key.value : pair.key;
-        if (String(keyValue) === String(part)) {
-          next = { key: keyNode, value: isNode(pair.value) ? pair.value : null };
-          break;
-        }
-      }
+      const pair = pairsOf(node).get(String(part));
+      if (pair) next = { key: isNode(pair.key) ? pair.key : null, value: isNode(pair.value) ? pair.value : null };
     } else if (isSeq(node) && typeof part === 'number') {
       const item: unknown = node.items[part];
       if (isNode(item)) next = { key: item, value: item };

@@ -114,19 +114,44 @@ export function editDistance(a: string, b: string): number {
   return previous[b.length] ?? 0;
 }
 
+/** Edit-distance cells the "did you mean" hints may still spend (`withHintBudget`); unbounded outside it. */
+let hintCells = Infinity;
+
+/**
+ * Runs `work` with at most `cells` cells of edit distance for hints: past them, `closest` suggests
+ * nothing. A service.yaml with thousands of unknown names against thousands of models made every name
+ * a search through every model (4,000 × 4,000 held the API's event loop 55 s on a loaded machine).
+ */
+export function withHintBudget<T>(cells: number, work: () => T): T {
+  const before = hintCells;
+  hintCells = cells;
+  try {
+    return work();
+  } finally {
+    hintCells = before;
+  }
+}
+
 /** The closest candidate, when it is close enough to be a likely typo (case-insensitive). */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
+  // A third of the word, at least one edit and at most three: close enough to be a typo, not a guess.
+  const allowed = Math.min(3, Math.max(1, Math.floor(word.length / 3)));
+  const lower = word.toLowerCase();
   for (const candidate of candidates) {
-    const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    // Each candidate looked at costs a cell; the distance is at least the difference in length.
+    hintCells -= 1;
+    if (hintCells < 0) break;
+    if (Math.abs(candidate.length - word.length) > allowed) continue;
+    hintCells -= (word.length + 1) * (candidate.length + 1);
+    if (hintCells < 0) break;
+    const distance = editDistance(lower, candidate.toLowerCase());
     if (distance < bestDistance) {
       best = candidate;
       bestDistance = distance;
     }
   }
-  // A third of the word, at least one edit and at most three: close enough to be a typo, not a guess.
-  const allowed = Math.min(3, Math.max(1, Math.floor(word.length / 3)));
   return best !== undefined && bestDistance <= allowed ? best : undefined;
 }
 

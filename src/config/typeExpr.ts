@@ -64,10 +64,14 @@ const NUMBER = /^-?\d+(?:\.\d+)?$/;
 // Characters that mean the author wrote syntax we do not support, rather than a literal value.
 const SYNTAX = /[()[\]{}<>"'`;]/;
 
-/** Splits at top-level `|`, respecting parentheses and quotes. */
-function splitUnion(text: string): string[] | string {
+/** Deeper parentheses than any type needs (`(string | number)[]` is one level). */
+const MAX_PARENTHESES = 16;
+
+/** Splits at top-level `|`, respecting parentheses and quotes; `deepest`: how deep the parentheses go. */
+function splitUnion(text: string): { parts: string[]; deepest: number } | string {
   const parts: string[] = [];
   let depth = 0;
+  let deepest = 0;
   let quote: string | null = null;
   let current = '';
   for (const char of text) {
@@ -76,7 +80,7 @@ function splitUnion(text: string): string[] | string {
     } else if (char === '"' || char === "'") {
       quote = char;
     } else if (char === '(') {
-      depth++;
+      deepest = Math.max(deepest, ++depth);
     } else if (char === ')') {
       depth--;
       if (depth < 0) return "unbalanced ')'";
@@ -90,14 +94,14 @@ function splitUnion(text: string): string[] | string {
   if (quote !== null) return `unterminated quote ${quote}`;
   if (depth !== 0) return "unbalanced '('";
   parts.push(current);
-  return parts;
+  return { parts, deepest };
 }
 
 function parseUnion(text: string, state: ParseState): TypeExpr | string {
-  const parts = splitUnion(text);
-  if (typeof parts === 'string') return parts;
+  const split = splitUnion(text);
+  if (typeof split === 'string') return split;
   const members: TypeExpr[] = [];
-  for (const raw of parts) {
+  for (const raw of split.parts) {
     const member = parseMember(raw.trim(), state);
     if (typeof member === 'string') return member;
     members.push(member);
@@ -144,13 +148,18 @@ function parseMember(text: string, state: ParseState): TypeExpr | string {
   return type;
 }
 
+function* typeNames(models: ReadonlySet<string>): Generator<string> {
+  yield* KNOWN_TYPES.keys();
+  yield* models;
+}
+
 function literalString(text: string, state: ParseState): TypeExpr {
   const { models, warnings } = state;
   state.bareLiterals.push(text);
   // SPEC: an unknown name is a literal string. A lone word one typo away from a type name is far more
   // likely a typo than a literal, so say so (a warning: the file stays valid as SPEC defines it).
   if (/^\w+$/.test(text)) {
-    const near = closest(text, [...KNOWN_TYPES.keys(), ...models]);
+    const near = closest(text, typeNames(models));
     if (near !== undefined && near !== text) {
       const what = models.has(near) ? 'model' : 'type';
       warnings.push(
@@ -167,6 +176,11 @@ function literalString(text: string, state: ParseState): TypeExpr {
  */
 export function parseTypeExpr(text: string, models: ReadonlySet<string>): TypeExprResult {
   if (text.trim() === '') return { ok: false, error: 'the type is empty' };
+  // Each level of parentheses splits its content again, recursively: bounded, it stays linear.
+  const split = splitUnion(text);
+  if (typeof split !== 'string' && split.deepest > MAX_PARENTHESES) {
+    return { ok: false, error: `parentheses nested more than ${MAX_PARENTHESES} deep` };
+  }
   const state: ParseState = { models, warnings: [], bareLiterals: [] };
   const type = parseUnion(text, state);
   if (typeof type === 'string') return { ok: false, error: type };

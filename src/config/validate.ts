@@ -9,7 +9,14 @@ import type { z } from 'zod';
 import { ENDPOINT_FORM, endpointHint, parseEndpoint, type DefaultMethod } from './endpoint.js';
 import { checkGeneratedEndpoints } from './generatedEndpoints.js';
 import { loadYaml, type LoadedYaml } from './load.js';
-import { closest, didYouMean, type ConfigProblem, type ProblemCode, type YamlPath } from './problems.js';
+import {
+  closest,
+  didYouMean,
+  withHintBudget,
+  type ConfigProblem,
+  type ProblemCode,
+  type YamlPath,
+} from './problems.js';
 import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
 import { actionSchema, integrationSchema, serviceYamlSchema, syncSchema } from './schema.js';
 import { KNOWN_TYPES, parseTypeExpr } from './typeExpr.js';
@@ -92,6 +99,13 @@ class Collector {
 
 /** Compiles the text of a service.yaml. Never throws on any input. */
 export function compileConfig(text: string): ConfigResult {
+  return withHintBudget(HINT_CELLS, () => compile(text));
+}
+
+/** Edit-distance cells a compile spends on "did you mean" hints: tens of milliseconds at most. */
+const HINT_CELLS = 5_000_000;
+
+function compile(text: string): ConfigResult {
   const yaml = loadYaml(text);
   if (yaml.problems.length > 0) return { config: null, problems: sortProblems(yaml.problems) };
   const out = new Collector(yaml);
