@@ -5,10 +5,12 @@
  * "every " followed by the ms notation (docs/configuration.md, "runs forms").
  */
 import ms from 'ms';
-import { MIN_RUNS_MS } from './types.js';
+import { MAX_RUNS_MS, MIN_RUNS_MS } from './types.js';
 
 /** The minimum as people write it: "30 seconds". */
 export const MIN_RUNS_TEXT = ms(MIN_RUNS_MS, { long: true });
+/** The maximum as people write it (`ms` itself would say "3653 days"). */
+export const MAX_RUNS_TEXT = '10 years';
 
 export const RUNS_FORMS =
   'a duration in the ms notation ("30m", "1h", "2 hours", "1d") or a phrase "every <duration>" ("every 30 minutes", "every hour", "every day", "every half hour")';
@@ -35,9 +37,10 @@ function msOf(text: string): number | undefined {
   return millis !== undefined && Number.isFinite(millis) ? millis : undefined;
 }
 
-export type RunsResult = { ok: true; ms: number } | { ok: false; reason: 'unparseable' | 'below_minimum'; ms?: number };
+export type RunsResult =
+  { ok: true; ms: number } | { ok: false; reason: 'unparseable' | 'below_minimum' | 'above_maximum'; ms?: number };
 
-/** Parses a `runs` value to milliseconds and checks it against the minimum. */
+/** Parses a `runs` value to milliseconds and checks it against the minimum and the maximum. */
 export function parseRuns(value: string): RunsResult {
   const text = value.trim().replace(/\s+/g, ' ');
   const every = /^every (.+)$/i.exec(text)?.[1];
@@ -46,5 +49,6 @@ export function parseRuns(value: string): RunsResult {
     every === undefined ? msOf(text) : (NAMED_PHRASES.get(every.toLowerCase()) ?? msOf(every) ?? msOf(`1 ${every}`));
   if (millis === undefined) return { ok: false, reason: 'unparseable' };
   if (millis < MIN_RUNS_MS) return { ok: false, reason: 'below_minimum', ms: millis };
+  if (millis > MAX_RUNS_MS) return { ok: false, reason: 'above_maximum', ms: millis };
   return { ok: true, ms: millis };
 }

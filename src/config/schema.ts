@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { ENDPOINT_PATTERN, HTTP_METHODS, PATH_PATTERN } from './endpoint.js';
-import { MIN_RUNS_TEXT, RUNS_FORMS } from './runs.js';
+import { MAX_RUNS_TEXT, MIN_RUNS_TEXT, RUNS_FORMS } from './runs.js';
 
 const nameList = (what: string) =>
   z.union([z.string(), z.array(z.string())], { error: `expected ${what}: a string or a list of strings` });
@@ -69,7 +69,9 @@ export const syncSchema = z
       .describe('`full`: each run replaces all data. `incremental`: each run upserts.'),
     runs: z
       .string({ error: `expected a string: ${RUNS_FORMS}` })
-      .describe(`How often the sync runs, at most every ${MIN_RUNS_TEXT}. Default "24h". Accepts ${RUNS_FORMS}.`)
+      .describe(
+        `How often the sync runs, at most every ${MIN_RUNS_TEXT} and at least every ${MAX_RUNS_TEXT}. Default "24h". Accepts ${RUNS_FORMS}.`,
+      )
       .optional(),
     input: typeName('the input')
       .describe('Model (or type expression) of the data the sync needs, delivered through the connection metadata.')

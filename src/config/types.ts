@@ -129,5 +129,11 @@ export interface ServiceConfig {
 
 /** The shortest `runs` the service accepts: 30 seconds (docs/configuration.md says why). */
 export const MIN_RUNS_MS = 30_000;
+/**
+ * The longest `runs`: 10 years (of 365.25 days, as the ms notation counts them). Longer ones overflowed
+ * later: the next run's date past what a Date holds (300,000 years: every GET /sync/status of the sync
+ * answered 500) or the bigint of the stored frequency (10 billion years: the PUT itself answered 500).
+ */
+export const MAX_RUNS_MS = 315_576_000_000;
 /** `runs` when the sync does not say. */
 export const DEFAULT_RUNS = '24h';

@@ -17,7 +17,7 @@ import {
   type ProblemCode,
   type YamlPath,
 } from './problems.js';
-import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
+import { MAX_RUNS_TEXT, MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from './runs.js';
 import { actionSchema, integrationSchema, serviceYamlSchema, syncSchema } from './schema.js';
 import { KNOWN_TYPES, parseTypeExpr } from './typeExpr.js';
 import {
@@ -609,6 +609,11 @@ function checkSync(
         `runs ${JSON.stringify(runs)} is more often than the minimum of every ${MIN_RUNS_TEXT} (${MIN_RUNS_MS} ms); accepted forms: ${RUNS_FORMS}`,
         [...path, 'runs'],
       );
+    } else if (parsedRuns.reason === 'above_maximum') {
+      out.error('invalid_runs', `runs ${JSON.stringify(runs)} is longer than the maximum of every ${MAX_RUNS_TEXT}`, [
+        ...path,
+        'runs',
+      ]);
     } else {
       out.error('invalid_runs', `runs ${JSON.stringify(runs)} is not a frequency; accepted forms: ${RUNS_FORMS}`, [
         ...path,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MIN_RUNS_MS } from '../../config/types.js';
-import { MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from '../../config/runs.js';
+import { MAX_RUNS_TEXT, MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from '../../config/runs.js';
 import { SyncFrequencyStore } from '../../connections/syncFrequencyStore.js';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
@@ -18,7 +18,7 @@ export const syncFrequencyBody = z
       .max(100)
       .nullable()
       .describe(
-        `How often this sync runs for this connection, in the notation of \`runs\` (${RUNS_FORMS}), at least every ${MIN_RUNS_TEXT}; null goes back to the integration's \`runs\`.`,
+        `How often this sync runs for this connection, in the notation of \`runs\` (${RUNS_FORMS}), at least every ${MIN_RUNS_TEXT}, at most every ${MAX_RUNS_TEXT}; null goes back to the integration's \`runs\`.`,
       ),
   })
   .strict();
@@ -59,7 +59,9 @@ export const putSyncConnectionFrequencyRoute = (deps: ApiDeps) =>
             'invalid_frequency',
             parsed.reason === 'below_minimum'
               ? `body.frequency ${JSON.stringify(body.frequency)} is more often than the minimum of every ${MIN_RUNS_TEXT} (${MIN_RUNS_MS} ms)`
-              : `body.frequency ${JSON.stringify(body.frequency)} is not a frequency: use ${RUNS_FORMS}`,
+              : parsed.reason === 'above_maximum'
+                ? `body.frequency ${JSON.stringify(body.frequency)} is longer than the maximum of every ${MAX_RUNS_TEXT}`
+                : `body.frequency ${JSON.stringify(body.frequency)} is not a frequency: use ${RUNS_FORMS}`,
           );
         }
         value = { frequency: body.frequency.trim(), frequencyMs: parsed.ms };
