@@ -108,22 +108,18 @@ afterAll(async () => {
 
 describe('what compiling a hostile service.yaml costs the API', () => {
   it('no more than a few times a plain document of its size, for the deploy and for GET /health meanwhile', async () => {
-    // A plain document of the largest size: one list of short scalars (refused: unknown key).
-    const plain = await deployWithHealth(lines(MAX_YAML, 'plain:\n', (i) => `  - item${pad(i)}`));
+    // A plain document of the largest size: one list of short scalars (refused: integrations is not a mapping).
+    const plain = await deployWithHealth(lines(MAX_YAML, 'integrations: 5\nplain:\n', (i) => `  - item${pad(i)}`));
     expect(plain.deploy.status).toBe(422);
     const bound = 3 * Math.max(plain.deploy.ms, 1000) + 2000;
 
-    const models = lines(
-      MAX_YAML / 8,
-      'unknown: 1\nintegrations: {}\nmodels:\n',
-      (i) => `  Q${pad(i)}:\n    a: string`,
-    );
+    const models = lines(MAX_YAML / 8, 'integrations: 5\nmodels:\n', (i) => `  Q${pad(i)}:\n    a: string`);
     const shapes: [string, string][] = [
       ['flow sequences nested to the size limit', `${'['.repeat(MAX_YAML / 2 - 1)}${']'.repeat(MAX_YAML / 2 - 1)}`],
       ['block sequences nested on one line', `${'- '.repeat(MAX_YAML / 2 - 1)}x`],
       [
         'one mapping of 45,000 keys',
-        lines(MAX_YAML, 'unknown: 1\nintegrations: {}\nmodels:\n  M:\n', (i) => `    f${pad(i)}: string`),
+        lines(MAX_YAML, 'integrations: 5\nmodels:\n  M:\n', (i) => `    f${pad(i)}: string`),
       ],
       [
         '5,000 unknown names near 5,000 models',
