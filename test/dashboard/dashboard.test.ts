@@ -804,6 +804,8 @@ describe('the dashboard', () => {
     page.once('dialog', (dialog) => void dialog.accept());
     await row().getByRole('button', { name: 'Delete' }).click();
     await page.getByText('Deleted qa-ui.').waitFor();
+    // The notice comes before the list is loaded again: wait for the row to go.
+    await row().waitFor({ state: 'detached' });
     expect(await row().count()).toBe(0);
     expect((await apiGet('/environment-variables', rotated)).status).toBe(401);
 
