@@ -178,6 +178,7 @@ export const ERROR_CODES = {
   script_out_of_memory: { status: 500, meaning: 'The script’s worker ran out of memory (a run’s failure).' },
   script_runaway: { status: 500, meaning: 'The run was stopped as a runaway (a run’s failure).' },
   script_timeout: { status: 500, meaning: 'One activation of the script ran too long (a run’s failure).' },
+  sync_busy: { status: 429, meaning: 'The sync takes no more signals until its run ends; Retry-After says when.' },
   sync_endpoint_removed: { status: 404, meaning: 'A deploy removed the sync behind this generated endpoint.' },
   sync_not_found: { status: 404, meaning: 'The sync is not running for this connection.' },
   temporal_unavailable: { status: 500, meaning: 'Temporal did not answer a lookup.' },
@@ -191,6 +192,10 @@ export const ERROR_CODES = {
   unknown_run: { status: 404, meaning: 'No such run in this environment.' },
   unknown_sync: { status: 404, meaning: 'The integration has no deployed sync of that name.' },
   unsupported_auth_mode: { status: 400, meaning: 'The provider’s authentication mode has no connect flow.' },
+  webhook_queue_full: {
+    status: 429,
+    meaning: 'The sync’s or the environment’s webhook queue is full; Retry-After says when.',
+  },
   webhook_replayed: { status: 409, meaning: 'This signed webhook was already received.' },
   webhook_signature_required: { status: 401, meaning: 'Unsigned webhooks are not accepted here.' },
   webhook_timestamp_out_of_tolerance: { status: 401, meaning: 'The webhook was signed too long ago.' },
@@ -215,6 +220,8 @@ export interface ServiceErrorOptions<C extends ErrorCode> {
   status?: OtherStatus<C>;
   details?: unknown;
   retryable?: boolean;
+  /** When to try again, in seconds: the API answers it as `Retry-After` (with a 429 or a 503). */
+  retryAfterSeconds?: number;
   cause?: unknown;
 }
 
@@ -228,6 +235,8 @@ export class ServiceError<C extends ErrorCode = ErrorCode> extends Error {
   readonly details: unknown;
   /** False when trying again cannot help (bad input, missing configuration). */
   readonly retryable: boolean;
+  /** Seconds after which trying again may succeed (`Retry-After`); undefined when not known. */
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: C, message: string, options: ServiceErrorOptions<C> = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -236,6 +245,7 @@ export class ServiceError<C extends ErrorCode = ErrorCode> extends Error {
     this.status = status ?? ERROR_CODES[code].status;
     this.details = options.details;
     this.retryable = options.retryable ?? false;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

@@ -46,6 +46,7 @@ import {
   runStarted,
   shouldWake,
   statusOf,
+  type SyncEntityEvent,
   type SyncEntityRules,
   type SyncEntityState,
   type SyncEntityStep,
@@ -89,6 +90,17 @@ type RunawayVerdict = NonNullable<Awaited<ReturnType<RuntimeActivities['runawayV
 
 // Executions recorded before a due scheduled run went ahead of queued webhooks replay as they ran.
 const SCHEDULE_BEFORE_WEBHOOKS = 'due-schedule-before-webhooks';
+// Executions recorded before a waiting entity continued as new on a long history replay as they ran.
+const ROLL_OVER_WHEN_LONG = 'continue-as-new-when-long';
+
+/**
+ * A waiting entity (paused, or before its run time) continues as new once its history has this many
+ * events, or once Temporal suggests it, instead of only after a run: every signal it hears (webhook,
+ * trigger, pause, resume, reconfigure) adds about four events, and Temporal refuses a 10,001st signal
+ * to one execution (`history.maximumSignalsPerExecution`) and ends an execution at 51,200 events.
+ * 2,000 events is about 500 signals per execution.
+ */
+export const ENTITY_HISTORY_EVENTS = 2_000;
 
 export interface ManageSyncInput {
   definition: SyncDefinition;
@@ -104,21 +116,22 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => patched(SCHEDULE_BEFORE_WEBHOOKS) };
   let entity = createSyncEntity({ ...input, now: Date.now() });
 
-  setHandler(triggerSignal, ({ mode }) => {
-    entity = applyEvent(entity, { type: 'trigger', mode });
-  });
-  setHandler(pauseSignal, () => {
-    entity = applyEvent(entity, { type: 'pause' });
-  });
-  setHandler(resumeSignal, () => {
-    entity = applyEvent(entity, { type: 'resume', now: Date.now() });
-  });
-  setHandler(reconfigureSignal, (definition) => {
-    entity = applyEvent(entity, { type: 'reconfigure', definition });
-  });
-  setHandler(webhookSignal, (event) => {
-    entity = applyEvent(entity, { type: 'webhook', event });
-  });
+  // Set by a signal once the history is long (ENTITY_HISTORY_EVENTS): a waiting entity then continues
+  // as new. Decided in the handler, where `patched` is asked once per signal: executions recorded before
+  // the rule have no marker there, replay with it false, and so wait exactly as they did.
+  let rollOver = false;
+  const hear = (event: SyncEntityEvent): void => {
+    entity = applyEvent(entity, event);
+    if (rollOver) return;
+    const info = workflowInfo();
+    const long = info.continueAsNewSuggested || info.historyLength >= ENTITY_HISTORY_EVENTS;
+    if (long && patched(ROLL_OVER_WHEN_LONG)) rollOver = true;
+  };
+  setHandler(triggerSignal, ({ mode }) => hear({ type: 'trigger', mode }));
+  setHandler(pauseSignal, () => hear({ type: 'pause' }));
+  setHandler(resumeSignal, () => hear({ type: 'resume', now: Date.now() }));
+  setHandler(reconfigureSignal, (definition) => hear({ type: 'reconfigure', definition }));
+  setHandler(webhookSignal, (event) => hear({ type: 'webhook', event }));
   setHandler(statusQuery, () => statusOf(entity));
 
   // Wait for a signal or the next run time, whichever comes first; a signal that moves the run time
@@ -129,8 +142,11 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     entity = decided.entity;
     step = decided.step;
     if (step.type === 'startRun') break;
+    // Nothing to run and a long history: start afresh with the same state (the queued webhooks, the
+    // schedule), so that signals keep being accepted however long the entity stays paused.
+    if (rollOver) await continueAsNewWithState();
     const waiting = entity;
-    const woken = (): boolean => shouldWake(waiting, entity, Date.now());
+    const woken = (): boolean => rollOver || shouldWake(waiting, entity, Date.now());
     if (step.timeoutMs === undefined) await condition(woken);
     else await condition(woken, step.timeoutMs);
   }
@@ -195,11 +211,16 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     });
   }
   // Signals that arrived during the run are in `entity`; let their handlers finish, then start afresh.
-  await condition(allHandlersFinished);
-  await continueAsNew<typeof manageSync>({
-    definition: entity.definition,
-    connectionId: entity.connectionId,
-    options: entity.options,
-    state: entity.state,
-  });
+  await continueAsNewWithState();
+
+  // Carries the entity as it is once the handlers in progress have finished.
+  async function continueAsNewWithState(): Promise<never> {
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof manageSync>({
+      definition: entity.definition,
+      connectionId: entity.connectionId,
+      options: entity.options,
+      state: entity.state,
+    });
+  }
 }

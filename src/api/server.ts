@@ -249,6 +249,7 @@ export function createServer(options: CreateServerOptions): express.Express {
       });
     }
     if (res.headersSent) return;
+    if (failure.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(failure.retryAfterSeconds));
     res
       .status(failure.status)
       .json(res.locals[ERROR_FORMAT] === 'json-rpc' ? jsonRpcErrorBody(failure) : errorBody(failure));

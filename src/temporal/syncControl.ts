@@ -91,6 +91,7 @@ export function createSyncControl({ client, taskQueue, frequencyOf, scripts }: S
       await handle(ref).signal(signal, ...args);
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) throw notFound(ref);
+      if (isSignalLimit(error)) throw busy(ref, error);
       throw error;
     }
   }
@@ -244,6 +245,34 @@ export function createSyncControl({ client, taskQueue, frequencyOf, scripts }: S
       }
     },
   };
+}
+
+// What Temporal answers a signal to an execution that took its limit of signals
+// (`history.maximumSignalsPerExecution`, 10,000 by default): RESOURCE_EXHAUSTED in server 1.29,
+// INVALID_ARGUMENT in older servers, with this message in both.
+const SIGNAL_LIMIT = /exceeded workflow execution limit for signal events/i;
+const GRPC_RESOURCE_EXHAUSTED = 8;
+
+/** Is this failure of a signal Temporal's refusal of one more signal to the execution? */
+export function isSignalLimit(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 5; depth++) {
+    if (SIGNAL_LIMIT.test(current.message)) return true;
+    if ((current as { code?: unknown }).code === GRPC_RESOURCE_EXHAUSTED) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+// A waiting entity continues as new within a few signals (workflows/manageSync.ts), a running one
+// when its run ends: a minute is a fair first wait.
+const BUSY_RETRY_AFTER_SECONDS = 60;
+
+function busy(ref: SyncRef, cause: unknown): ServiceError {
+  return new ServiceError(
+    'sync_busy',
+    `sync ${ref.syncName} of connection ${ref.connectionId} takes no more signals until its current run ends (Temporal's limit of signals per execution); retry in ${BUSY_RETRY_AFTER_SECONDS} s`,
+    { retryable: true, retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS, cause },
+  );
 }
 
 function notFound(ref: SyncRef): ServiceError {

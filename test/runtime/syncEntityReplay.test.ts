@@ -5,7 +5,9 @@
  * without a timer woken by a signal, a timer that fires, a timer cancelled by a signal, a reconfigure
  * during a run, the patch markers of a due schedule before a queued webhook (at the choice and at a
  * webhook run's end), a failed run, a run terminated under the entity (the runaway verdict's patch
- * and local activity) and continue-as-new after every run.
+ * and local activity) and continue-as-new after every run. The current code's histories also hold a
+ * waiting entity that continues as new on a long history (its patch marker, issue 29), which the
+ * fixtures predate.
  *
  * RECORD_SYNC_ENTITY_HISTORIES=1 writes the histories this run records into the fixtures (done once,
  * with the code before the state machine, at commit 5e7f711).
@@ -17,6 +19,7 @@ import proto from '@temporalio/proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
+import { ENTITY_HISTORY_EVENTS } from '../../workflows/manageSync.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectReplays, type History } from '../helpers/replay.js';
 import { bundle, json, startFakeApi, syncDefinition, useRuntime, type RuntimeHarness } from './helpers.js';
@@ -186,10 +189,26 @@ describe('sync entity workflow: history compatibility', () => {
     await continued(b, 2);
     await control.stop(b.ref, 'test over');
 
+    // C: after its first run the entity waits an hour's timer; a flood of reconfigures (each leaves the
+    // wait as it is) makes its history long, and it continues as new without a run.
+    const c = await start('replay-long', { scriptHash, runsMs: 3600_000 });
+    await until(c.ref, 'the first run', (s) => s.executions === 1 && s.status === 'idle');
+    await continued(c, 1);
+    const signals = Math.ceil(ENTITY_HISTORY_EVENTS / 2);
+    for (let sent = 0; sent < signals; sent++) await control.ensureSync(c.definition, c.ref.connectionId);
+    await eventually(
+      async () => ((await chain(c.workflowId, c.firstRunId)).length > 2 ? true : undefined),
+      60_000,
+      'continue-as-new of the waiting entity',
+    );
+    expect((await control.status(c.ref)).executions).toBe(1);
+    await control.stop(c.ref, 'test over');
+
     const recorded = [
       ...(await chain(a.workflowId, a.firstRunId)).map((history) => ({ workflowId: a.workflowId, history })),
       ...(await chain(b.workflowId, b.firstRunId)).map((history) => ({ workflowId: b.workflowId, history })),
     ];
+    const long = (await chain(c.workflowId, c.firstRunId)).map((history) => ({ workflowId: c.workflowId, history }));
     if (RECORD) {
       rmSync(FIXTURES, { recursive: true, force: true });
       mkdirSync(FIXTURES, { recursive: true });
@@ -204,7 +223,8 @@ describe('sync entity workflow: history compatibility', () => {
     }
 
     expectEveryPath(recorded.map((r) => r.history));
-    await replay(recorded);
+    expect(patchesOf(long.map((l) => l.history))).toContain('continue-as-new-when-long');
+    await replay([...recorded, ...long]);
 
     const files = readdirSync(FIXTURES).filter((file) => file.endsWith('.json'));
     const fixtures = files.map((file) => {
@@ -219,13 +239,19 @@ describe('sync entity workflow: history compatibility', () => {
   }, 300_000);
 });
 
-/** The histories together hold every kind of event the entity writes (see the file's comment). */
-function expectEveryPath(histories: History[]): void {
-  const events = histories.flatMap((history) => history.events ?? []);
-  const patches = events
+/** The ids of the patch markers in the histories. */
+function patchesOf(histories: History[]): string[] {
+  return histories
+    .flatMap((history) => history.events ?? [])
     .map((event) => event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data)
     .filter((data): data is Uint8Array => data instanceof Uint8Array)
     .map((data) => (JSON.parse(Buffer.from(data).toString('utf8')) as { id: string }).id);
+}
+
+/** The histories together hold every kind of event the entity writes (see the file's comment). */
+function expectEveryPath(histories: History[]): void {
+  const events = histories.flatMap((history) => history.events ?? []);
+  const patches = patchesOf(histories);
   expect(patches.filter((id) => id === 'due-schedule-before-webhooks').length).toBeGreaterThanOrEqual(2);
   expect(patches).toContain('runaway-verdict-of-termination');
   expect(events.some((event) => event.timerFiredEventAttributes)).toBe(true);
