@@ -63,7 +63,12 @@ export function createActivities({ db, runtime }: ActivityDeps) {
       ? {
           ...countingRunStarts(createRuntimeActivities({ db, ...runtime, authorities })),
           // What the sync entity does after each run: the run history and the outbound webhooks.
-          ...createSyncRunActivities({ runHistory: createRunHistory({ db }), authorities, secretsOf }),
+          ...createSyncRunActivities({
+            runHistory: createRunHistory({ db }),
+            authorities,
+            secretsOf,
+            inboundQueue: runtime.inboundQueue,
+          }),
           ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),
           // A deploy's apply (workflows/applyDeployment.ts).
           ...(runtime.deploy ? createDeployActivities({ ...runtime.deploy, authorities }) : {}),

@@ -29,6 +29,7 @@ import type { ScriptStore } from '../src/runtime/scriptStore.js';
 import { createStepLedger, type StepKey } from '../src/steps/stepLedger.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../src/runtime/svcTypes.js';
+import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
 
 /** Finds the deployed action a script's `svc.triggerAction` names; null when there is none. */
 export type ActionResolver = (options: {
@@ -51,6 +52,8 @@ export interface RuntimeDeps {
   encryptor: Encryptor;
   /** Verifies which run calls an activity (src/temporal/runAuthority.ts); built from `temporal` when omitted. */
   authorities?: RunAuthorities | undefined;
+  /** Inbound webhooks waiting for their syncs: a webhook run loads its payload from there. */
+  inboundQueue?: InboundWebhookQueue | undefined;
 }
 
 // How often the watchdog looks at a running sync run: a runaway run is stopped within about
@@ -270,6 +273,15 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       return translated(async () => {
         requireSyncRun(await caller(), input);
         await records.beginRun(input);
+      });
+    },
+
+    /** The payload of the queued webhook a run of this sync handles (src/webhooks/inboundQueue.ts). */
+    async loadQueuedWebhook(input: SyncScope & { runId: string; queueId: string }): Promise<unknown> {
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        if (!deps.inboundQueue) throw new Error('this worker has no inbound webhook queue');
+        return deps.inboundQueue.load(input, input.queueId);
       });
     },
 

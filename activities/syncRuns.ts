@@ -8,6 +8,7 @@ import { redactSecrets } from '../src/runtime/redaction.js';
 import { syncRecords, syncRunDuration, syncRunsFinished } from '../src/metrics/index.js';
 import type { RunHistory, SyncRunRecord } from '../src/runtime/runHistory.js';
 import { scopeDenied, syncEntityId, type RunAuthorities } from '../src/temporal/runAuthority.js';
+import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
 import { callingRun, translated } from './runtime.js';
 
 /** The credential values of a connection, for redaction (ConnectionService.credentialSecrets). */
@@ -41,10 +42,13 @@ export function createSyncRunActivities({
   runHistory,
   authorities,
   secretsOf,
+  inboundQueue,
 }: {
   runHistory: RunHistory;
   authorities: RunAuthorities;
   secretsOf: SecretsOf;
+  /** Where the webhook a run handled waited: recording the run removes it. */
+  inboundQueue?: InboundWebhookQueue | undefined;
 }) {
   return {
     /** Only the sync entity records its own runs. */
@@ -59,9 +63,12 @@ export function createSyncRunActivities({
         ) {
           throw scopeDenied(`workflow ${caller.workflowId} may record only the runs of its own sync`);
         }
-        const stored = await runHistory.record({ ...run, error: await redactedError(run.error, run, secretsOf) });
+        const { webhookQueueId, ...record } = run;
+        const stored = await runHistory.record({ ...record, error: await redactedError(run.error, run, secretsOf) });
         // Counted by the write that stored the run: a replayed or retried recordSyncRun counts nothing.
         if (stored) countFinishedRun(run);
+        // The webhook is handled (or its run failed for good): it waits no more.
+        if (webhookQueueId !== undefined) await inboundQueue?.complete(run, webhookQueueId);
       });
     },
   };

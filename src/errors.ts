@@ -192,6 +192,7 @@ export const ERROR_CODES = {
   unknown_run: { status: 404, meaning: 'No such run in this environment.' },
   unknown_sync: { status: 404, meaning: 'The integration has no deployed sync of that name.' },
   unsupported_auth_mode: { status: 400, meaning: 'The provider’s authentication mode has no connect flow.' },
+  webhook_expired: { status: 500, meaning: 'The queued webhook a run was to handle is gone (a run’s failure).' },
   webhook_queue_full: {
     status: 429,
     meaning: 'The sync’s or the environment’s webhook queue is full; Retry-After says when.',

@@ -71,6 +71,12 @@ import { loadWorkflowBundle } from './temporal/workflowBundle.js';
 import { createConnectionEvents } from './webhooks/connectionEvents.js';
 import { createWebhookSettingsStore, type WebhookSettingsStore } from './webhooks/settings.js';
 import { createInboundSignatureStore } from './webhooks/inboundSignatures.js';
+import {
+  createInboundWebhookQueue,
+  DEFAULT_INBOUND_QUEUE_LIMITS,
+  type InboundQueueLimits,
+  type InboundWebhookQueue,
+} from './webhooks/inboundQueue.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 
 /** What a caller (a test, a benchmark, main's local mode) gives instead of what the settings say. */
@@ -114,6 +120,8 @@ export interface ServiceParts {
   logs: ReturnType<typeof createPostgresLogStore>;
   runHistory: ReturnType<typeof createRunHistory>;
   syncs: ReturnType<typeof createSyncControl>;
+  /** Inbound webhooks waiting for their syncs, with their bounds. */
+  inboundQueue: InboundWebhookQueue;
   events: ReturnType<typeof createConnectionEvents>;
   webhookSettings: WebhookSettingsStore;
   /** What createActivities takes besides the pool. */
@@ -157,6 +165,7 @@ function composeParts(options: {
   publicUrl?: string;
   catalog?: CreateConnectionsOptions['catalog'];
   log?: (message: string) => void;
+  inboundQueueLimits?: InboundQueueLimits;
 }): ServiceParts {
   const { db, encryptor, temporal, taskQueue } = options;
   // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
@@ -184,7 +193,20 @@ function composeParts(options: {
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
   const frequencies = new SyncFrequencyStore(db);
-  const syncs = createSyncControl({ client: temporal, taskQueue, frequencyOf: (ref) => frequencies.get(ref), scripts });
+  const inboundQueue = createInboundWebhookQueue({
+    db,
+    encryptor,
+    ...(options.inboundQueueLimits ? { limits: options.inboundQueueLimits } : {}),
+  });
+  const syncs = createSyncControl({
+    client: temporal,
+    taskQueue,
+    frequencyOf: (ref) => frequencies.get(ref),
+    scripts,
+    onStop: async (ref) => {
+      await inboundQueue.erase(ref);
+    },
+  });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
   const connectionIds = async (environmentId: string, integrationId: string) =>
     (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
@@ -228,12 +250,25 @@ function composeParts(options: {
     logs,
     temporal,
     encryptor,
+    inboundQueue,
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
     // The apply workflow's activities (activities/deploy.ts).
     deploy: { deployments: deploymentStore, records, syncs, connectionIds },
   };
-  return { connections, deployments, records, scripts, logs, runHistory, syncs, events, webhookSettings, runtime };
+  return {
+    connections,
+    deployments,
+    records,
+    scripts,
+    logs,
+    runHistory,
+    syncs,
+    inboundQueue,
+    events,
+    webhookSettings,
+    runtime,
+  };
 }
 
 /** The service's public URL (no trailing slash) and OAuth callback, from the settings. */
@@ -304,6 +339,11 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       publicUrl,
       catalog: overrides.catalog ?? loadProviderCatalog({ extraFile: settings.SERVICE_PROVIDERS_FILE }),
       ...(overrides.log ? { log: overrides.log } : {}),
+      inboundQueueLimits: {
+        ...DEFAULT_INBOUND_QUEUE_LIMITS,
+        syncBytes: settings.WEBHOOK_QUEUE_SYNC_BYTES,
+        environmentBytes: settings.WEBHOOK_QUEUE_ENVIRONMENT_BYTES,
+      },
     });
     const { connections } = parts;
     // The MCP sessions of the API (POST /mcp), closed with the service.
@@ -332,6 +372,8 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       generated: createGeneratedRouting({ deployments: overrides.apiDeps?.deployments ?? parts.deployments }),
       webhookSettings: parts.webhookSettings,
       inboundSignatures: createInboundSignatureStore(db),
+      inboundQueue: parts.inboundQueue,
+      webhookRateLimit: { perSecond: settings.WEBHOOK_RATE_LIMIT_PER_SECOND },
       encryptor,
       oauthFlow: connections.oauthFlow,
       readiness: { database: databaseCheck(db), temporal: temporalCheck(temporalChecks) },
@@ -420,6 +462,11 @@ export async function createService(settings: Settings, overrides: ServiceOverri
           'rows past their retention': async () => {
             const counts = await purgeExpired({ db, policy, horizon });
             return Object.values(counts ?? {}).reduce((sum, count) => sum + count, 0);
+          },
+          // A webhook that waited this long (its sync paused, say) is dropped; its run fails with webhook_expired.
+          'queued webhooks past their retention': async () => {
+            const retention = settings.RETENTION_QUEUED_WEBHOOKS;
+            return retention === null ? 0 : parts.inboundQueue.purgeReceivedBefore(new Date(Date.now() - retention));
           },
         },
       });

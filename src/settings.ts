@@ -175,6 +175,23 @@ export const settingsSchema = z.object({
   SERVICE_MCP_SESSIONS_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(100_000).default(100),
   /** How long an MCP session without an open notification stream lives after its last request, in seconds. */
   SERVICE_MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(1800),
+  /**
+   * Inbound webhooks (POST /webhook/…) accepted per second per environment and integration, per API
+   * process, after their signature is checked; bursts of twice that. Past it: 429 `rate_limited`.
+   */
+  WEBHOOK_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).default(100),
+  /** Bytes of webhook payloads that may wait for one sync (paused, or busy with a run). Past it: 429. */
+  WEBHOOK_QUEUE_SYNC_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024),
+  /** Bytes of webhook payloads that may wait in one environment, all syncs together. Past it: 429. */
+  WEBHOOK_QUEUE_ENVIRONMENT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(512 * 1024 * 1024),
   /** Largest JSON request body, in the notation of the `bytes` package (`5mb`). */
   BODY_LIMIT: z
     .string()
@@ -200,6 +217,8 @@ export const settingsSchema = z.object({
   RETENTION_WEBHOOK_DELIVERIES: retention('30d', DAY_MS, '1d'),
   /** Least age of a claim-checked payload (payload_blobs) before it may go; Temporal's histories also hold it. */
   RETENTION_PAYLOAD_BLOBS: retention('7d', HOUR_MS, '1h'),
+  /** How long a webhook may wait for its sync (paused, say) before it is dropped. */
+  RETENTION_QUEUED_WEBHOOKS: retention('7d', HOUR_MS, '1h'),
   /** Retention of the step ledger's leftovers (script_steps). */
   RETENTION_STEP_LEDGER: retention('1h', HOUR_MS, '1h'),
 });

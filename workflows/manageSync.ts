@@ -30,12 +30,12 @@ import type { SyncRunActivities } from '../activities/syncRuns.js';
 import type { deliverWebhook } from './deliverWebhook.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  type QueuedWebhook,
   type RunOptions,
   type SyncDefinition,
   type SyncMode,
   type SyncStatus,
 } from '../src/runtime/definitions.js';
-import type { WebhookEvent } from '../src/runtime/public.js';
 import type { runSync } from './runScript.js';
 import { watchTaskQueue } from './taskQueues.js';
 import {
@@ -57,7 +57,7 @@ export const triggerSignal = defineSignal<[{ mode: SyncMode }]>('trigger');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');
 export const reconfigureSignal = defineSignal<[SyncDefinition]>('reconfigure');
-export const webhookSignal = defineSignal<[WebhookEvent]>('webhook');
+export const webhookSignal = defineSignal<[QueuedWebhook]>('webhook');
 export const statusQuery = defineQuery<SyncStatus>('status');
 
 // The watchdog lives as long as the run it watches; it heartbeats every 5 s, so a lost worker is

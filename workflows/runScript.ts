@@ -4,7 +4,14 @@
  * realm of its own (workflows/scriptRealm.ts) and hands it `svc`. Whatever the script throws becomes a
  * typed, non-retryable failure of this run only.
  */
-import { ApplicationFailure, defineSignal, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  defineSignal,
+  isCancellation,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { WriteSummary } from '../src/records/types.js';
 import {
   SCRIPT_INCIDENT_SIGNAL,
@@ -135,7 +142,12 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
     models: definition.models,
     options: input.options ?? {},
     lastSyncDate: full || !input.lastSyncDate ? undefined : new Date(input.lastSyncDate),
-    webhook: input.webhook,
+    // What the script sees of the queued webhook (not its queue entry).
+    webhook: input.webhook && {
+      type: input.webhook.type,
+      payload: input.webhook.payload,
+      receivedAt: input.webhook.receivedAt,
+    },
     recordValidation: definition.recordValidation,
   });
   const syncScope = { ...scope, syncName: definition.syncName, runId: info.workflowId };
@@ -144,6 +156,17 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
     await runtime.step('clearRecords', 'clearCache', [syncScope]);
   }
   await runtime.step('beginRun', 'beginRun', [syncScope]);
+  const queueId = input.webhook?.queueId;
+  if (input.webhook?.stored && queueId !== undefined) {
+    // A larger payload waited in the queue, not in the entity: the run loads it (src/webhooks/inboundQueue.ts).
+    const payload = await runtime
+      .step('loadQueuedWebhook', `webhook ${input.webhook.type}`, [{ ...syncScope, queueId }])
+      .catch((error: unknown) => {
+        // The run fails with the step's own code (webhook_expired), not a generic activity failure.
+        throw error instanceof ActivityFailure && error.cause instanceof ApplicationFailure ? error.cause : error;
+      });
+    runtime.shape.webhook = { ...(runtime.shape.webhook as object), payload };
+  }
   await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined);
 
   const models: Record<string, WriteSummary> = {};

@@ -7,6 +7,7 @@
  * and carries out the commands they return.
  */
 import type {
+  QueuedWebhook,
   RunOptions,
   RunSyncInput,
   SyncDefinition,
@@ -14,19 +15,20 @@ import type {
   SyncRunResult,
   SyncStatus,
 } from '../src/runtime/definitions.js';
-import type { WebhookEvent } from '../src/runtime/public.js';
 import type { SyncRunRecord } from '../src/runtime/runHistory.js';
 import type { SyncFinishedEvent } from '../src/webhooks/deliveries.js';
 
 // Webhooks that arrive while paused or running wait here; past this many the oldest are dropped,
-// so a flood cannot grow the entity's state without bound.
+// so a flood cannot grow the entity's state without bound. The API refuses a webhook beyond it first
+// (src/webhooks/inboundQueue.ts, 429 webhook_queue_full), so a drop happens only to webhooks queued
+// before that bound existed.
 export const MAX_QUEUED_WEBHOOKS = 100;
 
 /** What the entity carries from one execution to the next (the workflow's continue-as-new input). */
 export interface SyncEntityState {
   paused: boolean;
   pendingMode: SyncMode | null;
-  webhooks: WebhookEvent[];
+  webhooks: QueuedWebhook[];
   /** ISO start of the last successful run: the next incremental run's `lastSyncDate`. */
   lastSyncDate: string | null;
   nextRunAt: string | null;
@@ -40,7 +42,7 @@ export interface SyncEntityState {
 export interface SyncEntityRun {
   mode: SyncMode;
   /** The one webhook a webhook run handles. */
-  webhook: WebhookEvent | undefined;
+  webhook: QueuedWebhook | undefined;
   /** A scheduled run (not a trigger's, not a webhook's): its end moves the schedule. */
   scheduled: boolean;
   startedAt: string;
@@ -63,7 +65,7 @@ export type SyncEntityEvent =
   | { type: 'pause' }
   | { type: 'resume'; now: number }
   | { type: 'reconfigure'; definition: SyncDefinition }
-  | { type: 'webhook'; event: WebhookEvent };
+  | { type: 'webhook'; event: QueuedWebhook };
 
 /** How a run ended, as the driver saw it. */
 export type SyncRunOutcome =
@@ -195,7 +197,7 @@ export function nextStep(
     return { entity, step: { type: 'wait', until, timeoutMs } };
   }
   let mode: SyncMode = 'incremental';
-  let webhook: WebhookEvent | undefined;
+  let webhook: QueuedWebhook | undefined;
   let scheduled = false;
   let pendingMode = state.pendingMode;
   let webhooks = state.webhooks;
@@ -278,6 +280,7 @@ export function runEnded(
     models: result ? result.models : {},
     error,
   };
+  if (run.webhook?.queueId !== undefined) record.webhookQueueId = run.webhook.queueId;
   const notify = {
     environmentId: definition.environmentId,
     integrationId: definition.integrationId,

@@ -18,6 +18,7 @@ import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
 import type { ReadinessChecks } from '../health.js';
 import type { InboundSignatureStore } from '../webhooks/inboundSignatures.js';
+import type { InboundWebhookQueue } from '../webhooks/inboundQueue.js';
 import type { WebhookSettingsStore } from '../webhooks/settings.js';
 import type { GeneratedRouting } from './generatedRouting.js';
 import type { Logger } from './logger.js';
@@ -53,6 +54,10 @@ export interface ApiDeps {
   webhookSettings: WebhookSettingsStore;
   /** The signatures of accepted inbound webhooks, which refuse a replay. */
   inboundSignatures: InboundSignatureStore;
+  /** Inbound webhooks waiting for their syncs: bounded per sync and per environment. */
+  inboundQueue: InboundWebhookQueue;
+  /** Inbound webhooks per environment and integration (after the signature check). @default 100/s */
+  webhookRateLimit?: RateLimitOptions | undefined;
   /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */
   encryptor: Encryptor;
   /** The service's public URL (no trailing slash): what `webhook_url` of an integration starts with. */

@@ -27,7 +27,8 @@ export type EncryptionPurpose =
   | 'environment_variable'
   | 'oauth_session_secret'
   | 'temporal_payload'
-  | 'step_outcome';
+  | 'step_outcome'
+  | 'inbound_webhook';
 
 export interface EncryptionKey {
   /** First 8 hex characters of the key's SHA-256: identifies the key without revealing it. */

@@ -73,7 +73,7 @@ export interface RunSyncInput {
   /** ISO instant of the start of the last successful run; absent on the first run and on full runs. */
   lastSyncDate?: string | undefined;
   /** The webhook that triggered this run, when one did. */
-  webhook?: WebhookEvent | undefined;
+  webhook?: QueuedWebhook | undefined;
   options?: RunOptions | undefined;
 }
 
@@ -85,6 +85,20 @@ export interface LoadedScript {
   code: string;
   /** The name of the loop-protection function the code calls. */
   budget: string;
+}
+
+/**
+ * An inbound webhook as the API queues it for one sync (src/webhooks/inboundQueue.ts): what the sync's
+ * entity workflow keeps and hands its run. A payload larger than the queue's inline size is not here
+ * (`stored`): it stays in the queue, and the run loads it by `queueId`, so the entity's memory and
+ * history hold a few hundred bytes per webhook whatever the body's size. The script sees
+ * `{ type, payload, receivedAt }` (WebhookEvent) either way.
+ */
+export interface QueuedWebhook extends WebhookEvent {
+  /** The queue entry; the run's end removes it. Absent on webhooks queued before the queue existed. */
+  queueId?: string | undefined;
+  /** The payload is in the queue entry only (`payload` is undefined here). */
+  stored?: boolean | undefined;
 }
 
 export interface RunActionInput {

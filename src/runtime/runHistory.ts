@@ -19,6 +19,8 @@ export interface SyncRunRecord {
   finishedAt: string;
   models: Record<string, WriteSummary>;
   error: { code: string; message: string } | null;
+  /** The queued webhook (src/webhooks/inboundQueue.ts) the run handled: recording the run removes it. */
+  webhookQueueId?: string | undefined;
 }
 
 export interface ListSyncRunsOptions {

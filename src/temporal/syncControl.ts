@@ -52,6 +52,11 @@ export interface SyncControlOptions {
    * @default none: every action loads its bundle itself
    */
   scripts?: Pick<ScriptStore, 'get'>;
+  /**
+   * Called once a sync's entity is stopped (its connection deleted, the sync removed): what it held
+   * outside Temporal goes too (its queued webhooks, src/webhooks/inboundQueue.ts).
+   */
+  onStop?: (ref: SyncRef) => Promise<void>;
 }
 
 /**
@@ -75,7 +80,7 @@ const DEFAULT_ACTION_TIMEOUT_MS = 5 * 60_000;
 export type ActionOutcome =
   { ok: true; output: unknown } | { ok: false; body: { error_type: 'action_script_failure'; payload: unknown } };
 
-export function createSyncControl({ client, taskQueue, frequencyOf, scripts }: SyncControlOptions) {
+export function createSyncControl({ client, taskQueue, frequencyOf, scripts, onStop }: SyncControlOptions) {
   const loader = scripts ? createScriptLoader(scripts) : undefined;
   /** The action's bundle when it is small enough to go with the input; otherwise the run loads it. */
   async function inlineScript(definition: ActionDefinition): Promise<LoadedScript | undefined> {
@@ -175,6 +180,7 @@ export function createSyncControl({ client, taskQueue, frequencyOf, scripts }: S
       } catch (error) {
         if (!(error instanceof WorkflowNotFoundError)) throw error;
       }
+      await onStop?.(ref);
     },
 
     /**

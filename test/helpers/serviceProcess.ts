@@ -16,6 +16,8 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
 
 export interface ServiceProcess {
+  /** The process id (its memory: /proc/<pid>/status). */
+  pid: number;
   output(): string;
   exited: Promise<number | null>;
   interrupt(): void;
@@ -68,6 +70,7 @@ export function startService(
     }
   });
   return {
+    pid: child.pid ?? 0,
     output: () => output,
     exited,
     interrupt: () => child.kill('SIGINT'),

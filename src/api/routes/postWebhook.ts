@@ -1,10 +1,16 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
+import { createRateLimiter } from '../rateLimit.js';
 import { receiveWebhook } from '../webhooks/inbound.js';
 
-export const postWebhookRoute = (deps: ApiDeps) =>
-  defineRoute({
+// The default of WEBHOOK_RATE_LIMIT_PER_SECOND (src/settings.ts), for an API built without it.
+const DEFAULT_WEBHOOK_RATE = 100;
+
+export const postWebhookRoute = (deps: ApiDeps) => {
+  // Per environment and integration, per API process (as the per-key limit: docs/operations.md).
+  const limiter = createRateLimiter(deps.webhookRateLimit ?? { perSecond: DEFAULT_WEBHOOK_RATE });
+  return defineRoute({
     method: 'post',
     path: '/webhook/:environment/:integration',
     summary: 'Receive a webhook of an external API (no key; HMAC-signed when the integration has a webhook secret)',
@@ -30,6 +36,8 @@ export const postWebhookRoute = (deps: ApiDeps) =>
         (environmentId, integrationId) => settings.inbound(environmentId, integrationId),
         req,
         params,
+        limiter,
       );
     },
   });
+};

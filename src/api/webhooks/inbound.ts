@@ -20,10 +20,11 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import { isServiceError, ServiceError } from '../../errors.js';
 import type { ServiceConfig } from '../../config/types.js';
-import type { WebhookEvent } from '../../runtime/public.js';
+import type { QueuedWebhook } from '../../runtime/definitions.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
 import { rawBodyOf } from '../server.js';
+import type { RateLimiter } from '../rateLimit.js';
 import type { InboundSignatureStore } from '../../webhooks/inboundSignatures.js';
 import type { InboundWebhookSettings } from '../../webhooks/settings.js';
 
@@ -110,6 +111,7 @@ export async function receiveWebhook(
   settingsOf: (environmentId: string, integrationId: string) => Promise<InboundWebhookSettings>,
   req: Request,
   params: { environment: string; integration: string },
+  limiter?: RateLimiter,
 ): Promise<InboundResult> {
   const environment = await deps.environments.getByName(params.environment);
   if (!environment) throw new ServiceError('unknown_environment', `no environment named '${params.environment}'`);
@@ -119,6 +121,16 @@ export async function receiveWebhook(
   const raw = await readBodyBytes(req, 5 * 1024 * 1024);
   const forget = await authenticate(deps.inboundSignatures, environment, integrationId, settings, req, raw);
   try {
+    // Counted once the webhook is known to be the integration's own, so that no one else can spend
+    // its budget; a refused one's signature is forgotten below, so the sender's retry is taken.
+    const verdict = limiter?.take(`${environment.id}\u0000${integrationId}`);
+    if (verdict && !verdict.allowed) {
+      throw new ServiceError(
+        'rate_limited',
+        `Too many webhooks for integration '${integrationId}' of environment '${environment.name}'; retry after ${verdict.retryAfterSeconds} s.`,
+        { retryable: true, retryAfterSeconds: verdict.retryAfterSeconds },
+      );
+    }
     return await deliver(deps, settings, req, raw, { environmentId: environment.id, integrationId });
   } catch (error) {
     await forget?.().catch(() => undefined);
@@ -174,11 +186,25 @@ async function deliver(
   }
   if (connectionIds.length === 0) return { type, delivered: [], reason: 'no_matching_connection' };
 
-  const event: WebhookEvent = { type, payload, receivedAt: new Date().toISOString() };
+  // Queued first, all or nothing (429 webhook_queue_full when a sync or the environment has no room):
+  // the entities are signalled the queue entry, and the payload only when it is small.
+  const targets = connectionIds.flatMap((connectionId) =>
+    definitions.map((definition) => ({ connectionId, definition })),
+  );
+  const queued = await deps.inboundQueue.enqueue(
+    scope,
+    targets.map(({ connectionId, definition }) => ({ connectionId, syncName: definition.syncName })),
+    payload,
+  );
+  const receivedAt = new Date().toISOString();
   const delivered: InboundResult['delivered'] = [];
-  for (const connectionId of connectionIds) {
-    for (const definition of definitions) {
-      const ref = { ...definition, connectionId };
+  for (const [index, { connectionId, definition }] of targets.entries()) {
+    const entry = queued.entries[index]!;
+    const event: QueuedWebhook = queued.inline
+      ? { type, payload, receivedAt, queueId: entry.id }
+      : { type, payload: undefined, receivedAt, queueId: entry.id, stored: true };
+    const ref = { ...definition, connectionId };
+    try {
       try {
         await deps.syncs.deliverWebhook(ref, event);
       } catch (error) {
@@ -186,8 +212,20 @@ async function deliver(
         await deps.syncs.ensureSync(definition, connectionId);
         await deps.syncs.deliverWebhook(ref, event);
       }
-      delivered.push({ connection_id: connectionId, sync: definition.syncName });
+    } catch (error) {
+      // What no entity was told of waits for nothing: the entries of this sync and of those after it go.
+      for (let later = index; later < targets.length; later++) {
+        const target = targets[later]!;
+        await deps.inboundQueue
+          .complete(
+            { ...scope, connectionId: target.connectionId, syncName: target.definition.syncName },
+            queued.entries[later]!.id,
+          )
+          .catch(() => undefined);
+      }
+      throw error;
     }
+    delivered.push({ connection_id: connectionId, sync: definition.syncName });
   }
   return { type, delivered };
 }

@@ -98,6 +98,8 @@ export async function startApiHarness(
     mcpSessions?: ApiDeps['mcpSessions'];
     /** Passed to createService. */
     overrides?: ServiceOverrides;
+    /** More environment variables for the service's settings (src/settings.ts). */
+    settings?: Record<string, string>;
   } = {},
 ): Promise<ApiHarness> {
   const { pool, url: dbUrl } = await useDatabase();
@@ -120,6 +122,7 @@ export async function startApiHarness(
     SERVICE_ADMIN_KEY: adminKey,
     // The test run's folder of thread marks (test/globalSetup.ts).
     SERVICE_THREAD_MARKS_DIR: process.env['SERVICE_THREAD_MARKS_DIR'],
+    ...options.settings,
   });
   const service = await createService(settings, {
     db: pool,
