@@ -471,7 +471,10 @@ export async function createService(settings: Settings, overrides: ServiceOverri
         },
       });
       // And renews access tokens before they expire (docs/connections.md "Background refresh").
-      const tokenRefresher = startTokenRefresher(connections.service);
+      const tokenRefresher = startTokenRefresher(connections.service, {
+        concurrency: settings.TOKEN_REFRESH_CONCURRENCY,
+        perEnvironment: settings.TOKEN_REFRESH_PER_ENVIRONMENT,
+      });
       cleanups.push(async () => {
         await tokenRefresher.stop();
         await maintenance.stop();

@@ -192,6 +192,12 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(512 * 1024 * 1024),
+  /**
+   * Token requests the background refresher has in flight at once, per worker process, and of those
+   * one environment's at most (src/connections/tokenRefresher.ts).
+   */
+  TOKEN_REFRESH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  TOKEN_REFRESH_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(64).default(2),
   /** Largest JSON request body, in the notation of the `bytes` package (`5mb`). */
   BODY_LIMIT: z
     .string()

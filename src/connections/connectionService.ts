@@ -208,6 +208,8 @@ interface ConnectionRow {
   refresh_error_at: Date | null;
   refresh_error_permanent: boolean;
   credentials_expires_at: Date | null;
+  refresh_attempts: number;
+  refresh_retry_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -220,6 +222,12 @@ interface FailedRefresh extends Refreshed {
   error: ServiceError;
   /** This failure is the one that marked the connection as needing re-authorisation. */
   newlyPermanent?: boolean;
+}
+
+/** A connection the background refresher claimed for one round (claimExpiring). */
+export interface RefreshClaim {
+  id: number;
+  scope: ConnectionScope;
 }
 
 export interface ConnectionSavedEvent {
@@ -933,7 +941,7 @@ export class PostgresConnectionService implements ConnectionService {
       `UPDATE connections SET credentials_encrypted = $2, connection_config = $3, credentials_refreshed_at = $4,
          credentials_expires_at = $5,
          refresh_error_code = NULL, refresh_error_message = NULL, refresh_error_at = NULL, refresh_error_permanent = false,
-         updated_at = now()
+         refresh_attempts = 0, refresh_retry_at = NULL, updated_at = now()
        WHERE id = $1 RETURNING *`,
       [
         row.id,
@@ -948,43 +956,102 @@ export class PostgresConnectionService implements ConnectionService {
   }
 
   /**
-   * The background refresher's round: renews, oldest expiry first, up to `limit` tokens that expire
-   * within `withinMs` (and minted connections without a token yet), each under the same lock as an
-   * on-demand refresh, so a script asking at the same moment causes no second token request. Returns
-   * how many were renewed and how many failed (the failure is stored on the connection).
+   * Claims, for one round of the background refresher (src/connections/tokenRefresher.ts), up to
+   * `limit` connections whose tokens expire within `withinMs` (and minted connections without a token
+   * yet), taking the environments in turn: every environment's most urgent token before any
+   * environment's second, at most `perEnvironment` of one environment. A claim moves the connection's
+   * `refresh_retry_at` past now by a delay that doubles with each attempt that did not renew the token
+   * (`backoff`), so that a connection whose token URL times out is tried again later rather than every
+   * round, and so that other worker processes skip it meanwhile. A renewed token clears the delay.
    */
-  async refreshExpiring(options: { withinMs: number; limit: number }): Promise<{ refreshed: number; failed: number }> {
-    const { rows } = await this.db.query<ConnectionRow>(
-      `SELECT * FROM connections
-       WHERE credentials_expires_at IS NOT NULL AND refresh_error_permanent = false AND credentials_expires_at < $1
-       ORDER BY credentials_expires_at LIMIT $2`,
-      [new Date(this.now().getTime() + options.withinMs), options.limit],
+  async claimExpiring(options: {
+    withinMs: number;
+    limit: number;
+    perEnvironment: number;
+    backoff: { initialMs: number; maxMs: number };
+  }): Promise<RefreshClaim[]> {
+    const now = this.now();
+    const { rows } = await this.db.query<{
+      id: number;
+      environment_id: string;
+      provider_config_key: string;
+      connection_id: string;
+    }>(
+      `WITH due AS (
+         SELECT id, environment_id, credentials_expires_at,
+                row_number() OVER (PARTITION BY environment_id ORDER BY credentials_expires_at, id) AS rank
+         FROM connections
+         WHERE credentials_expires_at IS NOT NULL AND refresh_error_permanent = false AND credentials_expires_at < $1
+           AND (refresh_retry_at IS NULL OR refresh_retry_at <= $2)
+       ), picked AS (
+         SELECT id FROM due WHERE rank <= $4 ORDER BY rank, credentials_expires_at, id LIMIT $3
+       )
+       UPDATE connections c
+          SET refresh_attempts = c.refresh_attempts + 1,
+              refresh_retry_at = $2::timestamptz
+                + make_interval(secs => least($6::float8, $5::float8 * power(2, least(c.refresh_attempts, 30))) / 1000)
+         FROM picked
+        WHERE c.id = picked.id
+          -- Re-checked on the row as another process's claim left it: a connection is claimed once.
+          AND (c.refresh_retry_at IS NULL OR c.refresh_retry_at <= $2)
+       RETURNING c.id, c.environment_id, c.provider_config_key, c.connection_id`,
+      [
+        new Date(now.getTime() + options.withinMs),
+        now,
+        options.limit,
+        options.perEnvironment,
+        options.backoff.initialMs,
+        options.backoff.maxMs,
+      ],
     );
-    let refreshed = 0;
-    let failed = 0;
-    for (const row of rows) {
-      const scope = {
+    return rows.map((row) => ({
+      id: row.id,
+      scope: {
         environmentId: row.environment_id,
         integrationId: row.provider_config_key,
         connectionId: row.connection_id,
-      };
-      try {
-        const inFlight = this.refreshing.get(row.id);
-        const started =
-          inFlight ?? this.refresh(scope, row, false, options.withinMs).finally(() => this.refreshing.delete(row.id));
-        if (!inFlight) this.refreshing.set(row.id, started);
-        const outcome = await started;
-        if (outcome.row.refresh_error_at !== null && outcome.row.refresh_error_code !== null) failed++;
-        else refreshed++;
-      } catch (error) {
-        failed++;
-        this.log(
-          `background refresh of ${describe(scope)} failed: ${error instanceof Error ? error.message : String(error)}`,
-          'warn',
-        );
+      },
+    }));
+  }
+
+  /**
+   * Renews the token of one claimed connection, under the same lock as an on-demand refresh (a script
+   * asking at the same moment causes no second token request): 'refreshed', or 'failed' (the failure
+   * is stored on the connection, and its claim's delay stands).
+   */
+  async refreshClaimed(claim: RefreshClaim, withinMs: number): Promise<'refreshed' | 'failed'> {
+    try {
+      const row = await this.row(this.db, claim.scope);
+      const inFlight = this.refreshing.get(row.id);
+      const started =
+        inFlight ?? this.refresh(claim.scope, row, false, withinMs).finally(() => this.refreshing.delete(row.id));
+      if (!inFlight) this.refreshing.set(row.id, started);
+      const outcome = await started;
+      if (outcome.row.refresh_error_at !== null && outcome.row.refresh_error_code !== null) return 'failed';
+      // Renewed meanwhile by someone else (an on-demand refresh): the claim's delay goes all the same.
+      if (outcome.row.refresh_retry_at !== null) {
+        await this.db.query('UPDATE connections SET refresh_attempts = 0, refresh_retry_at = NULL WHERE id = $1', [
+          row.id,
+        ]);
       }
+      return 'refreshed';
+    } catch (error) {
+      this.log(
+        `background refresh of ${describe(claim.scope)} failed: ${error instanceof Error ? error.message : String(error)}`,
+        'warn',
+      );
+      return 'failed';
     }
-    return { refreshed, failed };
+  }
+
+  /** Gives back claims a round did not get to: due again at once, the attempt not counted. */
+  async releaseClaims(claims: RefreshClaim[]): Promise<void> {
+    if (claims.length === 0) return;
+    await this.db.query(
+      `UPDATE connections SET refresh_retry_at = NULL, refresh_attempts = greatest(refresh_attempts - 1, 0)
+       WHERE id = ANY($1::bigint[])`,
+      [claims.map((claim) => claim.id)],
+    );
   }
 
   private async recordFailure(

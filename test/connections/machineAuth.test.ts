@@ -272,10 +272,11 @@ describe('client credentials, service accounts and app installations', () => {
       log: () => undefined,
     });
     delayMs = 400;
+    const refresher = startTokenRefresher(h.deps.connections, { log: () => undefined });
     try {
       const before = tokenRequests.length;
       await Promise.all([
-        h.deps.connections.refreshExpiring({ withinMs: 17 * 60_000, limit: 100 }),
+        refresher.runOnce(),
         ...kinds.map((kind) =>
           second.service.getConnection({
             environmentId: h.envA.id,
@@ -288,6 +289,7 @@ describe('client credentials, service accounts and app installations', () => {
       expect(made.map((request) => request.kind).sort()).toEqual(['app', 'cc', 'jwt']);
     } finally {
       delayMs = 0;
+      await refresher.stop();
     }
   });
 
