@@ -46,6 +46,16 @@ export const ACTIVATOR_SOURCE = 'return globalThis.__TEMPORAL_ACTIVATOR__';
 export const ISOLATE_TIMEOUT_OPTION = 'isolateExecutionTimeout';
 
 /**
+ * How the sandbox arranges a Worker's workflow threads (src/temporal/lanes.ts): `Worker.create` builds
+ * its workflow creator with the protected static `createWorkflowCreator(bundle, compiledOptions,
+ * logger)` of the class it was called on, so a subclass that overrides it builds one single-thread
+ * creator (workflowThreadPoolSize 1) per thread and hands the Worker its own creator over them
+ * (src/sandbox/workerSide.ts `workerClassWithThreads`). The creator and workflow interfaces are those
+ * of `@temporalio/worker/lib/workflow/interface`.
+ */
+export const WORKFLOW_CREATOR_HOOK = 'createWorkflowCreator';
+
+/**
  * How an activation interrupted by the isolate timeout shows in the failed workflow task the SDK
  * records (Node's vm message, `Script execution timed out after <ms>ms`).
  */

@@ -4,12 +4,22 @@
  * these functions:
  * - `sandboxWorkerOptions()`: the Worker options the sandbox needs (the isolate execution timeout);
  * - `shareThreadMarks()`: tells the workflow threads, before they start, where to keep their marks;
- * - `isThreadDeath()`, `isIsolateTimeout()`: read the SDK's failures.
+ * - `isThreadDeath()`, `isIsolateTimeout()`: read the SDK's failures;
+ * - `workerClassWithThreads()`: a Worker class whose workflow threads the caller arranges (each its own
+ *   creator, src/temporal/lanes.ts decides which workflow lives on which and when each activates).
  */
+import { readdirSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { setEnvironmentData } from 'node:worker_threads';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { Logger } from '@temporalio/common';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
+import type { CompiledWorkerOptions } from '@temporalio/worker/lib/worker-options.js';
+import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface.js';
+import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input.js';
 import { ISOLATE_TIMEOUT_MS, THREAD_MARKS_DATA_KEY } from '../runtime/definitions.js';
 import { ISOLATE_TIMEOUT_FAILURE, ISOLATE_TIMEOUT_OPTION, THREAD_DEATH_FAILURE } from './sdkInternals.js';
+
+export type { WorkflowCreator };
 
 /**
  * The Worker options of the sandbox: the isolate execution timeout, which interrupts an activation
@@ -47,3 +57,106 @@ export function isThreadDeath(error: unknown): boolean {
 export function isIsolateTimeout(message: string): boolean {
   return ISOLATE_TIMEOUT_FAILURE.test(message);
 }
+
+/**
+ * A Worker class whose workflow threads are `threads` creators of one thread each, which `arrange` turns
+ * into the one creator the Worker uses (sdkInternals.ts WORKFLOW_CREATOR_HOOK: the protected static
+ * `Worker.createWorkflowCreator`, called by `Worker.create` on the class it was called on). A Worker in
+ * debug mode (no threads) is left as the SDK makes it.
+ */
+export function workerClassWithThreads(
+  threads: number,
+  arrange: (creators: WorkflowCreator[]) => WorkflowCreator,
+  options: { lowPriority?: readonly number[] } = {},
+): typeof Worker {
+  return class WorkerWithThreads extends Worker {
+    protected static override async createWorkflowCreator(
+      bundle: WorkflowBundleWithSourceMapAndFilename,
+      compiledOptions: CompiledWorkerOptions,
+      logger: Logger,
+    ): Promise<WorkflowCreator> {
+      if (compiledOptions.debugMode) return super.createWorkflowCreator(bundle, compiledOptions, logger);
+      const creators: WorkflowCreator[] = [];
+      for (let index = 0; index < threads; index++) {
+        const before = osThreads();
+        creators.push(
+          await super.createWorkflowCreator(bundle, { ...compiledOptions, workflowThreadPoolSize: 1 }, logger),
+        );
+        if (options.lowPriority?.includes(index))
+          lowerPriority(
+            osThreads().filter((id) => !before.includes(id)),
+            logger,
+          );
+      }
+      return arrange(creators);
+    }
+  };
+}
+
+/** Is this failure of an activation the isolate timeout (the SDK's error, not a failed workflow task's message)? */
+export function isIsolateTimeoutError(error: unknown): boolean {
+  return error instanceof Error && ISOLATE_TIMEOUT_FAILURE.test(error.message);
+}
+
+/**
+ * Does this activation start a workflow task? Only one whose jobs are all local activities' results
+ * continues the task that scheduled them (Core resolves a local activity within the task).
+ */
+export function startsWorkflowTask(activation: unknown): boolean {
+  const jobs = (activation as { jobs?: { resolveActivity?: { isLocal?: boolean } | null }[] | null }).jobs ?? [];
+  return !(jobs.length > 0 && jobs.every((job) => job.resolveActivity?.isLocal === true));
+}
+
+/** Does the workflow task go on after this activation's completion (it scheduled local activities)? */
+export function continuesWorkflowTask(completion: unknown): boolean {
+  const commands =
+    (completion as { successful?: { commands?: { scheduleLocalActivity?: unknown }[] | null } | null }).successful
+      ?.commands ?? [];
+  return commands.some((command) => command.scheduleLocalActivity != null);
+}
+
+/**
+ * Was this activation interrupted by the isolate timeout? The SDK answers it with a failed completion
+ * (a failed workflow task) whose failure the service's failure converter has encoded: its message is in
+ * the encoded attributes, a JSON payload not yet encrypted at this point (the codec runs afterwards).
+ */
+export function interruptedByIsolateTimeout(completion: unknown): boolean {
+  const failure = (
+    completion as {
+      failed?: {
+        failure?: { message?: string | null; encodedAttributes?: { data?: Uint8Array | null } | null } | null;
+      } | null;
+    }
+  ).failed?.failure;
+  if (!failure) return false;
+  if (ISOLATE_TIMEOUT_FAILURE.test(failure.message ?? '')) return true;
+  const data = failure.encodedAttributes?.data;
+  return data != null && ISOLATE_TIMEOUT_FAILURE.test(Buffer.from(data).toString('utf8'));
+}
+
+/** The operating system's ids of this process's threads (Linux: /proc/self/task); empty elsewhere. */
+function osThreads(): number[] {
+  try {
+    return readdirSync('/proc/self/task').map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Gives these threads (the workflow thread just started, by the difference of /proc/self/task) the
+ * lowest CPU priority (nice 19): Linux sets a thread's nice value on its own, so a thread that runs
+ * nothing but the scripts of environments past their budget takes CPU time only when no other thread
+ * of the machine wants it. Where this is not possible, the thread keeps the process's priority.
+ */
+function lowerPriority(threadIds: number[], logger: Logger): void {
+  for (const id of threadIds) {
+    try {
+      setPriority(id, LOWEST_PRIORITY);
+    } catch (error) {
+      logger.debug(`could not lower the priority of workflow thread ${id}: ${String(error)}`);
+    }
+  }
+}
+
+const LOWEST_PRIORITY = 19;

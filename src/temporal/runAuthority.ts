@@ -82,7 +82,7 @@ export function rootActionId(
 }
 
 /** The environment a root id names; undefined for an id of another shape. */
-function environmentOfRoot(rootId: string): string | undefined {
+export function environmentOfRoot(rootId: string): string | undefined {
   const match = /^(?:sync|action|event|deploy):([^:]+)(?::|$)/.exec(rootId);
   return match?.[1];
 }

@@ -8,7 +8,19 @@ import {
   type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { isThreadDeath, sandboxWorkerOptions } from '../sandbox/workerSide.js';
+import {
+  continuesWorkflowTask,
+  interruptedByIsolateTimeout,
+  isIsolateTimeoutError,
+  isThreadDeath,
+  sandboxWorkerOptions,
+  startsWorkflowTask,
+  workerClassWithThreads,
+} from '../sandbox/workerSide.js';
+import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
+import { createLanes, type RunawayNotice } from './lanes.js';
+import { lineLog, log } from '../log.js';
+import { terminateRunaway } from './runaway.js';
 import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue, watchTaskQueue } from '../../workflows/taskQueues.js';
 import { loadWorkflowBundle } from './workflowBundle.js';
@@ -35,6 +47,12 @@ export interface CreateWorkerOptions {
   threadMarksDir?: string | undefined;
   /** Worker tunables (concurrency, timeouts); the defaults below suit the script runtime. */
   tuning?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'>>;
+  /**
+   * Told when a run's statement was interrupted by the isolate timeout (src/temporal/lanes.ts); the
+   * runtime's workers terminate the run with `script_timeout`. Without it the lanes only confine the
+   * environment.
+   */
+  onRunaway?: ((notice: RunawayNotice) => void) | undefined;
 }
 
 /**
@@ -49,13 +67,38 @@ export const RUNTIME_WORKER_DEFAULTS = {
   // The isolate timeout (ISOLATE_TIMEOUT_MS), set the way the sandbox module knows the SDK reads it.
   ...sandboxWorkerOptions(),
   workflowFailureErrorTypes: { '*': [], runSync: ['Error'], runAction: ['Error'] },
-  // Two workflow threads (with reuseV8Context the SDK's default is one): a script that computes up to
-  // its budget, or a thread lost to memory exhaustion, stalls half of the runs, not all.
-  workflowThreadPoolSize: 2,
 } satisfies Partial<WorkerOptions>;
 
+/**
+ * The workflow threads every environment shares (with reuseV8Context the SDK's default is one): a
+ * script that computes up to its budget stalls half of the runs, not all. One more thread, the penalty
+ * lane, runs the workflows of environments whose scripts ran past their budget (src/temporal/lanes.ts).
+ */
+export const SHARED_WORKFLOW_THREADS = 2;
+
+const lanesLog = lineLog('lanes');
+
+/** The Worker class of the runtime: its workflow threads are lanes (src/temporal/lanes.ts). */
+function lanedWorker(onRunaway: CreateWorkerOptions['onRunaway']): typeof Worker {
+  return workerClassWithThreads(
+    SHARED_WORKFLOW_THREADS + 1,
+    (creators) =>
+      createLanes(creators, {
+        sharedLanes: SHARED_WORKFLOW_THREADS,
+        isIsolateTimeout: isIsolateTimeoutError,
+        interrupted: interruptedByIsolateTimeout,
+        startsTask: startsWorkflowTask,
+        continuesTask: continuesWorkflowTask,
+        onRunaway: onRunaway ?? (() => undefined),
+        log: lanesLog,
+      }),
+    // The penalty lane's thread takes CPU time only when no other thread wants it.
+    { lowPriority: [SHARED_WORKFLOW_THREADS] },
+  );
+}
+
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
-  return Worker.create({
+  return lanedWorker(options.onRunaway).create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
@@ -98,8 +141,39 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
   const workflowBundle = options.workflowBundle ?? (await loadWorkflowBundle());
   // Before the Workers start their workflow threads, which learn the folder when they start.
   const marks = prepareThreadMarks(options.threadMarksDir ?? join(tmpdir(), 'integration-service-threads'));
-  const main = await createWorker({ ...options, workflowBundle });
-  const actions = await createWorker({ ...options, workflowBundle, taskQueue: actionTaskQueue(options.taskQueue) });
+  const client = new Client({
+    connection: options.connection,
+    namespace: options.namespace,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+  });
+  // A run whose statement the isolate timeout interrupted is stopped at once, with its verdict (read
+  // back by the sync entity and the action's caller: src/temporal/runaway.ts).
+  const onRunaway =
+    options.onRunaway ??
+    ((notice: RunawayNotice): void => {
+      void terminateRunaway(client, notice.workflowId, {
+        code: 'script_timeout',
+        message: `the script ran for more than ${ISOLATE_TIMEOUT_MS / 1000} s in one statement (or one flood of promise callbacks) without awaiting a svc operation: run stopped`,
+      }).then(
+        () =>
+          log.info(
+            { component: 'lanes', workflowId: notice.workflowId },
+            'run stopped: a statement ran past its budget',
+          ),
+        (error: unknown) =>
+          log.warn(
+            { component: 'lanes', workflowId: notice.workflowId },
+            `could not stop a runaway run: ${String(error)}`,
+          ),
+      );
+    });
+  const main = await createWorker({ ...options, workflowBundle, onRunaway });
+  const actions = await createWorker({
+    ...options,
+    workflowBundle,
+    onRunaway,
+    taskQueue: actionTaskQueue(options.taskQueue),
+  });
   const watch = await Worker.create({
     connection: options.connection,
     namespace: options.namespace,
@@ -123,14 +197,7 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
       // The runs that workers of this host died executing, blamed when this process starts polling (a
       // warm standby is created while the worker it replaces is still alive: src/main.ts).
       const orphans = marks.collectOrphans();
-      if (orphans.length > 0) {
-        const client = new Client({
-          connection: options.connection,
-          namespace: options.namespace,
-          ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
-        });
-        await reportIncidents(client, orphans);
-      }
+      if (orphans.length > 0) await reportIncidents(client, orphans);
       if (shutdownRequested) return;
       const results = await Promise.allSettled(all.map((worker) => worker.run().finally(shutdown)));
       const failed = results.find((result) => result.status === 'rejected');

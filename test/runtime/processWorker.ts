@@ -81,3 +81,41 @@ export async function startWorkerProcess(options: {
   });
   return { child, exited, output: () => output };
 }
+
+/**
+ * Worker processes under a supervisor, as systemd or Kubernetes would run them: one at a time, a new
+ * one started whenever the last died. `deaths` lists each death; `stop()` kills the current one.
+ */
+export function superviseWorkers(h: { dbUrl: string; taskQueue: string }, nodeOptions = '') {
+  const deaths: { code: number | null; signal: string | null; ms: number }[] = [];
+  let current: WorkerChild | undefined;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const started = Date.now();
+      current = await startWorkerProcess({
+        databaseUrl: h.dbUrl,
+        taskQueue: h.taskQueue,
+        apiBaseUrl: 'http://127.0.0.1:9',
+        nodeOptions,
+      });
+      // Stopped while this one started: it is not left running.
+      if (stopped) current.child.kill('SIGKILL');
+      const exit = await current.exited;
+      const notes = current
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('[worker]'));
+      if (notes.length > 0) console.log(notes.join('\n'));
+      if (!stopped) deaths.push({ ...exit, ms: Date.now() - started });
+    }
+  })();
+  return {
+    deaths,
+    async stop() {
+      stopped = true;
+      current?.child.kill('SIGKILL');
+      await loop.catch(() => undefined);
+    },
+  };
+}

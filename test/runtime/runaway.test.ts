@@ -4,7 +4,7 @@ import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionDefinition, bundle, syncDefinition, useRuntime } from './helpers.js';
-import { startWorkerProcess, type WorkerChild } from './processWorker.js';
+import { superviseWorkers } from './processWorker.js';
 
 describe('runaway scripts fail their own run with a clear error', () => {
   it('a script that throws fails its run as script_error', async () => {
@@ -83,38 +83,3 @@ describe('runaway scripts fail their own run with a clear error', () => {
     }
   }, 200_000);
 });
-
-/** Runs the worker in a child process and restarts it whenever it dies, as systemd or Kubernetes would. */
-function superviseWorkers(h: { dbUrl: string; taskQueue: string }, nodeOptions = '') {
-  const deaths: { code: number | null; signal: string | null; ms: number }[] = [];
-  let current: WorkerChild | undefined;
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      const started = Date.now();
-      current = await startWorkerProcess({
-        databaseUrl: h.dbUrl,
-        taskQueue: h.taskQueue,
-        apiBaseUrl: 'http://127.0.0.1:9',
-        nodeOptions,
-      });
-      // Stopped while this one started: it is not left running.
-      if (stopped) current.child.kill('SIGKILL');
-      const exit = await current.exited;
-      const notes = current
-        .output()
-        .split('\n')
-        .filter((line) => line.includes('[worker]'));
-      if (notes.length > 0) console.log(notes.join('\n'));
-      if (!stopped) deaths.push({ ...exit, ms: Date.now() - started });
-    }
-  })();
-  return {
-    deaths,
-    async stop() {
-      stopped = true;
-      current?.child.kill('SIGKILL');
-      await loop.catch(() => undefined);
-    },
-  };
-}

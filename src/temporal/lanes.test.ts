@@ -1,0 +1,220 @@
+import { describe, expect, it } from 'vitest';
+import {
+  createLanes,
+  environmentOfWorkflow,
+  LaneMoveError,
+  LaneStoppedError,
+  type LaneWorkflowInfo,
+  type RunawayNotice,
+} from './lanes.js';
+
+/** A fake thread: each activation takes `ms` of its (fake) time, or fails with the isolate timeout. */
+type Step = { ms: number; interrupted?: boolean; continuation?: boolean; continues?: boolean };
+
+function harness(sharedLanes = 2, heavyActivationMs = 1000) {
+  let clock = 0;
+  const log: string[] = [];
+  const runaways: RunawayNotice[] = [];
+  // Activations run when the test advances them: each waits for `finish(name)`.
+  const pending = new Map<string, { resolve: (value: string) => void; reject: (error: Error) => void; step: Step }>();
+  const creators = Array.from({ length: sharedLanes + 1 }, (_, lane) => ({
+    async createWorkflow(options: { info: LaneWorkflowInfo }) {
+      const name = options.info.workflowId;
+      return {
+        activate: (step: Step) =>
+          new Promise<string>((resolve, reject) => {
+            log.push(`${name}@${lane}`);
+            pending.set(name, { resolve, reject, step });
+          }),
+        getAndResetSinkCalls: async () => [],
+        dispose: async () => undefined,
+      };
+    },
+    destroy: async () => undefined,
+  }));
+  const lanes = createLanes(creators, {
+    sharedLanes,
+    heavyActivationMs,
+    isIsolateTimeout: (error) => error instanceof Error && error.message === 'Script execution timed out',
+    interrupted: (completion) => completion === 'interrupted',
+    onRunaway: (notice) => runaways.push(notice),
+    // A step of `continues` asks for the workflow's next activation within its task.
+    startsTask: (activation) => !(activation as Step).continuation,
+    continuesTask: (completion) => (completion as string).endsWith('+'),
+    now: () => clock,
+  });
+  const info = (workflowId: string, workflowType = 'runAction'): { info: LaneWorkflowInfo } => ({
+    info: { workflowId, runId: `run-${workflowId}`, workflowType },
+  });
+  return {
+    lanes,
+    log,
+    runaways,
+    create: (id: string, type?: string) => lanes.createWorkflow(info(id, type)),
+    /** Lets `name`'s running activation end after its step's time. */
+    async finish(name: string) {
+      const running = pending.get(name);
+      if (!running) throw new Error(`${name} is not running`);
+      pending.delete(name);
+      clock += running.step.ms;
+      // The SDK answers an interrupted activation with a failed completion, not a rejection.
+      if (running.step.interrupted) running.resolve('interrupted');
+      else running.resolve(running.step.continues ? `${name}+` : name);
+      await new Promise((resolve) => setImmediate(resolve));
+    },
+    running: () => [...pending.keys()],
+    tick: async () => new Promise((resolve) => setImmediate(resolve)),
+    advance: (ms: number) => {
+      clock += ms;
+    },
+  };
+}
+
+describe('environmentOfWorkflow', () => {
+  it('reads the environment of the root: a sync, its runs, an action the API started, a nested action', () => {
+    const of = (workflowId: string, root?: string) =>
+      environmentOfWorkflow({
+        workflowId,
+        runId: 'r',
+        workflowType: 't',
+        root: root ? { workflowId: root } : undefined,
+      });
+    expect(of('sync:env1:int:conn:issues')).toBe('env1');
+    expect(of('sync:env1:int:conn:issues:run:abc', 'sync:env1:int:conn:issues')).toBe('env1');
+    expect(of('action:env2:int:conn:create:uuid')).toBe('env2');
+    expect(of('action:0b5e', 'action:env3:int:conn:outer:uuid')).toBe('env3');
+    expect(of('deploy:env4')).toBe('env4');
+    expect(of('something-else')).toBe('');
+  });
+});
+
+describe('lanes', () => {
+  it('runs one activation at a time per lane; a free lane serves the environment that used the least thread time', async () => {
+    const h = harness(1);
+    const a1 = await h.create('action:a:i:c:x:1');
+    const a2 = await h.create('action:a:i:c:x:2');
+    const b1 = await h.create('action:b:i:c:x:1');
+    const first = a1.activate({ ms: 500 });
+    await h.tick();
+    const second = a2.activate({ ms: 10 });
+    const third = b1.activate({ ms: 10 });
+    await h.tick();
+    expect(h.running()).toEqual(['action:a:i:c:x:1']);
+    await h.finish('action:a:i:c:x:1');
+    // b has used nothing, a 500 ms: b goes first although it came second.
+    expect(h.running()).toEqual(['action:b:i:c:x:1']);
+    await h.finish('action:b:i:c:x:1');
+    await h.finish('action:a:i:c:x:2');
+    await Promise.all([first, second, third]);
+  });
+
+  it('while another environment is active, one environment runs on one of two shared lanes at most', async () => {
+    const h = harness(2);
+    const b = await h.create('action:b:i:c:x:1');
+    await h.finish((void b.activate({ ms: 5 }), await h.tick(), 'action:b:i:c:x:1'));
+    const a = await Promise.all([1, 2, 3].map((n) => h.create(`action:a:i:c:x:${n}`)));
+    a.forEach((workflow) => void workflow.activate({ ms: 1000 }));
+    await h.tick();
+    expect(h.running()).toHaveLength(1);
+    // b's next workflow finds the other lane free and starts at once.
+    const b2 = await h.create('action:b:i:c:x:2');
+    void b2.activate({ ms: 5 });
+    await h.tick();
+    expect(h.running()).toContain('action:b:i:c:x:2');
+  });
+
+  it('an interrupted statement convicts its run at once, heats its environment, and moves its workflows to the penalty lane', async () => {
+    const h = harness(2);
+    const runaway = await h.create('action:a:i:c:x:1');
+    const other = await h.create('action:a:i:c:x:2');
+    const failed = runaway.activate({ ms: 3000, interrupted: true });
+    await h.tick();
+    await h.finish('action:a:i:c:x:1');
+    expect(await failed).toBe('interrupted');
+    expect(h.runaways).toMatchObject([
+      { workflowId: 'action:a:i:c:x:1', environmentId: 'a', workflowType: 'runAction' },
+    ]);
+    expect(h.lanes.stats().hot).toEqual(['a']);
+    // A workflow of the hot environment still on a shared lane is refused: the worker evicts it.
+    await expect(other.activate({ ms: 1 })).rejects.toBeInstanceOf(LaneMoveError);
+    // Re-created, it lives on the penalty lane (the last one).
+    const moved = await h.create('action:a:i:c:x:2');
+    void moved.activate({ ms: 1 });
+    await h.tick();
+    expect(h.log.at(-1)).toBe('action:a:i:c:x:2@2');
+    // A calm environment's new workflow never lives there.
+    const calm = await h.create('action:b:i:c:x:1');
+    void calm.activate({ ms: 1 });
+    await h.tick();
+    expect(h.log.at(-1)).not.toMatch(/@2$/);
+  });
+
+  it('an activation that holds a shared lane past the heavy mark heats its environment and sends the others’ waiters to another lane', async () => {
+    const h = harness(2, 20);
+    const a = await h.create('action:a:i:c:x:1');
+    await h.create('action:c:i:c:x:1');
+    // b happens to live on a's lane.
+    const b = await h.create('action:b:i:c:x:1');
+    void a.activate({ ms: 3000 });
+    await h.tick();
+    const waiting = b.activate({ ms: 5 }).catch((error: unknown) => error);
+    h.advance(20);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(await waiting).toBeInstanceOf(LaneMoveError);
+    expect(h.lanes.stats().hot).toEqual(['a']);
+    // Re-created, b lives on the other shared lane and runs at once.
+    const again = await h.create('action:b:i:c:x:1');
+    void again.activate({ ms: 5 });
+    await h.tick();
+    expect(h.log.at(-1)).toBe('action:b:i:c:x:1@1');
+  });
+
+  it('an interrupted statement of a workflow that is not a run heats its environment but convicts nothing', async () => {
+    const h = harness(2);
+    const entity = await h.create('sync:a:i:c:s', 'manageSync');
+    const failed = entity.activate({ ms: 3000, interrupted: true }).catch(() => undefined);
+    await h.tick();
+    await h.finish('sync:a:i:c:s');
+    await failed;
+    expect(h.runaways).toEqual([]);
+    expect(h.lanes.stats().hot).toEqual(['a']);
+  });
+
+  it('the penalty lane finishes a workflow task before it starts another', async () => {
+    const h = harness(1);
+    // Heat environment a.
+    const heater = await h.create('action:a:i:c:x:0');
+    const heated = heater.activate({ ms: 1500 });
+    await h.tick();
+    await h.finish('action:a:i:c:x:0');
+    await heated;
+    const first = await h.create('action:a:i:c:x:1');
+    const second = await h.create('action:a:i:c:x:2');
+    // The first one's task schedules a local activity: the lane waits for its result.
+    void first.activate({ ms: 10, continues: true });
+    await h.tick();
+    const secondOutcome = second.activate({ ms: 3000, interrupted: true });
+    await h.finish('action:a:i:c:x:1');
+    expect(h.running()).toEqual([]);
+    void first.activate({ ms: 3000, continuation: true });
+    await h.tick();
+    expect(h.running()).toEqual(['action:a:i:c:x:1']);
+    await h.finish('action:a:i:c:x:1');
+    // Then the second.
+    expect(h.running()).toEqual(['action:a:i:c:x:2']);
+    await h.finish('action:a:i:c:x:2');
+    expect(await secondOutcome).toBe('interrupted');
+  });
+
+  it('a run stopped for an interrupted statement is not run again (a task of its was already on its way)', async () => {
+    const h = harness(1);
+    const runaway = await h.create('action:a:i:c:x:1');
+    const interrupted = runaway.activate({ ms: 3000, interrupted: true });
+    await h.tick();
+    await h.finish('action:a:i:c:x:1');
+    await interrupted;
+    const retried = await h.create('action:a:i:c:x:1');
+    await expect(retried.activate({ ms: 3000, interrupted: true })).rejects.toBeInstanceOf(LaneStoppedError);
+    expect(h.runaways).toHaveLength(1);
+  });
+});

@@ -1,0 +1,501 @@
+/**
+ * Workflow threads shared fairly between environments (issue 29, finding 3; docs/architecture.md
+ * "Fairness between environments"). A worker's workflow threads ("lanes") run one activation at a
+ * time each; this module decides which workflow lives on which lane and which activation a free lane
+ * runs next, so that one environment's runaway scripts cannot take the threads every other environment
+ * needs:
+ *
+ * - **One activation at a time per lane.** The SDK would post every activation to the thread at once,
+ *   where each waits behind whatever was posted before it; here an activation waits for its lane in
+ *   the worker, where the order is chosen. (Creating a workflow, fetching its sink calls and disposing
+ *   of it are short messages, posted at once.)
+ * - **Fair order.** A free lane runs, among the environments waiting for it, the one that used the
+ *   least workflow-thread time lately (decaying over `decayMs`), first come first served within one.
+ * - **A share, not all.** While another environment is active (had a unit in the last `activeMs`), one
+ *   environment runs on at most `sharedLanes - 1` of the shared lanes at once: a lane is always free of
+ *   it for the others. Alone, an environment uses every shared lane.
+ * - **Hot environments go to the penalty lane.** An environment one of whose activations ran for
+ *   `heavyActivationMs` or longer (a script computing past loop protection's 1 s), or was interrupted by
+ *   the isolate timeout, is hot for `hotForMs`: its new workflows are created on the penalty lane, a
+ *   thread of its own that no calm environment's workflow lives on, and an activation of one of its
+ *   workflows still on a shared lane is refused (`LaneMoveError`), which makes the worker evict it: its
+ *   task is retried and replays on the penalty lane.
+ * - **A runaway ends at its first interrupted statement.** An activation of a run (runSync, runAction)
+ *   interrupted by the isolate timeout had its lane to itself for the whole timeout: the run's script
+ *   computed that long without awaiting a svc operation, past the 1 s of loop protection. `onRunaway`
+ *   is told at once (the worker terminates the run with `script_timeout`); it no longer depends on the
+ *   failure reaching the run's history before its workflow task times out.
+ *
+ * Pure scheduling over the SDK's workflow creator and workflow interfaces (src/sandbox/workerSide.ts
+ * builds the lanes), so it is tested without a server (lanes.test.ts).
+ */
+import { environmentOfRoot } from './runAuthority.js';
+
+/** The part of the SDK's `Workflow` a lane drives. */
+export interface LaneWorkflow<A = unknown, C = unknown, S = unknown> {
+  activate(activation: A): Promise<C>;
+  getAndResetSinkCalls(): Promise<S>;
+  dispose(): Promise<void>;
+}
+
+/** What the SDK tells a creator about a new workflow (the fields a lane reads). */
+export interface LaneWorkflowInfo {
+  workflowId: string;
+  runId: string;
+  workflowType: string;
+  root?: { workflowId: string } | undefined;
+}
+
+/** The part of the SDK's `WorkflowCreator` a lane drives: one per workflow thread. */
+export interface LaneCreator<O extends { info: LaneWorkflowInfo }, W> {
+  createWorkflow(options: O): Promise<W>;
+  destroy(): Promise<void>;
+}
+
+export interface RunawayNotice {
+  workflowId: string;
+  runId: string;
+  workflowType: string;
+  environmentId: string;
+  /** How long the interrupted activation ran, by the worker's clock. */
+  ranMs: number;
+}
+
+export interface LaneOptions {
+  /** Lanes every calm environment may use; the lane after them is the penalty lane. */
+  sharedLanes: number;
+  /** An activation this long makes its environment hot. @default 1000 (loop protection's budget) */
+  heavyActivationMs?: number;
+  /** How long an environment stays hot after its last heavy activation. @default 5 minutes */
+  hotForMs?: number;
+  /** How long an environment counts as active after its last unit. @default 30 s */
+  activeMs?: number;
+  /** The half-life, roughly, of the thread time that orders environments. @default 10 s */
+  decayMs?: number;
+  /** Is this failure of an activation the isolate timeout (src/sandbox/workerSide.ts)? */
+  isIsolateTimeout(error: unknown): boolean;
+  /** Is this completion the failure the isolate timeout caused (how the SDK answers an interrupted activation)? */
+  interrupted(completion: unknown): boolean;
+  /** A run's statement was interrupted: stop the run (the worker terminates it with its verdict). */
+  onRunaway(notice: RunawayNotice): void;
+  /**
+   * Does this activation start a workflow task (a signal, a timer, a child's or an activity's result,
+   * the first task), rather than continue one (only local activities' results)?
+   */
+  startsTask(activation: unknown): boolean;
+  /** Does the workflow task go on after this completion (it scheduled local activities)? */
+  continuesTask(completion: unknown): boolean;
+  /**
+   * Where the lanes say what they decide: where a workflow lives at `debug`, a workflow moved off a
+   * lane at `info`, an interrupted statement at `warn`.
+   */
+  log?: (line: string, level: 'debug' | 'info' | 'warn') => void;
+  now?: () => number;
+}
+
+/** Thrown from an activation of a hot environment's workflow on a shared lane: the worker evicts it. */
+export class LaneMoveError extends Error {
+  override name = 'LaneMoveError';
+}
+
+/** Thrown from an activation of a run already stopped for an interrupted statement: it is not run again. */
+export class LaneStoppedError extends Error {
+  override name = 'LaneStoppedError';
+}
+
+// A session of the penalty lane lasts at most the workflow task timeout of a run (4 s), and waits this
+// long after an activation for the workflow's next one (a local activity's result).
+const SESSION_MS = 4_000;
+const SESSION_FOLLOW_UP_MS = 1_000;
+
+// The run workflows, whose scripts an interrupted statement convicts.
+const RUN_TYPES = new Set(['runSync', 'runAction']);
+
+interface Waiter {
+  environmentId: string;
+  /** The workflow run the activation belongs to. */
+  runId: string;
+  /** False for the results of its own local activities: its workflow task is under way. */
+  startsTask: boolean;
+  /** When the lanes first saw its workflow run: the penalty lane serves the oldest first. */
+  firstSeen: number;
+  grant: (verdict: 'run' | 'move') => void;
+}
+
+/**
+ * The penalty lane finishes what it started: the activations of one workflow task (a script's steps are
+ * local activities, each resolved in an activation of its own) run one after another, so that the task
+ * completes before its 4 s timeout. Interleaved with other workflows' interrupted statements (3 s each),
+ * every task of a crowded penalty lane would time out and start over, and a runaway would never reach
+ * the statement that convicts it.
+ */
+interface Session {
+  runId: string;
+  startedAt: number;
+  /** When its last activation ended; undefined while one runs. */
+  endedAt: number | undefined;
+  /** Its last completion scheduled local activities: the task goes on. */
+  continues: boolean;
+}
+
+interface Lane {
+  index: number;
+  penalty: boolean;
+  session: Session | undefined;
+  /** A dispatch is due when the session's wait for its next activation ends. */
+  sessionTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The environment of the activation running on it, or undefined when free. */
+  running: string | undefined;
+  /** When that activation started. */
+  runningSince: number;
+  /** Fires when the running activation becomes heavy. */
+  heavyTimer: ReturnType<typeof setTimeout> | undefined;
+  waiting: Waiter[];
+  workflows: number;
+}
+
+interface EnvironmentState {
+  hotUntil: number;
+  lastActive: number;
+  recentMs: number;
+  recentAt: number;
+  /** Units running on shared lanes. */
+  onShared: number;
+}
+
+/** The environment a workflow belongs to: its root's (a nested action's root is the run that started it). */
+export function environmentOfWorkflow(info: LaneWorkflowInfo): string {
+  return environmentOfRoot(info.root?.workflowId ?? info.workflowId) ?? '';
+}
+
+export interface LaneStats {
+  /** Per lane: the workflows living on it, and whether it runs something now. */
+  lanes: { penalty: boolean; workflows: number; busy: boolean; waiting: number }[];
+  hot: string[];
+}
+
+export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
+  creators: readonly LaneCreator<O, LaneWorkflow<A, C, S>>[],
+  options: LaneOptions,
+): LaneCreator<O, LaneWorkflow<A, C, S>> & { stats(): LaneStats } {
+  if (creators.length !== options.sharedLanes + 1) {
+    throw new Error(
+      `createLanes: ${options.sharedLanes} shared lanes and a penalty lane need ${options.sharedLanes + 1} creators`,
+    );
+  }
+  const now = options.now ?? (() => performance.now());
+  const log = options.log ?? (() => undefined);
+  const heavyMs = options.heavyActivationMs ?? 1000;
+  const hotForMs = options.hotForMs ?? 5 * 60_000;
+  const activeMs = options.activeMs ?? 30_000;
+  const decayMs = options.decayMs ?? 10_000;
+  const lanes: Lane[] = creators.map((_, index) => ({
+    index,
+    penalty: index === options.sharedLanes,
+    session: undefined,
+    sessionTimer: undefined,
+    running: undefined,
+    runningSince: 0,
+    heavyTimer: undefined,
+    waiting: [],
+    workflows: 0,
+  }));
+  const penaltyLane = lanes[options.sharedLanes]!;
+  const sharedLanes = lanes.filter((lane) => !lane.penalty);
+  const environments = new Map<string, EnvironmentState>();
+
+  function stateOf(environmentId: string): EnvironmentState {
+    let state = environments.get(environmentId);
+    if (!state) {
+      state = { hotUntil: 0, lastActive: 0, recentMs: 0, recentAt: now(), onShared: 0 };
+      environments.set(environmentId, state);
+    }
+    return state;
+  }
+  const isHot = (environmentId: string): boolean => stateOf(environmentId).hotUntil > now();
+
+  function recent(state: EnvironmentState): number {
+    const at = now();
+    state.recentMs *= Math.exp(-(at - state.recentAt) / decayMs);
+    state.recentAt = at;
+    return state.recentMs;
+  }
+
+  /** How many shared lanes the environment may run on at once now. */
+  function shareOf(environmentId: string): number {
+    if (sharedLanes.length < 2) return sharedLanes.length;
+    const at = now();
+    for (const [other, state] of environments) {
+      if (other !== environmentId && at - state.lastActive < activeMs) return sharedLanes.length - 1;
+    }
+    return sharedLanes.length;
+  }
+
+  // Environments neither hot nor active lately are forgotten, so the map stays as small as the traffic.
+  let forgotAt = now();
+  function forget(): void {
+    const at = now();
+    if (at - forgotAt < 60_000) return;
+    forgotAt = at;
+    for (const [runId, first] of seen) {
+      if (at - first <= 10 * 60_000) continue;
+      seen.delete(runId);
+      stopped.delete(runId);
+    }
+    for (const [id, state] of environments) {
+      if (state.hotUntil <= at && at - state.lastActive > Math.max(activeMs, 10 * decayMs) && state.onShared === 0) {
+        environments.delete(id);
+      }
+    }
+  }
+
+  function admissible(lane: Lane, environmentId: string): boolean {
+    return lane.penalty || stateOf(environmentId).onShared < shareOf(environmentId);
+  }
+
+  /** Starts the next unit on every free lane that has an admissible one waiting. */
+  function dispatch(): void {
+    for (const lane of lanes) {
+      if (lane.running !== undefined || lane.waiting.length === 0) continue;
+      const next = lane.penalty ? sessionNext(lane) : fairest(lane);
+      if (next === undefined) continue;
+      const [waiter] = lane.waiting.splice(next, 1);
+      start(lane, waiter!.environmentId);
+      if (lane.penalty) {
+        if (lane.session?.runId === waiter!.runId) lane.session.endedAt = undefined;
+        else lane.session = { runId: waiter!.runId, startedAt: now(), endedAt: undefined, continues: false };
+      }
+      waiter!.grant('run');
+    }
+  }
+
+  /** The waiter of the environment that used the least thread time lately (admissible ones only). */
+  function fairest(lane: Lane): number | undefined {
+    let best: number | undefined;
+    for (let index = 0; index < lane.waiting.length; index++) {
+      const candidate = lane.waiting[index]!;
+      if (!admissible(lane, candidate.environmentId)) continue;
+      if (best === undefined) {
+        best = index;
+        continue;
+      }
+      const current = lane.waiting[best]!;
+      const [mine, theirs] = [recent(stateOf(candidate.environmentId)), recent(stateOf(current.environmentId))];
+      if (mine < theirs || (mine === theirs && candidate.firstSeen < current.firstSeen)) best = index;
+    }
+    return best;
+  }
+
+  // When each workflow run was first seen (its order on the penalty lane, kept across the retries of
+  // its tasks, so that a run whose turn was missed is first at the next); forgotten after 10 minutes.
+  const seen = new Map<string, number>();
+  // Runs stopped for an interrupted statement: a task of theirs that was already on its way is not run.
+  const stopped = new Set<string>();
+  function firstSeen(runId: string): number {
+    let at = seen.get(runId);
+    if (at === undefined) {
+      at = now();
+      seen.set(runId, at);
+    }
+    return at;
+  }
+
+  /**
+   * The penalty lane: the session's workflow while its task goes on (waiting a little for its next
+   * activation), else a continuation of a task in progress, else the fairest.
+   */
+  function sessionNext(lane: Lane): number | undefined {
+    const session = lane.session;
+    if (session && session.continues && now() - session.startedAt < SESSION_MS) {
+      const own = lane.waiting.findIndex((waiter) => waiter.runId === session.runId);
+      if (own >= 0) return own;
+      const waitUntil = Math.min((session.endedAt ?? now()) + SESSION_FOLLOW_UP_MS, session.startedAt + SESSION_MS);
+      if (now() < waitUntil) {
+        if (lane.sessionTimer === undefined) {
+          lane.sessionTimer = setTimeout(() => {
+            lane.sessionTimer = undefined;
+            dispatch();
+          }, waitUntil - now());
+          lane.sessionTimer.unref?.();
+        }
+        return undefined;
+      }
+    }
+    lane.session = undefined;
+    const continuing = lane.waiting.filter((waiter) => !waiter.startsTask);
+    if (continuing.length === 0) return fairest(lane);
+    const oldest = continuing.reduce((a, b) => (b.firstSeen < a.firstSeen ? b : a));
+    return lane.waiting.indexOf(oldest);
+  }
+
+  function start(lane: Lane, environmentId: string): void {
+    lane.running = environmentId;
+    lane.runningSince = now();
+    const state = stateOf(environmentId);
+    state.lastActive = now();
+    if (!lane.penalty) state.onShared++;
+    if (lane.penalty) return;
+    // A shared lane whose activation runs this long is no place to wait: its environment is hot from
+    // now, and the activations of other environments waiting for the lane move to another.
+    lane.heavyTimer = setTimeout(() => {
+      lane.heavyTimer = undefined;
+      heat(environmentId);
+      log(`lane ${lane.index} held ${heavyMs} ms by ${environmentId || '(none)'}: its waiters move`, 'info');
+      lane.waiting = lane.waiting.filter((waiter) => {
+        if (waiter.environmentId === environmentId) return true;
+        waiter.grant('move');
+        return false;
+      });
+    }, heavyMs);
+    lane.heavyTimer.unref?.();
+  }
+
+  /** Is the lane running an activation that has run for `heavyMs` already? */
+  const blocked = (lane: Lane): boolean => lane.running !== undefined && now() - lane.runningSince >= heavyMs;
+
+  /** Waits for the lane; answers what gives it back, which says how long it was held. */
+  async function acquire(lane: Lane, environmentId: string, runId: string, startsTask: boolean): Promise<() => number> {
+    stateOf(environmentId).lastActive = now();
+    if (!lane.penalty && blocked(lane) && lane.running !== environmentId) throw moved(lane, environmentId);
+    const verdict = await new Promise<'run' | 'move'>((grant) => {
+      lane.waiting.push({ environmentId, runId, startsTask, firstSeen: firstSeen(runId), grant });
+      dispatch();
+    });
+    if (verdict === 'move') throw moved(lane, environmentId);
+    const startedAt = now();
+    let released = false;
+    return () => {
+      if (released) return 0;
+      released = true;
+      const held = now() - startedAt;
+      const state = stateOf(environmentId);
+      recent(state);
+      state.recentMs += held;
+      state.lastActive = now();
+      if (!lane.penalty) state.onShared--;
+      lane.running = undefined;
+      if (lane.heavyTimer) clearTimeout(lane.heavyTimer);
+      lane.heavyTimer = undefined;
+      if (lane.session) lane.session.endedAt = now();
+      forget();
+      dispatch();
+      return held;
+    };
+  }
+
+  function moved(lane: Lane, environmentId: string): LaneMoveError {
+    return new LaneMoveError(
+      isHot(environmentId)
+        ? `environment ${environmentId || '(none)'} ran a script past its budget: its workflows move to the penalty lane (this one replays there)`
+        : `workflow thread ${lane.index} is held by a script past its budget: this workflow moves to another (it replays there)`,
+    );
+  }
+
+  /** The lane a new workflow of the environment lives on. */
+  function place(environmentId: string): Lane {
+    if (isHot(environmentId)) return penaltyLane;
+    let best = sharedLanes[0]!;
+    for (const lane of sharedLanes) {
+      const load = (candidate: Lane) => [
+        blocked(candidate) ? 2 : candidate.running === undefined ? 0 : 1,
+        candidate.waiting.length,
+        candidate.workflows,
+      ];
+      const [a, b] = [load(lane), load(best)];
+      if (a[0]! < b[0]! || (a[0] === b[0] && (a[1]! < b[1]! || (a[1] === b[1] && a[2]! < b[2]!)))) best = lane;
+    }
+    return best;
+  }
+
+  function heat(environmentId: string): void {
+    stateOf(environmentId).hotUntil = now() + hotForMs;
+  }
+
+  return {
+    async createWorkflow(createOptions: O): Promise<LaneWorkflow<A, C, S>> {
+      const info = createOptions.info;
+      const environmentId = environmentOfWorkflow(info);
+      const lane = place(environmentId);
+      log(`create ${info.workflowId} (${info.workflowType}) on lane ${lane.index}`, 'debug');
+      // Creating a workflow, fetching its sink calls and disposing of it are short messages to the
+      // thread (milliseconds): they are posted at once, only activations wait for their lane.
+      const inner = await creators[lane.index]!.createWorkflow(createOptions);
+      lane.workflows++;
+      return {
+        async activate(activation: A): Promise<C> {
+          if (stopped.has(info.runId)) {
+            throw new LaneStoppedError(`run ${info.workflowId} was stopped for a statement that ran past its budget`);
+          }
+          if (!lane.penalty && isHot(environmentId)) {
+            log(`move ${info.workflowId} from lane ${lane.index}`, 'info');
+            throw moved(lane, environmentId);
+          }
+          const release = await acquire(lane, environmentId, info.runId, options.startsTask(activation)).catch(
+            (error: unknown) => {
+              if (error instanceof LaneMoveError) log(`rescue ${info.workflowId} from lane ${lane.index}`, 'info');
+              throw error;
+            },
+          );
+          // It may have become hot while this activation waited.
+          if (!lane.penalty && isHot(environmentId)) {
+            release();
+            log(`move ${info.workflowId} from lane ${lane.index}`, 'info');
+            throw moved(lane, environmentId);
+          }
+          const startedAt = now();
+          // An interrupted statement: the run's script computed past every budget with the lane to itself.
+          const convict = (): void => {
+            heat(environmentId);
+            log(
+              `interrupted ${info.workflowId} (environment ${environmentId || '(none)'}) on lane ${lane.index} after ${Math.round(now() - startedAt)} ms`,
+              'warn',
+            );
+            if (!RUN_TYPES.has(info.workflowType)) return;
+            firstSeen(info.runId);
+            stopped.add(info.runId);
+            options.onRunaway({
+              workflowId: info.workflowId,
+              runId: info.runId,
+              workflowType: info.workflowType,
+              environmentId,
+              ranMs: now() - startedAt,
+            });
+          };
+          try {
+            const completion = await inner.activate(activation);
+            if (options.interrupted(completion)) convict();
+            else if (lane.session?.runId === info.runId) lane.session.continues = options.continuesTask(completion);
+            return completion;
+          } catch (error) {
+            if (options.isIsolateTimeout(error)) convict();
+            throw error;
+          } finally {
+            if (release() >= heavyMs) heat(environmentId);
+          }
+        },
+        getAndResetSinkCalls: () => inner.getAndResetSinkCalls(),
+        async dispose(): Promise<void> {
+          try {
+            await inner.dispose();
+          } finally {
+            lane.workflows--;
+          }
+        },
+      };
+    },
+    async destroy(): Promise<void> {
+      await Promise.all(creators.map((creator) => creator.destroy()));
+    },
+    stats(): LaneStats {
+      return {
+        lanes: lanes.map((lane) => ({
+          penalty: lane.penalty,
+          workflows: lane.workflows,
+          busy: lane.running !== undefined,
+          waiting: lane.waiting.length,
+        })),
+        hot: [...environments.entries()].filter(([, state]) => state.hotUntil > now()).map(([id]) => id),
+      };
+    },
+  };
+}
