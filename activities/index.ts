@@ -68,6 +68,7 @@ export function createActivities({ db, runtime }: ActivityDeps) {
             authorities,
             secretsOf,
             inboundQueue: runtime.inboundQueue,
+            runSlots: runtime.runSlots,
           }),
           ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),
           // A deploy's apply (workflows/applyDeployment.ts).

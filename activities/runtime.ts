@@ -30,6 +30,7 @@ import { createStepLedger, type StepKey } from '../src/steps/stepLedger.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../src/runtime/svcTypes.js';
 import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
+import type { RunSlots } from '../src/runtime/runSlots.js';
 
 /** Finds the deployed action a script's `svc.triggerAction` names; null when there is none. */
 export type ActionResolver = (options: {
@@ -54,7 +55,17 @@ export interface RuntimeDeps {
   authorities?: RunAuthorities | undefined;
   /** Inbound webhooks waiting for their syncs: a webhook run loads its payload from there. */
   inboundQueue?: InboundWebhookQueue | undefined;
+  /** The runs each environment has going: a sync run takes a slot as it begins (the entity gives it back). */
+  runSlots?: RunSlots | undefined;
+  /** Sync runs one environment may have going at once. @default 100 */
+  syncRunConcurrency?: number | undefined;
 }
+
+// A sync run past its environment's bound tries to begin again after this (its step is retried 10
+// times: about 90 s in all), then fails with environment_busy. Its slot lapses after SYNC_SLOT_TTL_MS
+// if the entity that would give it back is gone (its connection deleted mid-run).
+const SYNC_SLOT_RETRY_MS = 10_000;
+const SYNC_SLOT_TTL_MS = 12 * 3600_000;
 
 // How often the watchdog looks at a running sync run: a runaway run is stopped within about
 // RUNAWAY_ATTEMPTS workflow-task attempts (~10 s) plus this.
@@ -270,10 +281,23 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     },
 
     async beginRun(input: SyncScope & { runId: string }): Promise<void> {
-      return translated(async () => {
-        requireSyncRun(await caller(), input);
-        await records.beginRun(input);
+      await translated(async () => requireSyncRun(await caller(), input));
+      const limit = deps.syncRunConcurrency ?? 100;
+      const slot = await deps.runSlots?.take({
+        environmentId: input.environmentId,
+        kind: 'sync',
+        runId: input.runId,
+        limit,
+        ttlMs: SYNC_SLOT_TTL_MS,
       });
+      if (slot === false) {
+        throw ApplicationFailure.create({
+          type: 'environment_busy',
+          message: `the environment has ${limit} sync runs going, as many as it may at once (SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT): this one did not begin`,
+          nextRetryDelay: SYNC_SLOT_RETRY_MS,
+        });
+      }
+      return translated(() => records.beginRun(input));
     },
 
     /** The payload of the queued webhook a run of this sync handles (src/webhooks/inboundQueue.ts). */

@@ -9,6 +9,7 @@ import { syncRecords, syncRunDuration, syncRunsFinished } from '../src/metrics/i
 import type { RunHistory, SyncRunRecord } from '../src/runtime/runHistory.js';
 import { scopeDenied, syncEntityId, type RunAuthorities } from '../src/temporal/runAuthority.js';
 import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
+import type { RunSlots } from '../src/runtime/runSlots.js';
 import { callingRun, translated } from './runtime.js';
 
 /** The credential values of a connection, for redaction (ConnectionService.credentialSecrets). */
@@ -43,12 +44,15 @@ export function createSyncRunActivities({
   authorities,
   secretsOf,
   inboundQueue,
+  runSlots,
 }: {
   runHistory: RunHistory;
   authorities: RunAuthorities;
   secretsOf: SecretsOf;
   /** Where the webhook a run handled waited: recording the run removes it. */
   inboundQueue?: InboundWebhookQueue | undefined;
+  /** The run's slot among its environment's sync runs: recording the run gives it back. */
+  runSlots?: RunSlots | undefined;
 }) {
   return {
     /** Only the sync entity records its own runs. */
@@ -67,8 +71,12 @@ export function createSyncRunActivities({
         const stored = await runHistory.record({ ...record, error: await redactedError(run.error, run, secretsOf) });
         // Counted by the write that stored the run: a replayed or retried recordSyncRun counts nothing.
         if (stored) countFinishedRun(run);
-        // The webhook is handled (or its run failed for good): it waits no more.
-        if (webhookQueueId !== undefined) await inboundQueue?.complete(run, webhookQueueId);
+        await runSlots?.release(run.runId);
+        // The webhook is handled (or its run failed for good): it waits no more. A run that could not
+        // begin (its environment busy) handled nothing: the entity queues the webhook again.
+        if (webhookQueueId !== undefined && run.error?.code !== 'environment_busy') {
+          await inboundQueue?.complete(run, webhookQueueId);
+        }
       });
     },
   };

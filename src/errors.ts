@@ -70,6 +70,10 @@ export const ERROR_CODES = {
   },
   deployment_not_found: { status: 404, meaning: 'The environment has no deployment of that version.' },
   destructive_change_not_confirmed: { status: 409, meaning: 'The deploy removes things and was not confirmed.' },
+  environment_busy: {
+    status: 500,
+    meaning: 'The sync run could not begin: too many of its environment’s were running.',
+  },
   environment_exists: { status: 409, meaning: 'An environment of that name exists.' },
   environment_not_empty: { status: 409, meaning: 'The environment still has connections or integrations.' },
   integration_exists: { status: 409, meaning: 'An integration with that unique key exists.' },
@@ -183,6 +187,10 @@ export const ERROR_CODES = {
   sync_not_found: { status: 404, meaning: 'The sync is not running for this connection.' },
   temporal_unavailable: { status: 500, meaning: 'Temporal did not answer a lookup.' },
   temporal_unreachable: { status: 500, meaning: 'Temporal cannot be reached at the configured address.' },
+  too_many_runs: {
+    status: 429,
+    meaning: 'The environment has as many actions running as it may; Retry-After says when.',
+  },
   unknown_connection: { status: 404, meaning: 'No such connection in this environment.' },
   unknown_environment: { status: 404, meaning: 'No such environment.' },
   unknown_environment_variable: { status: 404, meaning: 'No such environment variable.' },

@@ -54,12 +54,14 @@ import { createPostgresLogStore, logEnvironmentHoldings } from './runtime/logSto
 import { createDataConverter } from './runtime/payloadStorage.js';
 import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
 import { createRunHistory, runHistoryEnvironmentHoldings } from './runtime/runHistory.js';
+import { createRunSlots, runSlotEnvironmentHoldings } from './runtime/runSlots.js';
 import { createPostgresScriptStore, scriptEnvironmentHoldings } from './runtime/scriptStore.js';
 import type { Settings } from './settings.js';
 import {
   checksConnection,
   connectTemporal,
   connectWorker,
+  syncWorkflowId,
   temporalConnectionOptions,
   type TemporalConnectionOptions,
 } from './temporal/connection.js';
@@ -166,6 +168,7 @@ function composeParts(options: {
   catalog?: CreateConnectionsOptions['catalog'];
   log?: (message: string) => void;
   inboundQueueLimits?: InboundQueueLimits;
+  syncRunConcurrency?: number;
 }): ServiceParts {
   const { db, encryptor, temporal, taskQueue } = options;
   // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
@@ -185,6 +188,7 @@ function composeParts(options: {
       logEnvironmentHoldings,
       runHistoryEnvironmentHoldings,
       scriptEnvironmentHoldings,
+      runSlotEnvironmentHoldings,
     ],
   });
   const records = createPostgresRecordStore({ db });
@@ -193,6 +197,7 @@ function composeParts(options: {
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
   const frequencies = new SyncFrequencyStore(db);
+  const runSlots = createRunSlots({ db });
   const inboundQueue = createInboundWebhookQueue({
     db,
     encryptor,
@@ -205,6 +210,8 @@ function composeParts(options: {
     scripts,
     onStop: async (ref) => {
       await inboundQueue.erase(ref);
+      // Its run, stopped with it, never records itself and never gives its slot back.
+      await runSlots.releaseEntity(syncWorkflowId(ref));
     },
   });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
@@ -251,6 +258,8 @@ function composeParts(options: {
     temporal,
     encryptor,
     inboundQueue,
+    runSlots,
+    ...(options.syncRunConcurrency === undefined ? {} : { syncRunConcurrency: options.syncRunConcurrency }),
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
     // The apply workflow's activities (activities/deploy.ts).
@@ -339,6 +348,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       publicUrl,
       catalog: overrides.catalog ?? loadProviderCatalog({ extraFile: settings.SERVICE_PROVIDERS_FILE }),
       ...(overrides.log ? { log: overrides.log } : {}),
+      syncRunConcurrency: settings.SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT,
       inboundQueueLimits: {
         ...DEFAULT_INBOUND_QUEUE_LIMITS,
         syncBytes: settings.WEBHOOK_QUEUE_SYNC_BYTES,
@@ -373,6 +383,8 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       webhookSettings: parts.webhookSettings,
       inboundSignatures: createInboundSignatureStore(db),
       inboundQueue: parts.inboundQueue,
+      runSlots: parts.runtime.runSlots,
+      actionConcurrency: settings.ACTION_CONCURRENCY_PER_ENVIRONMENT,
       webhookRateLimit: { perSecond: settings.WEBHOOK_RATE_LIMIT_PER_SECOND },
       encryptor,
       oauthFlow: connections.oauthFlow,

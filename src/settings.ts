@@ -192,6 +192,13 @@ export const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(512 * 1024 * 1024),
+  /** Actions one environment may have running at once, across every API process. Past it: 429 `too_many_runs`. */
+  ACTION_CONCURRENCY_PER_ENVIRONMENT: z.coerce.number().int().min(1).default(25),
+  /**
+   * Sync runs one environment may have running at once, across every worker. A run past it waits to
+   * begin (retried for about 90 s), then fails with `environment_busy` and runs again soon.
+   */
+  SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT: z.coerce.number().int().min(1).default(100),
   /**
    * Token requests the background refresher has in flight at once, per worker process, and of those
    * one environment's at most (src/connections/tokenRefresher.ts).

@@ -418,3 +418,25 @@ describe('sync entity: a clock that jumps', () => {
     expect(back.state.nextRunAt).toBe(at(T0 + SECOND + HOUR));
   });
 });
+
+describe('a run that could not begin (its environment had as many sync runs going as it may)', () => {
+  const busy = { code: 'environment_busy', message: 'the environment has 100 sync runs going' };
+
+  it('queues its webhook again, first, and leaves the queue otherwise as it was', () => {
+    let e = entity({}, T0);
+    e = { ...e, state: { ...e.state, nextRunAt: at(T0 + HOUR) } };
+    e = applyEvent(e, { type: 'webhook', event: hook(1) });
+    e = applyEvent(e, { type: 'webhook', event: hook(2) });
+    const { entity: running } = start(e, T0 + SECOND);
+    expect(running.state.webhooks).toEqual([hook(2)]);
+    const { entity: after, end } = runEnded(running, { ok: false, error: busy }, T0 + 2 * SECOND, rules());
+    expect(after.state.webhooks).toEqual([hook(1), hook(2)]);
+    expect(end.record?.error).toEqual(busy);
+  });
+
+  it('a scheduled one runs again after a minute, not a whole interval later', () => {
+    const { entity: running } = start(entity({ runsMs: 24 * HOUR }, T0), T0);
+    const { entity: after } = runEnded(running, { ok: false, error: busy }, T0 + SECOND, rules());
+    expect(after.state.nextRunAt).toBe(at(T0 + SECOND + 60 * SECOND));
+  });
+});

@@ -24,6 +24,9 @@ import type { SyncFinishedEvent } from '../src/webhooks/deliveries.js';
 // before that bound existed.
 export const MAX_QUEUED_WEBHOOKS = 100;
 
+// A scheduled run that could not begin (environment_busy) is tried again after this, or its interval.
+const BUSY_RETRY_MS = 60_000;
+
 /** What the entity carries from one execution to the next (the workflow's continue-as-new input). */
 export interface SyncEntityState {
   paused: boolean;
@@ -261,6 +264,14 @@ export function runEnded(
   const lapsed = state.nextRunAt === null || Date.parse(state.nextRunAt) <= now;
   const moveSchedule = run.scheduled || (lapsed && (run.webhook === undefined || !rules.scheduleBeforeWebhooks()));
   if (!neverScheduled && moveSchedule) state = { ...state, nextRunAt: iso(now + definition.runsMs) };
+  // A run that could not begin because its environment had as many sync runs going as it may did
+  // nothing: its webhook waits again, first, and the sync runs again soon rather than a whole interval later.
+  if (!outcome.ok && outcome.error.code === 'environment_busy') {
+    if (run.webhook) state = { ...state, webhooks: [run.webhook, ...state.webhooks] };
+    if (!neverScheduled && run.scheduled) {
+      state = { ...state, nextRunAt: iso(now + Math.min(definition.runsMs, BUSY_RETRY_MS)) };
+    }
+  }
 
   const next: SyncEntity = { ...entity, state, run: null };
   if (run.runId === '') return { entity: next, end: { record: null, notify: null } };

@@ -14,6 +14,7 @@ import type { Deployments } from '../deploy/deployments.js';
 import type { RecordStore } from '../records/types.js';
 import type { ScriptLogStore } from '../runtime/logStore.js';
 import type { RunHistory } from '../runtime/runHistory.js';
+import type { RunSlots } from '../runtime/runSlots.js';
 import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
 import type { ReadinessChecks } from '../health.js';
@@ -56,6 +57,10 @@ export interface ApiDeps {
   inboundSignatures: InboundSignatureStore;
   /** Inbound webhooks waiting for their syncs: bounded per sync and per environment. */
   inboundQueue: InboundWebhookQueue;
+  /** The runs each environment has going (actions here, sync runs on the workers), bounded per environment. */
+  runSlots?: RunSlots | undefined;
+  /** Actions one environment may have running at once. @default 25 */
+  actionConcurrency?: number | undefined;
   /** Inbound webhooks per environment and integration (after the signature check). @default 100/s */
   webhookRateLimit?: RateLimitOptions | undefined;
   /** Encrypts the webhook secrets (inbound per integration, outbound per environment). */

@@ -1,10 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { ConnectionScope } from '../../connections/types.js';
 import { ERROR_CODES, isServiceError, RelayedError, ServiceError } from '../../errors.js';
 import { actionDuration } from '../../metrics/index.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type RouteContext } from '../route.js';
+import { rootActionId } from '../../temporal/runAuthority.js';
 import { assertConnection, redactorFor, scopeOf } from './shared.js';
+
+// The default of ACTION_CONCURRENCY_PER_ENVIRONMENT (src/settings.ts), for an API built without it.
+const DEFAULT_ACTION_CONCURRENCY = 25;
+// An action runs for 5 minutes at most (src/temporal/syncControl.ts): its slot lapses a minute after.
+const ACTION_SLOT_TTL_MS = 6 * 60_000;
+// Actions are short: a slot frees within seconds, usually.
+const TOO_MANY_RETRY_AFTER_SECONDS = 1;
 
 /** HTTP status of an action whose script threw ActionError: the request was understood, the action refused it. */
 export const ACTION_FAILURE_STATUS = ERROR_CODES.action_script_failure.status;
@@ -74,8 +83,27 @@ export async function runActionFor(
       Number(process.hrtime.bigint() - started) / 1e9,
     );
   };
+  // One of the environment's action slots for as long as the action runs (shared by every API process).
+  const workflowId = rootActionId({ ...definition, connectionId: scope.connectionId }, randomUUID());
+  const limit = deps.actionConcurrency ?? DEFAULT_ACTION_CONCURRENCY;
+  if (
+    deps.runSlots &&
+    !(await deps.runSlots.take({
+      environmentId: scope.environmentId,
+      kind: 'action',
+      runId: workflowId,
+      limit,
+      ttlMs: ACTION_SLOT_TTL_MS,
+    }))
+  ) {
+    throw new ServiceError(
+      'too_many_runs',
+      `the environment has ${limit} actions running, as many as it may at once (ACTION_CONCURRENCY_PER_ENVIRONMENT); retry in ${TOO_MANY_RETRY_AFTER_SECONDS} s`,
+      { retryable: true, retryAfterSeconds: TOO_MANY_RETRY_AFTER_SECONDS },
+    );
+  }
   try {
-    outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input });
+    outcome = await deps.syncs.runAction({ definition, connectionId: scope.connectionId, input }, { workflowId });
     observe(outcome.ok ? 'success' : 'action_error');
   } catch (error) {
     observe('failed');
@@ -87,6 +115,8 @@ export async function runActionFor(
       retryable: error.retryable,
       ...(error.details === undefined ? {} : { details: redact.value(error.details) }),
     });
+  } finally {
+    await deps.runSlots?.release(workflowId).catch(() => undefined);
   }
   if (outcome.ok) return { ok: true, output: outcome.output };
   const failure: z.infer<typeof actionFailureSchema> = {
