@@ -24,6 +24,7 @@ import {
   SDK_VERSION,
   THREAD_DEATH_FAILURE,
   VM_SHARED_MODULE,
+  WORKFLOW_CREATOR_HOOK,
 } from './sdkInternals.js';
 import { isIsolateTimeout, isThreadDeath, sandboxWorkerOptions, shareThreadMarks } from './workerSide.js';
 
@@ -106,6 +107,18 @@ describe('the Temporal SDK the sandbox was checked against', () => {
       setUnhandledRejectionHandler: 'function',
       injectGlobals: 'function',
     });
+    // The lanes (src/temporal/lanes.ts) replace the workflow creator through this hook: Worker.create
+    // must build its creator by calling it on the class it was called on, or the lanes are bypassed.
+    const workerSource = readFileSync(sdkFile('worker.js'), 'utf8');
+    expect(
+      typeof (Worker as unknown as Record<string, unknown>)[WORKFLOW_CREATOR_HOOK] === 'function' &&
+        workerSource.includes(`await this.${WORKFLOW_CREATOR_HOOK}(bundle, compiledOptions, logger)`),
+      broken(
+        'WORKFLOW_CREATOR_HOOK',
+        'src/sandbox/workerSide.ts',
+        'Worker.create no longer builds its workflow creator with this.createWorkflowCreator',
+      ),
+    ).toBe(true);
     const threadedVm = readFileSync(sdkFile('workflow/threaded-vm.js'), 'utf8');
     expect(
       THREAD_DEATH_FAILURE.test(threadedVm),
