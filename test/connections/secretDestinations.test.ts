@@ -20,6 +20,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
 import { bundle, json, startApiHarness, startFakeServer, type ApiHarness } from '../api/helpers/harness.js';
+import { refreshRound } from '../../src/connections/tokenRefresher.js';
 
 const CLIENT_SECRET = `zd-client-secret-${randomBytes(12).toString('hex')}`;
 const CC_SECRET = `cc-client-secret-${randomBytes(12).toString('hex')}`;
@@ -264,7 +265,7 @@ describe('a connection setting cannot send a secret to another host', () => {
       const outcomes: Record<string, unknown> = {};
       outcomes['force_refresh'] = await settle(h.api.connections.get(ref, { force_refresh: true }));
       outcomes['refresher'] = await settle(
-        h.service.parts.connections.service.refreshExpiring({ withinMs: 24 * 3600_000, limit: 1000 }),
+        refreshRound(h.service.parts.connections.service, { windowMs: 24 * 3600_000 }),
       );
       outcomes['authorize'] = await settle(h.api.connections.authorizeRequest(ref, { method: 'GET', endpoint: '/me' }));
       outcomes['run'] = await settle(
