@@ -169,6 +169,27 @@ describe('lanes', () => {
     expect(h.log.at(-1)).toBe('action:b:i:c:x:1@1');
   });
 
+  it('a sync entity’s long activation (a replay on a loaded machine) moves the others’ waiters but heats nothing', async () => {
+    const h = harness(2, 20);
+    const entity = await h.create('sync:a:i:c:s', 'manageSync');
+    await h.create('action:c:i:c:x:1');
+    const b = await h.create('action:b:i:c:x:1');
+    const long = entity.activate({ ms: 1500 });
+    await h.tick();
+    const waiting = b.activate({ ms: 5 }).catch((error: unknown) => error);
+    h.advance(20);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(await waiting).toBeInstanceOf(LaneMoveError);
+    await h.finish('sync:a:i:c:s');
+    await long;
+    expect(h.lanes.stats().hot).toEqual([]);
+    // Its environment's next workflow still lives on a shared lane.
+    const next = await h.create('action:a:i:c:x:1');
+    void next.activate({ ms: 1 });
+    await h.tick();
+    expect(h.log.at(-1)).not.toMatch(/@2$/);
+  });
+
   it('an interrupted statement of a workflow that is not a run heats its environment but convicts nothing', async () => {
     const h = harness(2);
     const entity = await h.create('sync:a:i:c:s', 'manageSync');

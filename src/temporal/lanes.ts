@@ -14,9 +14,9 @@
  * - **A share, not all.** While another environment is active (had a unit in the last `activeMs`), one
  *   environment runs on at most `sharedLanes - 1` of the shared lanes at once: a lane is always free of
  *   it for the others. Alone, an environment uses every shared lane.
- * - **Hot environments go to the penalty lane.** An environment one of whose activations ran for
- *   `heavyActivationMs` or longer (a script computing past loop protection's 1 s), or was interrupted by
- *   the isolate timeout, is hot for `hotForMs`: its new workflows are created on the penalty lane, a
+ * - **Hot environments go to the penalty lane.** An environment one of whose runs' activations ran for
+ *   `heavyActivationMs` or longer (a script computing past loop protection's 1 s), or one of whose
+ *   activations was interrupted by the isolate timeout, is hot for `hotForMs`: its new workflows are created on the penalty lane, a
  *   thread of its own that no calm environment's workflow lives on, and an activation of one of its
  *   workflows still on a shared lane is refused (`LaneMoveError`), which makes the worker evict it: its
  *   task is retried and replays on the penalty lane.
@@ -117,6 +117,8 @@ interface Waiter {
   runId: string;
   /** False for the results of its own local activities: its workflow task is under way. */
   startsTask: boolean;
+  /** A run's (runSync, runAction): only a run's script can make its activations heavy. */
+  run: boolean;
   /** When the lanes first saw its workflow run: the penalty lane serves the oldest first. */
   firstSeen: number;
   grant: (verdict: 'run' | 'move') => void;
@@ -260,7 +262,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
       const next = lane.penalty ? sessionNext(lane) : fairest(lane);
       if (next === undefined) continue;
       const [waiter] = lane.waiting.splice(next, 1);
-      start(lane, waiter!.environmentId);
+      start(lane, waiter!.environmentId, waiter!.run);
       if (lane.penalty) {
         if (lane.session?.runId === waiter!.runId) lane.session.endedAt = undefined;
         else lane.session = { runId: waiter!.runId, startedAt: now(), endedAt: undefined, continues: false };
@@ -328,7 +330,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     return lane.waiting.indexOf(oldest);
   }
 
-  function start(lane: Lane, environmentId: string): void {
+  function start(lane: Lane, environmentId: string, run: boolean): void {
     lane.running = environmentId;
     lane.runningSince = now();
     const state = stateOf(environmentId);
@@ -339,7 +341,9 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     // now, and the activations of other environments waiting for the lane move to another.
     lane.heavyTimer = setTimeout(() => {
       lane.heavyTimer = undefined;
-      heat(environmentId);
+      // Only a run's script heats its environment: a sync entity or a deploy runs the service's own
+      // code, which a loaded machine or a long replay may slow past the mark through no fault of theirs.
+      if (run) heat(environmentId);
       log(`lane ${lane.index} held ${heavyMs} ms by ${environmentId || '(none)'}: its waiters move`, 'info');
       lane.waiting = lane.waiting.filter((waiter) => {
         if (waiter.environmentId === environmentId) return true;
@@ -354,11 +358,17 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
   const blocked = (lane: Lane): boolean => lane.running !== undefined && now() - lane.runningSince >= heavyMs;
 
   /** Waits for the lane; answers what gives it back, which says how long it was held. */
-  async function acquire(lane: Lane, environmentId: string, runId: string, startsTask: boolean): Promise<() => number> {
+  async function acquire(
+    lane: Lane,
+    environmentId: string,
+    runId: string,
+    startsTask: boolean,
+    run: boolean,
+  ): Promise<() => number> {
     stateOf(environmentId).lastActive = now();
     if (!lane.penalty && blocked(lane) && lane.running !== environmentId) throw moved(lane, environmentId);
     const verdict = await new Promise<'run' | 'move'>((grant) => {
-      lane.waiting.push({ environmentId, runId, startsTask, firstSeen: firstSeen(runId), grant });
+      lane.waiting.push({ environmentId, runId, startsTask, run, firstSeen: firstSeen(runId), grant });
       dispatch();
     });
     if (verdict === 'move') throw moved(lane, environmentId);
@@ -430,7 +440,8 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             log(`move ${info.workflowId} from lane ${lane.index}`, 'info');
             throw moved(lane, environmentId);
           }
-          const release = await acquire(lane, environmentId, info.runId, options.startsTask(activation)).catch(
+          const isRun = RUN_TYPES.has(info.workflowType);
+          const release = await acquire(lane, environmentId, info.runId, options.startsTask(activation), isRun).catch(
             (error: unknown) => {
               if (error instanceof LaneMoveError) log(`rescue ${info.workflowId} from lane ${lane.index}`, 'info');
               throw error;
@@ -470,7 +481,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             if (options.isIsolateTimeout(error)) convict();
             throw error;
           } finally {
-            if (release() >= heavyMs) heat(environmentId);
+            if (release() >= heavyMs && isRun) heat(environmentId);
           }
         },
         getAndResetSinkCalls: () => inner.getAndResetSinkCalls(),
