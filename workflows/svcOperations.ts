@@ -74,6 +74,7 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   clearRecords: { ledgered: true },
   forgetSteps: { ledgered: false },
   beginRun: { ledgered: false },
+  loadQueuedWebhook: { ledgered: false },
   countRecords: { ledgered: false },
   writeLogs: { ledgered: false },
   getEnvironmentVariables: { ledgered: false },
