@@ -16,6 +16,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
 import { json, startApiHarness, startFakeServer, type ApiHarness } from '../api/helpers/harness.js';
+import { refreshRound } from '../../src/connections/tokenRefresher.js';
 
 const CLIENT_SECRET = `cc-secret-${randomBytes(12).toString('hex')}`;
 const PRIVATE_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
@@ -105,7 +106,7 @@ describe("a connection's secret stays with the token URL it was given for", () =
         }),
       );
       const refreshed = await settle(h.api.connections.get(ref, { force_refresh: true }));
-      await h.service.parts.connections.service.refreshExpiring({ withinMs: 24 * 3600_000, limit: 1000 });
+      await refreshRound(h.service.parts.connections.service, { windowMs: 24 * 3600_000 });
 
       expect(attacker.requests.slice(before).map((request) => `${request.method} ${request.url}`)).toEqual([]);
       expect(JSON.stringify(refreshed)).not.toContain(ATTACKER_TOKEN);
