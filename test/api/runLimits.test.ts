@@ -1,9 +1,13 @@
 /**
  * Runs one environment may have going at once (issue 29, finding 3): actions past the bound are a 429
  * `too_many_runs` with Retry-After, another environment's are not touched; a sync run past the bound
- * waits to begin until a slot frees. The bounds are tiny here (2 actions, 1 sync run) so that a few
- * held requests reach them.
+ * waits to begin until a slot frees. An MCP tools/call runs through the same slots (runActionFor), so
+ * an agent is bounded as POST /action/trigger is. The bounds are tiny here (2 actions, 1 sync run) so
+ * that a few held requests reach them.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
@@ -29,7 +33,9 @@ beforeAll(async () => {
     const key = request.headers.authorization ?? '';
     seen.push(`${key} ${request.method} ${request.url}`);
     await waits.get(key);
-    json(response, 200, { issues: [{ id: '1', title: 'one' }], id: 'x', title: 'done' });
+    // The action's output is an Issue as its model declares it (an MCP tool checks it against its outputSchema).
+    if (request.method === 'POST') json(response, 200, { id: 'x', title: 'done' });
+    else json(response, 200, { issues: [{ id: '1', title: 'one' }] });
   });
   for (const api of [h.api, h.apiB]) await api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
   await h.deploy(h.envA.id, deployRequest());
@@ -51,6 +57,10 @@ beforeAll(async () => {
 afterAll(() => {
   for (const release of held.values()) release();
 });
+const agents: Client[] = [];
+afterAll(async () => {
+  for (const client of agents) await client.close().catch(() => undefined);
+});
 
 const createIssue = (secretKey: string, connection: string) =>
   fetch(`${h.baseUrl}/action/trigger`, {
@@ -63,6 +73,33 @@ const createIssue = (secretKey: string, connection: string) =>
     },
     body: JSON.stringify({ action_name: 'create-issue', input: { title: 'held' } }),
   });
+
+/** An AI agent on POST /mcp (the MCP SDK's own client) for one connection of the fixture integration. */
+async function agent(secretKey: string, connection: string): Promise<Client> {
+  const client = new Client({ name: 'run-limits-agent', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), {
+      requestInit: {
+        headers: {
+          Authorization: `Bearer ${secretKey}`,
+          'Connection-Id': connection,
+          'Provider-Config-Key': INTEGRATION,
+        },
+      },
+    }),
+  );
+  agents.push(client);
+  return client;
+}
+
+// The SDK's client gives up on a request after 60 s by default; a held call waits longer on a loaded machine.
+const callCreateIssue = (client: Client) =>
+  client.callTool({ name: 'create-issue', arguments: { title: 'held' } }, CallToolResultSchema, { timeout: 170_000 });
+
+const toolError = (result: unknown): { code?: string; retryable?: boolean } => {
+  const [first] = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];
+  return (JSON.parse(first?.text ?? '{}') as { error?: { code?: string; retryable?: boolean } }).error ?? {};
+};
 
 const selection = (connection: string) => ({
   provider_config_key: INTEGRATION,
@@ -94,6 +131,47 @@ describe('runs per environment', () => {
     // The slots are given back.
     expect((await createIssue(h.envA.secretKey, 'c3')).status).toBe(200);
   }, 180_000);
+
+  it('an MCP tools/call takes the same slots: past the bound it is refused with too_many_runs, like POST /action/trigger', async () => {
+    const [c1, c2, c3, b1] = await Promise.all([
+      agent(h.envA.secretKey, 'c1'),
+      agent(h.envA.secretKey, 'c2'),
+      agent(h.envA.secretKey, 'c3'),
+      agent(h.envB.secretKey, 'b1'),
+    ]);
+    hold('Bearer key-c1');
+    hold('Bearer key-c2');
+    const before = seen.length;
+    const posted = (key: string) => seen.slice(before).filter((line) => line.startsWith(`${key} POST`)).length;
+    // Two calls through MCP hold the environment's two slots.
+    const first = callCreateIssue(c1);
+    const second = callCreateIssue(c2);
+    await eventually(
+      async () => (posted('Bearer key-c1') + posted('Bearer key-c2') >= 2 ? true : undefined),
+      60_000,
+      'two tool calls under way',
+    );
+    const third = await callCreateIssue(c3);
+    expect(third.isError).toBe(true);
+    expect(toolError(third)).toMatchObject({ code: 'too_many_runs', retryable: true });
+    // POST /action/trigger counts the calls of MCP sessions too.
+    const rest = await createIssue(h.envA.secretKey, 'c3');
+    expect(rest.status).toBe(429);
+    expect(((await rest.json()) as { error: { code: string } }).error.code).toBe('too_many_runs');
+    expect(posted('Bearer key-c3')).toBe(0);
+    // Environment B's agent has slots of its own.
+    const other = await callCreateIssue(b1);
+    expect(other.isError, JSON.stringify(other)).toBeFalsy();
+    expect(other.structuredContent).toEqual({ id: 'x', title: 'done' });
+    held.get('Bearer key-c1')!();
+    held.get('Bearer key-c2')!();
+    expect((await first).isError).toBeFalsy();
+    expect((await second).isError).toBeFalsy();
+    // The calls that ended gave their slots back.
+    const again = await callCreateIssue(c3);
+    expect(again.isError, JSON.stringify(again)).toBeFalsy();
+    expect(posted('Bearer key-c3')).toBe(1);
+  }, 240_000);
 
   it('a sync run past the bound waits to begin until the running one ends', async () => {
     hold('Bearer key-c1');
