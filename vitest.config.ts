@@ -6,7 +6,9 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'workflows/**/*.test.ts', 'test/**/*.test.ts'],
     // The chaos suite's short sizes run here too (test/chaos/run.ts runs them at full size). The tests
     // that need no server run in vitest.unit.config.ts instead, without the stack.
-    exclude: ['**/node_modules/**', ...UNIT_TESTS],
+    // test/fixtures/ holds projects as users bring them (a project of the de-facto format, with its own
+    // tests for that product's runner): inputs of the tests, never tests of this suite.
+    exclude: ['**/node_modules/**', 'test/fixtures/**', ...UNIT_TESTS],
     // Temporal and Postgres start once per run here and are shared; each test file gets its own
     // database and task queue from test/helpers/stack.ts.
     globalSetup: ['test/globalSetup.ts'],
