@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { freePort } from '../src/devstack/process.js';
 import { startTemporal, type TemporalServer } from '../src/devstack/temporal.js';
 import { eventually } from './helpers/eventually.js';
@@ -42,7 +42,9 @@ describe('readiness follows Temporal; liveness does not', () => {
   it('API /readyz and the worker health port: 200, then 503 naming temporal while it is down, then 200', async () => {
     const temporalPort = await freePort();
     let temporal = await ownTemporal(temporalPort);
-    afterAll(() => temporal.stop());
+    // Stopped when the test ends, passed or failed (an afterAll inside a test left this server running
+    // after a clean-clone CI run); the variable holds the server of the restart by then.
+    onTestFinished(() => temporal.stop());
     const { url } = await useDatabase();
     const [apiPort, healthPort] = [await freePort(), await freePort()];
     const env = productionEnv(url, { TEMPORAL_ADDRESS: temporal.address });
