@@ -18,7 +18,7 @@ import {
   type RunAuthority,
 } from '../src/temporal/runAuthority.js';
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../src/connections/types.js';
-import { isServiceError } from '../src/errors.js';
+import { isServiceError, type RunErrorCode } from '../src/errors.js';
 import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.js';
 import type { ActionDefinition, LoadedScript } from '../src/runtime/definitions.js';
 import { createScriptLoader } from '../src/runtime/scriptLoader.js';
@@ -292,7 +292,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
       if (slot === false) {
         throw ApplicationFailure.create({
-          type: 'environment_busy',
+          type: 'environment_busy' satisfies RunErrorCode,
           message: `the environment has ${limit} sync runs going, as many as it may at once (SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT): this one did not begin`,
           nextRetryDelay: SYNC_SLOT_RETRY_MS,
         });
@@ -416,7 +416,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       const found = await deps.resolveAction(options);
       if (!found) {
         throw ApplicationFailure.create({
-          type: 'action_not_found',
+          type: 'action_not_found' satisfies RunErrorCode,
           message: `integration ${options.integrationId} has no deployed action ${options.actionName}`,
           nonRetryable: true,
         });

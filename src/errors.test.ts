@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument, errorCodesTable } from './api/openapi.js';
-import { ERROR_CODES, RelayedError, ServiceError } from './errors.js';
+import {
+  ERROR_CODES,
+  isRealmErrorCode,
+  isRunErrorCode,
+  RelayedError,
+  runErrorCode,
+  ServiceError,
+  type RunErrorCode,
+} from './errors.js';
 
 /** The rows of a Markdown table as trimmed cells, whatever its padding. */
 const rowsOf = (table: string): string[][] =>
@@ -69,5 +77,55 @@ describe('the error codes', () => {
       'script failed',
     ]);
     expect(new RelayedError('TypeError', 'x', { status: 404 })).toBeInstanceOf(ServiceError);
+  });
+});
+
+describe("a run's error codes", () => {
+  const runCodes = Object.keys(ERROR_CODES).filter(isRunErrorCode);
+
+  it('are listed in docs/scripts.md ("Errors"), every one, and nothing else', () => {
+    const doc = readFileSync(new URL('../docs/scripts.md', import.meta.url), 'utf8');
+    const section = doc.split('\n## Errors\n')[1]?.split('\n## ')[0];
+    expect(section, 'docs/scripts.md has a section "## Errors"').toBeDefined();
+    const documented = rowsOf(section ?? '')
+      .slice(1)
+      .map((row) => /^`([a-z_]+)`$/.exec(row[0] ?? '')?.[1] ?? `not a code: ${row[0]}`);
+    expect(new Set(documented).size, 'each code once').toBe(documented.length);
+    expect([...documented].sort()).toEqual([...runCodes].sort());
+  });
+
+  it('keep the codes of the realm, of operations and of runs apart', () => {
+    expect(runCodes.filter(isRealmErrorCode).sort()).toEqual([
+      'invalid_script',
+      'payload_too_large',
+      'record_too_large',
+      'result_not_serializable',
+      'script_memory_limit',
+    ]);
+    for (const code of ['batch_too_large', 'too_many_timers', 'http_status_error', 'script_error', 'scope_denied']) {
+      expect(isRunErrorCode(code), code).toBe(true);
+    }
+    // Codes of the API only: a run never fails with them.
+    for (const code of ['invalid_cursor', 'rate_limited', 'route_not_found'])
+      expect(isRunErrorCode(code), code).toBe(false);
+  });
+
+  it("give a run its code for a failure's type: the type when it is a run's code, else the fallback", () => {
+    expect(runErrorCode('metadata_too_large', 'operation_failed')).toBe('metadata_too_large');
+    // An activity's error class name (a database error after its retries) is no code.
+    expect(runErrorCode('DatabaseError', 'operation_failed')).toBe('operation_failed');
+    expect(runErrorCode('Error', 'action_failed')).toBe('action_failed');
+    // A code of the API only is not passed on as a run's either.
+    expect(runErrorCode('route_not_found', 'operation_failed')).toBe('operation_failed');
+    expect(runErrorCode(undefined, 'http_error')).toBe('http_error');
+    expect(runErrorCode(null, 'http_error')).toBe('http_error');
+    expect(runErrorCode('constructor', 'operation_failed')).toBe('operation_failed');
+    const typed = (): RunErrorCode[] => [
+      // @ts-expect-error a code of the API only is no run's code
+      'route_not_found',
+      // @ts-expect-error a typo is no code
+      'batch_to_large',
+    ];
+    expect(typed).toBeTypeOf('function');
   });
 });

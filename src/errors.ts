@@ -1,7 +1,11 @@
 /**
  * One error taxonomy for the whole service. Every error a user can see has a stable snake_case
- * `code`; each boundary translates it: activities into `ApplicationFailure({ type: code })`, the API
- * into `{ error: { code, message } }` with `status`, the CLI into a one-line message.
+ * `code`; each boundary translates it: activities into `ApplicationFailure({ type: code })`, the run
+ * workflow into the failure type the run ends with, the API into `{ error: { code, message } }` with
+ * `status`, the CLI into a one-line message.
+ *
+ * Workflow code imports this module (workflows/runScript.ts, workflows/svc.ts): it must stay free of
+ * imports, clocks and randomness.
  */
 
 interface ErrorCodeEntry {
@@ -14,6 +18,16 @@ interface ErrorCodeEntry {
   readonly otherStatuses?: readonly number[] | 'client_error';
   /** One line: what happened. */
   readonly meaning: string;
+  /**
+   * How a script's run meets the code (none: only the API answers with it). docs/scripts.md ("Errors")
+   * lists every code that has one, and only those (src/errors.test.ts).
+   * - `operation`: an `svc` operation fails with it; the script gets an error with this `code` that it
+   *   may catch (OperationError, RequestError, PaginationError), and the run fails with it if not;
+   * - `realm`: the script's own realm raises it at a limit of the script's: the run fails with it even
+   *   when what the script let through is not an operation's error;
+   * - `run`: the run (or the API's answer to an action run) fails with it; the script never sees it.
+   */
+  readonly run?: 'operation' | 'realm' | 'run';
 }
 
 /**
@@ -22,19 +36,36 @@ interface ErrorCodeEntry {
  * Part of the public interface: add codes, never rename one.
  */
 export const ERROR_CODES = {
-  action_depth_exceeded: { status: 400, meaning: 'svc.triggerAction nested actions deeper than allowed.' },
-  action_failed: { status: 500, meaning: 'An action run failed without a code of its own.' },
-  action_not_found: { status: 404, meaning: 'The integration has no deployed action of that name.' },
-  action_script_failure: { status: 422, meaning: 'The action script threw ActionError; its payload is in the body.' },
-  action_terminated: { status: 500, meaning: 'The action run was terminated before it finished.' },
-  action_timeout: { status: 504, meaning: 'The action run did not finish in time.' },
+  action_depth_exceeded: {
+    status: 400,
+    run: 'operation',
+    meaning: 'svc.triggerAction nested actions deeper than allowed.',
+  },
+  action_failed: { status: 500, run: 'operation', meaning: 'An action run failed without a code of its own.' },
+  action_not_found: { status: 404, run: 'operation', meaning: 'The integration has no deployed action of that name.' },
+  action_script_failure: {
+    status: 422,
+    run: 'run',
+    meaning: 'The action script threw ActionError; its payload is in the body.',
+  },
+  action_terminated: { status: 500, run: 'run', meaning: 'The action run was terminated before it finished.' },
+  action_timeout: { status: 504, run: 'run', meaning: 'The action run did not finish in time.' },
   admin_key_not_configured: {
     status: 403,
     meaning: 'The route needs SERVICE_ADMIN_KEY, which this server does not set.',
   },
   admin_key_required: { status: 403, meaning: 'The route manages environments and needs the service admin key.' },
   async_actions_unsupported: { status: 400, meaning: 'X-Async: actions run synchronously here.' },
-  base_url_not_allowed: { status: 403, meaning: 'A base URL override names a host that is not the integration’s.' },
+  base_url_not_allowed: {
+    status: 403,
+    run: 'operation',
+    meaning: 'A base URL override names a host that is not the integration’s.',
+  },
+  batch_too_large: {
+    status: 500,
+    run: 'operation',
+    meaning: 'svc.batchSave or svc.batchDelete got more records than one call takes (a run’s failure).',
+  },
   client_secret_required: {
     status: 400,
     meaning: 'The change sends the OAuth client secret to another endpoint and must give the secret again.',
@@ -48,16 +79,32 @@ export const ERROR_CODES = {
     status: 409,
     meaning: 'The connection exists and the connect session does not allow reconnecting.',
   },
-  connection_refresh_failed: { status: 424, meaning: 'The provider no longer accepts the connection’s grant.' },
-  connection_refresh_unavailable: { status: 503, meaning: 'The token could not be refreshed now; try again later.' },
+  connection_refresh_failed: {
+    status: 424,
+    run: 'operation',
+    meaning: 'The provider no longer accepts the connection’s grant.',
+  },
+  connection_refresh_unavailable: {
+    status: 503,
+    run: 'operation',
+    meaning: 'The token could not be refreshed now; try again later.',
+  },
   connection_secrets_bound: {
     status: 409,
     meaning: 'Connections hold secrets given for the token endpoint; the change would send them elsewhere.',
   },
-  corrupt_credentials: { status: 500, meaning: 'Stored credentials do not have a known shape.' },
-  credentials_type_mismatch: { status: 400, meaning: 'The credentials do not fit the provider’s authentication mode.' },
+  corrupt_credentials: { status: 500, run: 'operation', meaning: 'Stored credentials do not have a known shape.' },
+  credentials_type_mismatch: {
+    status: 400,
+    run: 'operation',
+    meaning: 'The credentials do not fit the provider’s authentication mode.',
+  },
   database_unreachable: { status: 503, meaning: 'Postgres cannot be reached right now; retryable.' },
-  decryption_failed: { status: 500, meaning: 'A stored secret could not be decrypted with the configured keys.' },
+  decryption_failed: {
+    status: 500,
+    run: 'operation',
+    meaning: 'A stored secret could not be decrypted with the configured keys.',
+  },
   deploy_failed: {
     status: 500,
     meaning: 'Applying the deploy failed; it stays applying, and the next deploy re-applies every sync.',
@@ -72,10 +119,31 @@ export const ERROR_CODES = {
   destructive_change_not_confirmed: { status: 409, meaning: 'The deploy removes things and was not confirmed.' },
   environment_busy: {
     status: 500,
+    run: 'run',
     meaning: 'The sync run could not begin: too many of its environment’s were running.',
   },
   environment_exists: { status: 409, meaning: 'An environment of that name exists.' },
   environment_not_empty: { status: 409, meaning: 'The environment still has connections or integrations.' },
+  fixture_missing: {
+    status: 500,
+    run: 'operation',
+    meaning: 'service test: the recorded fixture has no answer to a request of the run (a run’s failure).',
+  },
+  http_error: {
+    status: 500,
+    run: 'operation',
+    meaning: 'A request failed without a code of its own (a run’s failure; in src/client, an answer not JSON).',
+  },
+  http_network_error: {
+    status: 500,
+    run: 'operation',
+    meaning: 'A script’s request got no answer: reset, timeout, refused, DNS (a run’s failure).',
+  },
+  http_status_error: {
+    status: 500,
+    run: 'operation',
+    meaning: 'A script’s request was answered 4xx or 5xx after its retries (a run’s failure).',
+  },
   integration_exists: { status: 409, meaning: 'An integration with that unique key exists.' },
   integration_has_connections: { status: 409, meaning: 'The integration still has connections.' },
   integration_rename_unsupported: { status: 400, meaning: 'An integration keeps its id; create a new one instead.' },
@@ -94,6 +162,7 @@ export const ERROR_CODES = {
   invalid_connection: { status: 400, meaning: 'The connection to import is malformed.' },
   invalid_connection_config: {
     status: 400,
+    run: 'operation',
     meaning: 'A connection setting does not match its pattern, or is URL syntax where a URL uses it.',
   },
   invalid_connection_id: { status: 400, meaning: 'The connection id is malformed.' },
@@ -118,19 +187,29 @@ export const ERROR_CODES = {
   invalid_modified_after: { status: 400, meaning: 'modified_after is not a date-time.' },
   invalid_oauth_callback: { status: 400, meaning: 'The OAuth callback lacks or mangles a parameter.' },
   invalid_oauth_state: { status: 400, meaning: 'The connect attempt is unknown or already completed.' },
-  invalid_operation: { status: 500, meaning: 'A run’s script called an operation it may not (a run’s failure).' },
+  invalid_operation: {
+    status: 500,
+    run: 'operation',
+    meaning: 'A run’s script called an operation it may not (a run’s failure).',
+  },
+  invalid_pagination: {
+    status: 500,
+    run: 'operation',
+    meaning: 'svc.paginate cannot follow its configuration or the answers (a run’s failure).',
+  },
   invalid_private_key: { status: 400, meaning: 'The private key of the credentials cannot be read.' },
   invalid_provider_catalog: { status: 500, meaning: 'The provider catalog (SERVICE_PROVIDERS_FILE) is invalid.' },
   invalid_provider_settings: { status: 400, meaning: 'The integration’s provider_settings are invalid.' },
-  invalid_record: { status: 400, meaning: 'A record does not fit its model.' },
-  invalid_record_id: { status: 400, meaning: 'A record id is missing or malformed.' },
+  invalid_record: { status: 400, run: 'operation', meaning: 'A record does not fit its model.' },
+  invalid_record_id: { status: 400, run: 'operation', meaning: 'A record id is missing or malformed.' },
   invalid_request: {
     status: 400,
+    run: 'operation',
     otherStatuses: 'client_error',
     meaning: 'The request is malformed; every invalid field is in `errors` (another 4xx when Express chose it).',
   },
-  invalid_request_url: { status: 400, meaning: 'A URL in the request is not a URL.' },
-  invalid_script: { status: 500, meaning: 'The script bundle cannot be loaded (a run’s failure).' },
+  invalid_request_url: { status: 400, run: 'operation', meaning: 'A URL in the request is not a URL.' },
+  invalid_script: { status: 500, run: 'realm', meaning: 'The script bundle cannot be loaded (a run’s failure).' },
   invalid_secret_key: {
     status: 401,
     otherStatuses: [400],
@@ -146,11 +225,23 @@ export const ERROR_CODES = {
     meaning: '/mcp: no open session of this connection has this Mcp-Session-Id; send initialize again.',
   },
   mcp_session_required: { status: 400, meaning: 'GET and DELETE /mcp act on a session: send Mcp-Session-Id.' },
-  metadata_too_large: { status: 413, meaning: 'The connection metadata would exceed its size limit.' },
+  metadata_too_large: {
+    status: 413,
+    run: 'operation',
+    meaning: 'The connection metadata would exceed its size limit.',
+  },
   missing_authorization: { status: 401, meaning: 'The request has no Authorization header.' },
-  missing_base_url: { status: 400, meaning: 'The provider has no base URL and the integration sets none.' },
+  missing_base_url: {
+    status: 400,
+    run: 'operation',
+    meaning: 'The provider has no base URL and the integration sets none.',
+  },
   missing_connect_field: { status: 400, meaning: 'The connect form lacks a required field.' },
-  missing_connection_config: { status: 400, meaning: 'The connection lacks a setting the provider needs.' },
+  missing_connection_config: {
+    status: 400,
+    run: 'operation',
+    meaning: 'The connection lacks a setting the provider needs.',
+  },
   missing_connection_headers: { status: 400, meaning: 'The route needs Connection-Id and Provider-Config-Key.' },
   missing_encryption_key: { status: 500, meaning: 'No encryption key is configured.' },
   missing_oauth_client: { status: 400, meaning: 'The integration has no OAuth client id.' },
@@ -160,47 +251,94 @@ export const ERROR_CODES = {
   oauth_authorization_denied: { status: 400, meaning: 'The provider did not authorize the connection.' },
   oauth_state_expired: { status: 400, meaning: 'The connect attempt expired.' },
   oauth_token_exchange_failed: { status: 502, meaning: 'The provider did not exchange the code for a token.' },
-  outbound_request_refused: { status: 403, meaning: 'The outbound policy refused the request’s address.' },
-  payload_too_large: { status: 413, meaning: 'The request body is larger than this server’s limit.' },
+  operation_failed: {
+    status: 500,
+    run: 'operation',
+    meaning: 'An svc operation failed without a code of its own, after its retries (a run’s failure).',
+  },
+  outbound_request_refused: {
+    status: 403,
+    run: 'operation',
+    meaning: 'The outbound policy refused the request’s address.',
+  },
+  payload_too_large: { status: 413, run: 'realm', meaning: 'The request body is larger than this server’s limit.' },
   proxy_response_too_large: {
     status: 502,
     meaning: 'The external API answered with more than the proxy passes on (32 MiB).',
   },
   proxy_upstream_unreachable: { status: 502, meaning: 'The external API could not be reached through the proxy.' },
   rate_limited: { status: 429, meaning: 'Too many requests for this key; Retry-After says when to retry.' },
-  record_scope_contended: { status: 503, meaning: 'The records of the connection and model are locked; retryable.' },
-  record_too_large: { status: 500, meaning: 'A record exceeds the size limit (a run’s failure).' },
-  result_not_serializable: { status: 500, meaning: 'The script returned a value that is not JSON (a run’s failure).' },
+  record_scope_contended: {
+    status: 503,
+    run: 'operation',
+    meaning: 'The records of the connection and model are locked; retryable.',
+  },
+  record_too_large: { status: 500, run: 'realm', meaning: 'A record exceeds the size limit (a run’s failure).' },
+  result_not_serializable: {
+    status: 500,
+    run: 'realm',
+    meaning: 'The script returned a value that is not JSON (a run’s failure).',
+  },
   route_not_found: { status: 404, meaning: 'No route has this method and path.' },
-  run_history_limit: { status: 500, meaning: 'The run neared Temporal’s history limits (a run’s failure).' },
-  run_superseded: { status: 409, meaning: 'A newer run of the sync has begun; this one may no longer write.' },
+  run_failed: {
+    status: 500,
+    run: 'run',
+    meaning: 'A sync run ended without a code of its own: cancelled or timed out (a run’s failure).',
+  },
+  run_history_limit: {
+    status: 500,
+    run: 'run',
+    meaning: 'The run neared Temporal’s history limits (a run’s failure).',
+  },
+  run_superseded: {
+    status: 409,
+    run: 'operation',
+    meaning: 'A newer run of the sync has begun; this one may no longer write.',
+  },
   run_timeout: { status: 500, meaning: 'The run exceeded its maximum duration (a run’s failure).' },
-  scope_denied: { status: 403, meaning: 'The key may not reach this connection or integration.' },
-  script_error: { status: 500, meaning: 'The script threw (a run’s failure).' },
-  script_memory_limit: { status: 500, meaning: 'The script exceeded its memory limit (a run’s failure).' },
-  script_not_found: { status: 404, meaning: 'No script bundle with this hash was deployed.' },
-  script_out_of_memory: { status: 500, meaning: 'The script’s worker ran out of memory (a run’s failure).' },
-  script_runaway: { status: 500, meaning: 'The run was stopped as a runaway (a run’s failure).' },
-  script_timeout: { status: 500, meaning: 'One activation of the script ran too long (a run’s failure).' },
+  scope_denied: { status: 403, run: 'operation', meaning: 'The key may not reach this connection or integration.' },
+  script_error: { status: 500, run: 'run', meaning: 'The script threw (a run’s failure).' },
+  script_memory_limit: {
+    status: 500,
+    run: 'realm',
+    meaning: 'The script exceeded its memory limit (a run’s failure).',
+  },
+  script_not_found: { status: 404, run: 'run', meaning: 'No script bundle with this hash was deployed.' },
+  script_out_of_memory: {
+    status: 500,
+    run: 'run',
+    meaning: 'The script’s worker ran out of memory (a run’s failure).',
+  },
+  script_runaway: { status: 500, run: 'run', meaning: 'The run was stopped as a runaway (a run’s failure).' },
+  script_timeout: { status: 500, run: 'run', meaning: 'One activation of the script ran too long (a run’s failure).' },
   sync_busy: { status: 429, meaning: 'The sync takes no more signals until its run ends; Retry-After says when.' },
   sync_endpoint_removed: { status: 404, meaning: 'A deploy removed the sync behind this generated endpoint.' },
   sync_not_found: { status: 404, meaning: 'The sync is not running for this connection.' },
-  temporal_unavailable: { status: 500, meaning: 'Temporal did not answer a lookup.' },
+  temporal_unavailable: { status: 500, run: 'operation', meaning: 'Temporal did not answer a lookup.' },
   temporal_unreachable: { status: 500, meaning: 'Temporal cannot be reached at the configured address.' },
   too_many_runs: {
     status: 429,
     meaning: 'The environment has as many actions running as it may; Retry-After says when.',
   },
-  unknown_connection: { status: 404, meaning: 'No such connection in this environment.' },
-  unknown_environment: { status: 404, meaning: 'No such environment.' },
+  too_many_timers: {
+    status: 500,
+    run: 'operation',
+    meaning: 'The script had more setTimeout timers waiting than a run allows (a run’s failure).',
+  },
+  unknown_connection: { status: 404, run: 'operation', meaning: 'No such connection in this environment.' },
+  unknown_environment: { status: 404, run: 'operation', meaning: 'No such environment.' },
   unknown_environment_variable: { status: 404, meaning: 'No such environment variable.' },
-  unknown_integration: { status: 404, meaning: 'No such integration in this environment.' },
+  unknown_integration: { status: 404, run: 'operation', meaning: 'No such integration in this environment.' },
   unknown_model: { status: 404, meaning: 'No deployed sync of the integration writes this model.' },
-  unknown_provider: { status: 400, meaning: 'The provider is not in the catalog.' },
+  unknown_provider: { status: 400, run: 'operation', meaning: 'The provider is not in the catalog.' },
   unknown_run: { status: 404, meaning: 'No such run in this environment.' },
   unknown_sync: { status: 404, meaning: 'The integration has no deployed sync of that name.' },
   unsupported_auth_mode: { status: 400, meaning: 'The provider’s authentication mode has no connect flow.' },
-  webhook_expired: { status: 500, meaning: 'The queued webhook a run was to handle is gone (a run’s failure).' },
+  webhook_expired: {
+    status: 500,
+    run: 'run',
+    meaning: 'The queued webhook a run was to handle is gone (a run’s failure).',
+  },
   webhook_queue_full: {
     status: 429,
     meaning: 'The sync’s or the environment’s webhook queue is full; Retry-After says when.',
@@ -213,7 +351,30 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CODES, code);
+type RunErrorCodeOf<Kind extends ErrorCodeEntry['run']> = {
+  [C in ErrorCode]: (typeof ERROR_CODES)[C] extends { run: Kind } ? C : never;
+}[ErrorCode];
+
+/** A code a run can fail with: the type of a run's ApplicationFailure, the `code` of an OperationError. */
+export type RunErrorCode = RunErrorCodeOf<'operation' | 'realm' | 'run'>;
+
+/** A code the script's realm raises (workflows/realm/bootstrap.ts, workflows/scriptRealm.ts). */
+export type RealmErrorCode = RunErrorCodeOf<'realm'>;
+
+export const isRunErrorCode = (code: unknown): code is RunErrorCode =>
+  typeof code === 'string' && Object.hasOwn(ERROR_CODES, code) && 'run' in ERROR_CODES[code as ErrorCode];
+
+export const isRealmErrorCode = (code: unknown): code is RealmErrorCode =>
+  isRunErrorCode(code) && (ERROR_CODES[code] as ErrorCodeEntry).run === 'realm';
+
+/**
+ * The code a run fails with for the type of a failure another boundary reported (an activity's
+ * ApplicationFailure, a child run's): the type itself when it is a run's code, else `fallback`. An
+ * activity that fails with anything but a ServiceError (a database error after its retries) has its
+ * error's class name as its type: that is no code, and the run does not pass it on as one.
+ */
+export const runErrorCode = (type: unknown, fallback: RunErrorCode): RunErrorCode =>
+  isRunErrorCode(type) ? type : fallback;
 
 /** The statuses a code may be thrown with instead of its own (none for most). */
 type OtherStatus<C extends ErrorCode> = C extends ErrorCode

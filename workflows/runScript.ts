@@ -12,6 +12,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import { isRealmErrorCode, isRunErrorCode, type RunErrorCode } from '../src/errors.js';
 import type { WriteSummary } from '../src/records/types.js';
 import {
   SCRIPT_INCIDENT_SIGNAL,
@@ -24,14 +25,6 @@ import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
 import { createSvc, OperationError, type SvcRuntime } from './svc.js';
 
-// Codes a run fails with when the script's realm reports them (the script did not catch them).
-const REALM_CODES = new Set([
-  'invalid_script',
-  'result_not_serializable',
-  'script_memory_limit',
-  'record_too_large',
-  'payload_too_large',
-]);
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
 
 /** What a script threw, as the run's failure: typed, non-retryable, with a message that says where. */
@@ -42,17 +35,17 @@ export function scriptFailure(
 ): ApplicationFailure {
   if (failure.kind === 'action_error') {
     return ApplicationFailure.create({
-      type: 'action_script_failure',
+      type: 'action_script_failure' satisfies RunErrorCode,
       nonRetryable: true,
       message: failure.message,
       details: [failure.payload ?? {}],
     });
   }
-  if (failure.kind === 'error' && typeof failure.code === 'string') {
-    // A code counts only when an operation of this run failed with it or the realm raised it: a script
-    // that throws { name: 'OperationError', code: 'anything' } or { code: 'script_memory_limit' }
-    // fails with script_error.
-    if ((OPERATION_ERRORS.has(failure.name ?? '') || REALM_CODES.has(failure.code)) && issued(failure.code)) {
+  if (failure.kind === 'error' && isRunErrorCode(failure.code)) {
+    // A code counts only when an operation of this run failed with it or the realm raised it (a realm's
+    // code, src/errors.ts, counts whatever error carries it): a script that throws
+    // { name: 'OperationError', code: 'anything' } or { code: 'script_memory_limit' } fails with script_error.
+    if ((OPERATION_ERRORS.has(failure.name ?? '') || isRealmErrorCode(failure.code)) && issued(failure.code)) {
       return ApplicationFailure.create({
         type: failure.code,
         nonRetryable: true,
@@ -65,7 +58,7 @@ export function scriptFailure(
       ? `a non-Error value was thrown: ${failure.message}`
       : `${failure.name ?? 'Error'}: ${failure.message}${typeof failure.code === 'string' ? ` (${failure.code})` : ''}`;
   return ApplicationFailure.create({
-    type: 'script_error',
+    type: 'script_error' satisfies RunErrorCode,
     nonRetryable: true,
     message: `script ${name} failed: ${message}`,
     details: typeof failure.stack === 'string' ? [{ stack: failure.stack }] : [],
@@ -116,7 +109,7 @@ async function execute(
       throw ApplicationFailure.create({ type: error.code, nonRetryable: true, message: `${name}: ${error.message}` });
     }
     throw ApplicationFailure.create({
-      type: 'script_error',
+      type: 'script_error' satisfies RunErrorCode,
       nonRetryable: true,
       message: `script ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
     });

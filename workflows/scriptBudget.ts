@@ -11,6 +11,7 @@
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import { hostRealm } from '../src/sandbox/hostRealm.js';
+import type { RunErrorCode } from '../src/errors.js';
 
 /** Continuous script execution without awaiting a svc operation after which a run is stopped. */
 export const SCRIPT_CPU_BUDGET_MS = 1000;
@@ -71,7 +72,7 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
     realm.mark(workflowId);
     if (now - since <= SCRIPT_CPU_BUDGET_MS) return;
     failure = ApplicationFailure.create({
-      type: 'script_timeout',
+      type: 'script_timeout' satisfies RunErrorCode,
       nonRetryable: true,
       message:
         `script ${scriptName} ran for more than ${SCRIPT_CPU_BUDGET_MS / 1000} s without awaiting a svc operation ` +

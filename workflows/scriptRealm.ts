@@ -20,6 +20,7 @@ import type { ScriptBudget } from './scriptBudget.js';
 import type { RealmHost, RealmSetup, SvcShape } from './realm/types.js';
 // The realm's program, as text (workflows/realm/bootstrap.ts; see workflows/realm/source.d.ts).
 import SCRIPT_REALM_BOOTSTRAP from './realm/bootstrap.ts?source';
+import type { RealmErrorCode, RunErrorCode } from '../src/errors.js';
 
 /**
  * A time limit of the realm's own on each drain: 0, none. A vm time limit interrupts with
@@ -107,7 +108,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
   function timedOut(error: unknown): ApplicationFailure {
     const message = error instanceof Error ? error.message : String(error);
     return ApplicationFailure.create({
-      type: 'script_timeout',
+      type: 'script_timeout' satisfies RunErrorCode,
       nonRetryable: true,
       message:
         `script ${options.scriptName} computed for too long without awaiting a svc ` +
@@ -143,7 +144,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
             new Error(
               `svc.${name}: its arguments are ${json.length} bytes of JSON, over the limit of ${SCRIPT_LIMITS.callBytes} per call`,
             ),
-            { name: 'OperationError', code: 'payload_too_large' },
+            { name: 'OperationError', code: 'payload_too_large' satisfies RealmErrorCode },
           );
         }
         const args = JSON.parse(json) as unknown[];

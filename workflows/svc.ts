@@ -21,6 +21,7 @@ import {
 import type { Duration } from '@temporalio/common';
 import type { RuntimeActivities, StepRef } from '../activities/runtime.js';
 import type { ConnectionScope } from '../src/connections/types.js';
+import { runErrorCode, type RunErrorCode } from '../src/errors.js';
 import type { WriteSummary } from '../src/records/types.js';
 import { checkRecords, formatInvalidRecords, modelIndex } from '../src/config/checkRecord.js';
 import {
@@ -74,7 +75,7 @@ export class RequestError extends OperationError {
   readonly response: ServiceResponse | undefined;
   readonly status: number | undefined;
   readonly config: RequestConfig;
-  constructor(code: string, message: string, config: RequestConfig, details: HttpFailureDetails | undefined) {
+  constructor(code: RunErrorCode, message: string, config: RequestConfig, details: HttpFailureDetails | undefined) {
     super(code, message);
     this.config = config;
     this.response =
@@ -192,11 +193,20 @@ function applicationFailureOf(error: unknown): ApplicationFailure | undefined {
   return undefined;
 }
 
+/**
+ * The code and message of a failed step or child run, as the script sees them: a type that is not a
+ * run's code (an activity's error class name) gives `fallback` and stays in the message.
+ */
+function failureCode(cause: ApplicationFailure, fallback: RunErrorCode, message: string): [RunErrorCode, string] {
+  const code = runErrorCode(cause.type, fallback);
+  return [code, code === cause.type ? message : `${message} (${cause.type ?? 'failure without a type'})`];
+}
+
 /** Turns the failure of an activity into what the script sees. */
 function operationFailure(error: unknown, what: string): unknown {
   const cause = applicationFailureOf(error);
   if (!cause || cause.type === 'run_history_limit') return error;
-  return new OperationError(cause.type ?? 'operation_failed', `${what} failed: ${cause.message}`);
+  return new OperationError(...failureCode(cause, 'operation_failed', `${what} failed: ${cause.message}`));
 }
 
 export function createSvc(context: SvcContext): SvcRuntime {
@@ -239,7 +249,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
     if (events > eventBudget || info.historySize > HISTORY_BYTE_BUDGET) {
       throw ApplicationFailure.create({
-        type: 'run_history_limit',
+        type: 'run_history_limit' satisfies RunErrorCode,
         nonRetryable: true,
         message:
           `the run stopped after ${operations} svc operations: its history reached ${events} events and ` +
@@ -373,7 +383,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
       if (cause && cause.type !== 'run_history_limit') {
         const details = cause.details?.[0] as HttpFailureDetails | undefined;
         const known = cause.type === REQUEST_ERROR_TYPES.status || cause.type === REQUEST_ERROR_TYPES.network;
-        throw new RequestError(cause.type ?? 'http_error', cause.message, config, known ? details : undefined);
+        const [code, message] = failureCode(cause, 'http_error', cause.message);
+        throw new RequestError(code, message, config, known ? details : undefined);
       }
       throw error;
     }
@@ -515,7 +526,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
         throw new ActionError((cause.details?.[0] ?? {}) as Record<string, unknown>);
       }
       if (cause instanceof ApplicationFailure) {
-        throw new OperationError(cause.type ?? 'action_failed', `action ${actionName} failed: ${cause.message}`);
+        throw new OperationError(
+          ...failureCode(cause, 'action_failed', `action ${actionName} failed: ${cause.message}`),
+        );
       }
       throw error;
     } finally {

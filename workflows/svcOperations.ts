@@ -14,6 +14,7 @@ import type { RetryPolicy } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import type { RuntimeActivities } from '../activities/runtime.js';
 import type { ConnectionScope } from '../src/connections/types.js';
+import type { RunErrorCode } from '../src/errors.js';
 import type {
   ConnectionRecord,
   RequestConfig,
@@ -24,11 +25,14 @@ import type {
 import type { HttpMethod, IntegrationDescription } from '../src/runtime/svcTypes.js';
 import type { RealmMember, RealmShape } from './realm/types.js';
 
-/** A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with. */
+/**
+ * A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with, one of
+ * the run's codes in src/errors.ts.
+ */
 export class OperationError extends Error {
   override name = 'OperationError';
   constructor(
-    readonly code: string,
+    readonly code: RunErrorCode,
     message: string,
   ) {
     super(message);

@@ -23,6 +23,7 @@ import type { ConnectionRecord } from '../runtime/public.js';
 import type { HttpRequestInput, HttpResult } from '../runtime/svcTypes.js';
 import type { LocalBackend, LocalRunResult } from './localRun.js';
 import { localIntegration } from './localTools.js';
+import type { RunErrorCode } from '../errors.js';
 
 export const MOCKS_FOLDER = 'mocks';
 
@@ -133,7 +134,7 @@ interface RecordedAnswer {
 
 function missing(request: HttpRequestInput, where: string): ApplicationFailure {
   return ApplicationFailure.create({
-    type: 'fixture_missing',
+    type: 'fixture_missing' satisfies RunErrorCode,
     nonRetryable: true,
     message: `the recording has no answer to ${request.method} ${request.config.endpoint} ${JSON.stringify(request.config.params ?? {})} (looked for ${where})`,
   });

@@ -13,6 +13,7 @@ import type { TemporalConnectionOptions } from '../temporal/connection.js';
 import type { CliIo } from './io.js';
 import { scriptKey, type Exchange, type LocalBackend, type LocalRunResult } from './localRun.js';
 import { projectPaths } from './project.js';
+import type { RunErrorCode } from '../errors.js';
 
 /** The compiled project: its config and a script's bundle by `<syncs|actions>/<name>` per integration. */
 export interface LocalBuild {
@@ -174,7 +175,7 @@ export function fixtureBackend(fixture: ScriptFixture): LocalBackend {
       const exchange = queues.get(requestKey(request))?.shift();
       if (!exchange) {
         throw ApplicationFailure.create({
-          type: 'fixture_missing',
+          type: 'fixture_missing' satisfies RunErrorCode,
           nonRetryable: true,
           message: `the fixture has no (more) answer to ${request.method} ${request.config.endpoint} ${JSON.stringify(request.config.params ?? {})}: record it again with 'service dryrun --save-responses'`,
         });

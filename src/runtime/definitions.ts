@@ -200,26 +200,6 @@ export const RUN_WORKFLOW_TASK_TIMEOUT_MS = 4000;
  */
 export const ISOLATE_TIMEOUT_MS = 3000;
 
-/** Error codes a run fails with (ApplicationFailure types). Part of the public interface. */
-export const RUN_ERROR_CODES = {
-  /** The script threw something that is not an ActionError. */
-  scriptError: 'script_error',
-  /** An action script threw ActionError; the payload is the failure's first detail. */
-  actionScriptFailure: 'action_script_failure',
-  /** The bundle is not in script_bundles, or does not export a default function. */
-  scriptNotFound: 'script_not_found',
-  invalidScript: 'invalid_script',
-  /** A script called batchSave or batchDelete from an action, or a model the sync does not declare. */
-  invalidOperation: 'invalid_operation',
-  /** The run neared Temporal's history limits (events or bytes). */
-  runHistoryLimit: 'run_history_limit',
-  /** A single activation of the script ran longer than the isolate execution timeout. */
-  scriptTimeout: 'script_timeout',
-  /** The run exceeded its maximum duration. */
-  runTimeout: 'run_timeout',
-  actionNotFound: 'action_not_found',
-} as const;
-
 /**
  * Blame for a dead worker (src/temporal/scriptThreads.ts, src/sandbox/hostRealm.ts): each workflow
  * thread keeps the id of the run it is executing in a file of THREAD_MARK_BYTES bytes in a folder

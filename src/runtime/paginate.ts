@@ -12,10 +12,11 @@
  */
 import type { Pagination, ProxyConfiguration, RequestConfig, ServiceResponse } from './public.js';
 import type { HttpMethod } from './svcTypes.js';
+import type { RunErrorCode } from '../errors.js';
 
 export class PaginationError extends Error {
   override readonly name = 'PaginationError';
-  readonly code = 'invalid_pagination';
+  readonly code = 'invalid_pagination' satisfies RunErrorCode;
 }
 
 /** The walk's settings, every key in the format's spelling. */

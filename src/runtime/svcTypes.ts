@@ -3,6 +3,7 @@
  * only: workflow code imports this file.
  */
 import type { IntegrationInfo, Pagination, RequestConfig, ServiceResponse } from './public.js';
+import type { RunErrorCode } from '../errors.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -44,7 +45,7 @@ export const REQUEST_ERROR_TYPES = {
   status: 'http_status_error',
   /** No answer: reset, timeout, refused, DNS. */
   network: 'http_network_error',
-} as const;
+} as const satisfies Record<string, RunErrorCode>;
 
 /** What the run learns of its integration (activity getIntegration): what the script sees, and the provider's default pagination. */
 export interface IntegrationDescription {

@@ -73,14 +73,10 @@ describe('HOSTILE s25 on the real stack', () => {
   }, 180_000);
 
   it("FINDING (open: workflows/runScript.ts, the lead's file): a script cannot pass its own error off as a service limit", async () => {
-    // REALM_CODES are accepted from any error: a script that throws { code: 'script_memory_limit' }
-    // makes its run fail as if the service had stopped it for memory (the API's run status and the
-    // run history show the service's code, an operator goes looking for a memory problem).
-    // Fix in runScript.ts scriptFailure: accept a REALM_CODE only when the realm itself reported it,
-    // e.g. `REALM_CODES.has(code) && failure.realm === true`, with scriptRealm.ts setting that flag on
-    // the descriptions it makes (invalid_script, result_not_serializable, payload_too_large) and
-    // workflows/realm/bootstrap.ts's `coded` errors marked through a symbol the script cannot reach; or simply
-    // count a realm code as issued (realm.issued) when the realm raises it and drop REALM_CODES.
+    // The realm's codes (src/errors.ts, `run: 'realm'`) count from any error, but only when the realm
+    // raised that code in this run (realm.issued): a script that throws { code: 'script_memory_limit' }
+    // must not make its run fail as if the service had stopped it for memory (the API's run status and
+    // the run history would show the service's code, and an operator would look for a memory problem).
     const outcomeOf = actionOutcomes(await useRuntime());
     for (const code of ['script_memory_limit', 'record_too_large', 'invalid_script']) {
       const forged = await outcomeOf(

@@ -24,6 +24,7 @@
    -- This is the boundary to a script's own realm: every value it handles comes from script code of
    unknown shape (what the script passes, throws or plants on prototypes), and it must use the realm's
    own intrinsics as the script left them at start (`arguments`, `Reflect.apply`) rather than helpers. */
+import type { RunErrorCode } from '../../src/errors.js';
 import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
 
 (function setup(host: RealmHost): StartScript {
@@ -59,7 +60,7 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
   const tick = guarded(host.tick, 'string');
   // Tells the run that this realm (not the script) raised an error with a service code, so that the
   // run may fail with that code (a script's own error with the same code fails as script_error).
-  const raised = guarded(host.raised, 'none');
+  const raised: (code: RunErrorCode) => void = guarded(host.raised, 'none');
   const log = guarded(host.log, 'none');
   const parseUrl = guarded(host.parseUrl, 'string');
   const limits = {
@@ -134,7 +135,7 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
           ' bytes per allocation, ' +
           limits.bufferBytes +
           ' in all)',
-      ) as RangeError & { code?: string };
+      ) as RangeError & { code?: RunErrorCode };
       error.code = 'script_memory_limit';
       raised('script_memory_limit');
       throw error;
@@ -252,7 +253,7 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
   function budget(): void {
     const spent = tick();
     if (spent !== undefined) {
-      const error = new RangeError(spent) as RangeError & { code?: string };
+      const error = new RangeError(spent) as RangeError & { code?: RunErrorCode };
       error.code = 'script_timeout';
       throw error;
     }
@@ -304,7 +305,7 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
     }
   }
 
-  function coded(name: string, code: string, message: string): Error {
+  function coded(name: string, code: RunErrorCode, message: string): Error {
     raised(code);
     return toError({ kind: 'error', name, code, message });
   }

@@ -3,6 +3,7 @@
  * (workflows/realm/bootstrap.ts) exchange. Types only: the bootstrap is code of another realm, loaded
  * as text, and shares nothing with the workflow bundle at run time.
  */
+import type { RunErrorCode } from '../../src/errors.js';
 
 /** How the realm builds one svc member (workflows/svcOperations.ts declares each member's shape). */
 export type RealmShape =
@@ -54,8 +55,8 @@ export interface RealmHost {
   random: () => number;
   /** Loop protection: undefined, or the message of a spent budget. */
   tick: () => string | undefined;
-  /** The realm (not the script) raised an error with this service code. */
-  raised: (code: string) => void;
+  /** The realm (not the script) raised an error with this service code (src/errors.ts). */
+  raised: (code: RunErrorCode) => void;
   /** A line of the script's console. */
   log: (level: string, message: string) => void;
   /** Parses a URL in the worker's realm: JSON of its parts, or `{ error }`. */
