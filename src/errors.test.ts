@@ -83,6 +83,12 @@ describe('the error codes', () => {
 describe("a run's error codes", () => {
   const runCodes = Object.keys(ERROR_CODES).filter(isRunErrorCode);
 
+  it('come from a module workflow code may import: it imports nothing', () => {
+    const source = readFileSync(new URL('./errors.ts', import.meta.url), 'utf8');
+    expect(source).not.toMatch(/^\s*(import|export .* from)\b/m);
+    expect(source).not.toMatch(/\brequire\(|\bimport\(|Date\.now|Math\.random|process\./);
+  });
+
   it('are listed in docs/scripts.md ("Errors"), every one, and nothing else', () => {
     const doc = readFileSync(new URL('../docs/scripts.md', import.meta.url), 'utf8');
     const section = doc.split('\n## Errors\n')[1]?.split('\n## ')[0];
