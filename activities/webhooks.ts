@@ -4,13 +4,7 @@
  */
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { Pool } from '../src/db/pool.js';
-import {
-  attemptDelivery,
-  deliveryKeyOf,
-  markDeliveryFailed,
-  recordSyncDeliveries,
-  type SyncFinishedEvent,
-} from '../src/webhooks/deliveries.js';
+import { createWebhookDeliveryStore, type SyncFinishedEvent } from '../src/webhooks/deliveries.js';
 import { createWebhookSettingsStore } from '../src/webhooks/settings.js';
 import { requireSyncWebhook, scopeDenied, type RunAuthorities } from '../src/temporal/runAuthority.js';
 import { callingRun, translated } from './runtime.js';
@@ -34,7 +28,7 @@ export function createWebhookActivities({
   authorities,
   secretsOf = async () => [],
 }: WebhookActivityDeps) {
-  const settings = createWebhookSettingsStore({ db, encryptor });
+  const deliveries = createWebhookDeliveryStore({ db, settings: createWebhookSettingsStore({ db, encryptor }) });
 
   /** The calling deliverWebhook workflow, verified to be a child of the sync entity it reports on. */
   async function deliveringWorkflow(): Promise<string> {
@@ -48,7 +42,7 @@ export function createWebhookActivities({
   /** Refuses a delivery that the calling workflow did not record. */
   async function ownDelivery(id: string): Promise<void> {
     const workflowId = await deliveringWorkflow();
-    if (!(await deliveryKeyOf(db, id))?.startsWith(`${workflowId}:`)) {
+    if (!(await deliveries.keyOf(id))?.startsWith(`${workflowId}:`)) {
       throw scopeDenied(`workflow ${workflowId} did not record webhook delivery ${id}`);
     }
   }
@@ -60,17 +54,17 @@ export function createWebhookActivities({
         const run = await callingRun(authorities);
         requireSyncWebhook(run, event);
         const error = await redactedError(event.error, event, secretsOf);
-        return recordSyncDeliveries(db, settings, { ...event, error }, run.workflowId);
+        return deliveries.record({ ...event, error }, run.workflowId);
       });
     },
     /** One attempt; throws (retryable) unless the application answered 2xx. */
     async sendWebhookDelivery(id: string): Promise<void> {
       await translated(() => ownDelivery(id));
-      await attemptDelivery(db, settings, id, fetch ? { fetch } : {});
+      await deliveries.attempt(id, fetch ? { fetch } : {});
     },
     async markWebhookDeliveryFailed(id: string, message: string): Promise<void> {
       await translated(() => ownDelivery(id));
-      await markDeliveryFailed(db, id, message);
+      await deliveries.markFailed(id, message);
     },
   };
 }

@@ -41,7 +41,7 @@ import type { ConnectionSavedEvent, NeedsReauthEvent } from './connections/conne
 import { loadEncryptor, type Encryptor } from './connections/encryption.js';
 import { createConnections, type CreateConnectionsOptions } from './connections/index.js';
 import { loadProviderCatalog } from './connections/providers/catalog.js';
-import { SyncFrequencyStore } from './connections/syncFrequencyStore.js';
+import { createSyncFrequencyStore, type SyncFrequencyStore } from './connections/syncFrequencyStore.js';
 import { startTokenRefresher } from './connections/tokenRefresher.js';
 import { createPool, type Pool } from './db/pool.js';
 import { createDeployments } from './deploy/deployments.js';
@@ -71,6 +71,7 @@ import { createSyncControl } from './temporal/syncControl.js';
 import { createRuntimeWorkers, type CreateWorkerOptions, type RuntimeWorkers } from './temporal/worker.js';
 import { loadWorkflowBundle } from './temporal/workflowBundle.js';
 import { createConnectionEvents } from './webhooks/connectionEvents.js';
+import { createWebhookDeliveryStore, type WebhookDeliveryStore } from './webhooks/deliveries.js';
 import { createWebhookSettingsStore, type WebhookSettingsStore } from './webhooks/settings.js';
 import { createInboundSignatureStore } from './webhooks/inboundSignatures.js';
 import {
@@ -126,6 +127,10 @@ export interface ServiceParts {
   inboundQueue: InboundWebhookQueue;
   events: ReturnType<typeof createConnectionEvents>;
   webhookSettings: WebhookSettingsStore;
+  /** The delivery log of outbound webhooks. */
+  webhookDeliveries: WebhookDeliveryStore;
+  /** Per-connection sync frequencies. */
+  syncFrequencies: SyncFrequencyStore;
   /** What createActivities takes besides the pool. */
   runtime: NonNullable<ActivityDeps['runtime']>;
 }
@@ -196,7 +201,7 @@ function composeParts(options: {
   const logs = createPostgresLogStore({ db, secretsOf: (scope) => connections.service.credentialSecrets(scope) });
   const runHistory = createRunHistory({ db });
   const scripts = createPostgresScriptStore({ db });
-  const frequencies = new SyncFrequencyStore(db);
+  const frequencies = createSyncFrequencyStore({ db });
   const runSlots = createRunSlots({ db });
   const inboundQueue = createInboundWebhookQueue({
     db,
@@ -215,6 +220,7 @@ function composeParts(options: {
     },
   });
   const webhookSettings = createWebhookSettingsStore({ db, encryptor });
+  const webhookDeliveries = createWebhookDeliveryStore({ db, settings: webhookSettings });
   const connectionIds = async (environmentId: string, integrationId: string) =>
     (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
   const deploymentStore = createPostgresDeploymentStore(db);
@@ -276,6 +282,8 @@ function composeParts(options: {
     inboundQueue,
     events,
     webhookSettings,
+    webhookDeliveries,
+    syncFrequencies: frequencies,
     runtime,
   };
 }
@@ -368,7 +376,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
     );
     cleanups.push(() => mcpSessions.closeAll());
     const api: ApiDeps = {
-      db,
+      database: databaseCheck(db),
       environments: connections.environments,
       connections: connections.service,
       integrations: connections.integrations,
@@ -377,12 +385,14 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       logs: parts.logs,
       runHistory: parts.runHistory,
       syncs: parts.syncs,
+      syncFrequencies: parts.syncFrequencies,
       temporal,
       deployments: parts.deployments,
       generated: createGeneratedRouting({ deployments: overrides.apiDeps?.deployments ?? parts.deployments }),
       webhookSettings: parts.webhookSettings,
       inboundSignatures: createInboundSignatureStore(db),
       inboundQueue: parts.inboundQueue,
+      webhookDeliveries: parts.webhookDeliveries,
       runSlots: parts.runtime.runSlots,
       actionConcurrency: settings.ACTION_CONCURRENCY_PER_ENVIRONMENT,
       webhookRateLimit: { perSecond: settings.WEBHOOK_RATE_LIMIT_PER_SECOND },

@@ -9,7 +9,7 @@ import type { EnvironmentStore } from '../connections/environmentStore.js';
 import type { PostgresEnvironmentVariableStore } from '../connections/environmentVariableStore.js';
 import type { IntegrationStore } from '../connections/integrationStore.js';
 import type { OAuthFlow } from '../connections/oauthFlow.js';
-import type { Pool } from '../db/pool.js';
+import type { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
 import type { Deployments } from '../deploy/deployments.js';
 import type { RecordStore } from '../records/types.js';
 import type { ScriptLogStore } from '../runtime/logStore.js';
@@ -17,7 +17,8 @@ import type { RunHistory } from '../runtime/runHistory.js';
 import type { RunSlots } from '../runtime/runSlots.js';
 import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
-import type { ReadinessChecks } from '../health.js';
+import type { ReadinessCheck, ReadinessChecks } from '../health.js';
+import type { WebhookDeliveryStore } from '../webhooks/deliveries.js';
 import type { InboundSignatureStore } from '../webhooks/inboundSignatures.js';
 import type { InboundWebhookQueue } from '../webhooks/inboundQueue.js';
 import type { WebhookSettingsStore } from '../webhooks/settings.js';
@@ -36,7 +37,8 @@ export interface ProxyOptions {
 }
 
 export interface ApiDeps {
-  db: Pool;
+  /** Postgres answers (`SELECT 1`): GET /health, and GET /readyz's `database` unless `readiness` is given. */
+  database: ReadinessCheck;
   environments: EnvironmentStore;
   connections: PostgresConnectionService;
   integrations: IntegrationStore;
@@ -46,6 +48,8 @@ export interface ApiDeps {
   /** The history of sync runs (GET /sync/runs). */
   runHistory: RunHistory;
   syncs: SyncControl;
+  /** Per-connection sync frequencies (PUT /sync/update-connection-frequency, GET /sync/status). */
+  syncFrequencies: SyncFrequencyStore;
   /** The Temporal client with the runtime's data converter: it decodes run histories (GET /runs/:run_id/history). */
   temporal: Client;
   deployments: Deployments;
@@ -57,6 +61,8 @@ export interface ApiDeps {
   inboundSignatures: InboundSignatureStore;
   /** Inbound webhooks waiting for their syncs: bounded per sync and per environment. */
   inboundQueue: InboundWebhookQueue;
+  /** The delivery log of outbound webhooks (GET /webhook-deliveries). */
+  webhookDeliveries: WebhookDeliveryStore;
   /** The runs each environment has going (actions here, sync runs on the workers), bounded per environment. */
   runSlots?: RunSlots | undefined;
   /** Actions one environment may have running at once. @default 25 */

@@ -15,7 +15,7 @@ import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/conn
 import type { ConnectionScope } from '../connections/types.js';
 import type { Pool } from '../db/pool.js';
 import { lineLog } from '../log.js';
-import { markDeliveryFailed, type DeliverWebhookInput } from './deliveries.js';
+import { createWebhookDeliveryStore, type DeliverWebhookInput } from './deliveries.js';
 import type { WebhookSettingsStore } from './settings.js';
 
 export interface ConnectionEventsDeps {
@@ -38,6 +38,7 @@ export type ConnectionEventBody = Record<string, unknown> & {
 
 export function createConnectionEvents(deps: ConnectionEventsDeps) {
   const log = deps.log ?? lineLog('webhooks');
+  const deliveries = createWebhookDeliveryStore({ db: deps.db, settings: deps.settings });
 
   /** Records the delivery and starts its workflow; nothing when the environment has no webhook URL. */
   async function emit(scope: ConnectionScope, body: ConnectionEventBody): Promise<string | undefined> {
@@ -67,7 +68,7 @@ export function createConnectionEvents(deps: ConnectionEventsDeps) {
       });
     } catch (error) {
       const message = `could not start its delivery: ${error instanceof Error ? error.message : String(error)}`;
-      await markDeliveryFailed(deps.db, id, message);
+      await deliveries.markFailed(id, message);
       throw error;
     }
     return id;

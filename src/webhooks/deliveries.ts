@@ -8,6 +8,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
+import { deleteInBatches, type ExpireOptions } from '../db/expiry.js';
 import type { Pool } from '../db/pool.js';
 import { webhookAttempts, webhookDeliveries } from '../metrics/index.js';
 import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
@@ -95,7 +96,7 @@ const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
   delivered_at: row.delivered_at?.toISOString() ?? null,
 });
 
-export async function listDeliveries(
+async function listDeliveries(
   db: Pool,
   options: {
     environmentId: string;
@@ -189,7 +190,7 @@ export function syncWebhookBodies(
  * Writes the delivery rows of one event (idempotent by `key`, the delivering workflow's id) and
  * returns their ids; none when the environment has no webhook URL or nothing changed.
  */
-export async function recordSyncDeliveries(
+async function recordSyncDeliveries(
   db: Pool,
   settings: WebhookSettingsStore,
   event: SyncFinishedEvent,
@@ -243,7 +244,7 @@ export class DeliveryAttemptError extends Error {
  * One attempt of one delivery. Returns when the application answered 2xx (or the delivery was
  * already delivered); throws DeliveryAttemptError otherwise, after recording the attempt.
  */
-export async function attemptDelivery(
+async function attemptDelivery(
   db: Pool,
   settings: WebhookSettingsStore,
   id: string,
@@ -293,7 +294,7 @@ export async function attemptDelivery(
 }
 
 /** The key a delivery was recorded under (`<workflow id>:…`), or undefined when there is no such delivery. */
-export async function deliveryKeyOf(db: Pool, id: string): Promise<string | undefined> {
+async function deliveryKeyOf(db: Pool, id: string): Promise<string | undefined> {
   const { rows } = await db.query<{ delivery_key: string }>(
     'SELECT delivery_key FROM webhook_deliveries WHERE id = $1',
     [id],
@@ -302,10 +303,40 @@ export async function deliveryKeyOf(db: Pool, id: string): Promise<string | unde
 }
 
 /** After the last attempt failed: the delivery is given up, and the log says so. */
-export async function markDeliveryFailed(db: Pool, id: string, message: string): Promise<void> {
+async function markDeliveryFailed(db: Pool, id: string, message: string): Promise<void> {
   const { rowCount } = await db.query(
     `UPDATE webhook_deliveries SET status = 'failed', last_error = $2 WHERE id = $1 AND status = 'pending'`,
     [id, message.slice(0, 2000)],
   );
   if (rowCount === 1) webhookDeliveries.inc({ outcome: 'failed' });
 }
+
+/** The options of `list`: one environment's deliveries, newest first, before the delivery id `before`. */
+export type ListDeliveriesOptions = Parameters<typeof listDeliveries>[1];
+
+/** The delivery log (webhook_deliveries): what the API lists, the worker records and sends, retention expires. */
+export function createWebhookDeliveryStore({ db, settings }: { db: Pool; settings: WebhookSettingsStore }) {
+  return {
+    list: (options: ListDeliveriesOptions) => listDeliveries(db, options),
+    record: (event: SyncFinishedEvent, key: string) => recordSyncDeliveries(db, settings, event, key),
+    attempt: (id: string, options?: { fetch?: typeof fetch; timeoutMs?: number }) =>
+      attemptDelivery(db, settings, id, options),
+    keyOf: (id: string) => deliveryKeyOf(db, id),
+    markFailed: (id: string, message: string) => markDeliveryFailed(db, id, message),
+    /**
+     * Deletes the deliveries created before `cutoff`. A pending delivery is retried for about 40 minutes
+     * (workflows/deliverWebhook.ts) and the retention is at least a day: one older than that was
+     * abandoned, and goes too.
+     */
+    expireBefore: (cutoff: Date, options?: ExpireOptions) =>
+      deleteInBatches(
+        db,
+        `DELETE FROM webhook_deliveries WHERE created_at < $1
+           AND id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
+        cutoff,
+        options,
+      ),
+  };
+}
+
+export type WebhookDeliveryStore = ReturnType<typeof createWebhookDeliveryStore>;

@@ -15,7 +15,7 @@ export const getHealthRoute = (deps: ApiDeps) =>
     },
     handler: async () => {
       try {
-        await deps.db.query('SELECT 1');
+        await deps.database();
       } catch {
         throw new ServiceError('database_unreachable', 'The service cannot reach its database.', {
           retryable: true,

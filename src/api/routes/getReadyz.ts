@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkReadiness, databaseCheck, readinessBody } from '../../health.js';
+import { checkReadiness, readinessBody } from '../../health.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
 
@@ -32,7 +32,7 @@ export const getReadyzRoute = (deps: ApiDeps) =>
       },
     },
     handler: async ({ res }) => {
-      const report = await checkReadiness(deps.readiness ?? { database: databaseCheck(deps.db) });
+      const report = await checkReadiness(deps.readiness ?? { database: deps.database });
       res
         .status(report.ready ? 200 : 503)
         .set('cache-control', 'no-store')

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { SyncFrequencyStore } from '../../connections/syncFrequencyStore.js';
 import { isServiceError } from '../../errors.js';
 import { syncWorkflowId } from '../../temporal/connection.js';
 import type { ApiDeps } from '../deps.js';
@@ -94,7 +93,6 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
     responses: { 200: { description: 'One entry per (connection, sync)', schema: syncStatusSchema } },
     handler: async ({ query, environment }) => {
       const { definitions, connectionIds } = await selectSyncs(deps, environment.id, query);
-      const frequencies = new SyncFrequencyStore(deps.db);
       const deployment = await deps.deployments.current(environment.id);
       const runsOf = (name: string) =>
         deployment?.config.integrations
@@ -106,7 +104,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
       const syncs = await Promise.all(
         pairs.map(async ({ connectionId, definition }) => {
           const ref = { ...definition, connectionId };
-          const own = await frequencies.get(ref);
+          const own = await deps.syncFrequencies.get(ref);
           const base = {
             id: syncWorkflowId(ref),
             connection_id: connectionId,

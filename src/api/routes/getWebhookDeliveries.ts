@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
-import { listDeliveries, webhookDeliverySchema } from '../../webhooks/deliveries.js';
+import { webhookDeliverySchema } from '../../webhooks/deliveries.js';
 
 export const webhookDeliveriesQuery = z
   .object({
@@ -30,7 +30,7 @@ export const getWebhookDeliveriesRoute = (deps: ApiDeps) =>
       },
     },
     handler: async ({ query, environment }) => {
-      const deliveries = await listDeliveries(deps.db, { environmentId: environment.id, ...query });
+      const deliveries = await deps.webhookDeliveries.list({ environmentId: environment.id, ...query });
       const last = deliveries[deliveries.length - 1];
       return { deliveries, next_before: deliveries.length === query.limit && last ? last.id : null };
     },

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { MIN_RUNS_MS } from '../../config/types.js';
 import { MAX_RUNS_TEXT, MIN_RUNS_TEXT, parseRuns, RUNS_FORMS } from '../../config/runs.js';
-import { SyncFrequencyStore } from '../../connections/syncFrequencyStore.js';
 import { ServiceError } from '../../errors.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../route.js';
@@ -67,7 +66,7 @@ export const putSyncConnectionFrequencyRoute = (deps: ApiDeps) =>
         value = { frequency: body.frequency.trim(), frequencyMs: parsed.ms };
       }
       const ref = { ...definition, connectionId: body.connection_id };
-      await new SyncFrequencyStore(deps.db).set(ref, value);
+      await deps.syncFrequencies.set(ref, value);
       // Hands the entity its definition with the override applied (or started, when it had none yet).
       await deps.syncs.ensureSync(definition, body.connection_id);
       const runs = await runsText(deps, environment.id, body.provider_config_key, body.sync_name);
