@@ -51,11 +51,12 @@ import { databaseCheck, startHealthServer, temporalCheck, type ReadinessChecks }
 import { startRecordsMaintenance } from './records/maintenance.js';
 import { createPostgresRecordStore, recordEnvironmentHoldings } from './records/postgresRecordStore.js';
 import { createPostgresLogStore, logEnvironmentHoldings } from './runtime/logStore.js';
-import { createDataConverter } from './runtime/payloadStorage.js';
-import { purgeExpired, temporalHorizon, type RetentionPolicy } from './runtime/retention.js';
+import { createDataConverter, createPayloadBlobStore } from './runtime/payloadStorage.js';
+import { purgeExpired, temporalHorizon, type RetentionPolicy, type RetentionStores } from './runtime/retention.js';
 import { createRunHistory, runHistoryEnvironmentHoldings } from './runtime/runHistory.js';
 import { createRunSlots, runSlotEnvironmentHoldings } from './runtime/runSlots.js';
 import { createPostgresScriptStore, scriptEnvironmentHoldings } from './runtime/scriptStore.js';
+import { createStepLedger } from './steps/stepLedger.js';
 import type { Settings } from './settings.js';
 import {
   checksConnection,
@@ -479,16 +480,23 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       // docs/architecture.md, "Exact resume").
       const policy = retentionPolicy(settings);
       const horizon = temporalHorizon(temporal);
+      const stores: RetentionStores = {
+        syncRuns: parts.runHistory,
+        scriptLogs: parts.logs,
+        webhookDeliveries: parts.webhookDeliveries,
+        payloadBlobs: createPayloadBlobStore({ db }),
+        stepLedger: createStepLedger({ db, encryptor }),
+      };
       const maintenance = startRecordsMaintenance(parts.records, {
         also: {
           'rows past their retention': async () => {
-            const counts = await purgeExpired({ db, policy, horizon });
+            const counts = await purgeExpired({ db, stores, policy, horizon });
             return Object.values(counts ?? {}).reduce((sum, count) => sum + count, 0);
           },
           // A webhook that waited this long (its sync paused, say) is dropped; its run fails with webhook_expired.
           'queued webhooks past their retention': async () => {
             const retention = settings.RETENTION_QUEUED_WEBHOOKS;
-            return retention === null ? 0 : parts.inboundQueue.purgeReceivedBefore(new Date(Date.now() - retention));
+            return retention === null ? 0 : parts.inboundQueue.expireBefore(new Date(Date.now() - retention));
           },
         },
       });

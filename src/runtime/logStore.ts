@@ -2,6 +2,7 @@ import { redactSecrets } from './redaction.js';
 import type { ConnectionScope } from './connectionAccess.js';
 import type { Pool } from '../db/pool.js';
 import { holdingsOfTables } from '../db/environmentHoldings.js';
+import { expiryByAge, type Expiring } from '../db/expiry.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -48,7 +49,7 @@ export interface SearchLogsOptions {
 }
 
 /** The `svc.log` lines of every run (table script_logs); the API exposes `search`. */
-export interface ScriptLogStore {
+export interface ScriptLogStore extends Expiring {
   append(context: ScriptLogContext, entries: readonly ScriptLogEntry[]): Promise<void>;
   /** Newest first. */
   search(options: SearchLogsOptions): Promise<StoredScriptLog[]>;
@@ -142,6 +143,9 @@ export function createPostgresLogStore({ db, secretsOf }: PostgresLogStoreOption
         loggedAt: row.logged_at.toISOString(),
       }));
     },
+
+    /** Deletes the lines stored before `cutoff` (retention: RETENTION_SCRIPT_LOGS). */
+    expireBefore: expiryByAge(db, 'script_logs', 'created_at', ['id']),
   };
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import { expiryByAge, type Expiring } from '../db/expiry.js';
 import type { Pool } from '../db/pool.js';
 import { PACKAGE_ROOT } from '../packageRoot.js';
 import { clearSummary } from './stepSummary.js';
@@ -144,6 +145,17 @@ export function createClaimCheckCodec({
         }),
       );
     },
+  };
+}
+
+/**
+ * The claim check's table (payload_blobs) as retention sees it. `expireBefore` deletes the blobs last
+ * written before `cutoff`; which cutoff is safe (no history Temporal keeps can refer to an older blob)
+ * is retention's decision (src/runtime/retention.ts).
+ */
+export function createPayloadBlobStore({ db }: { db: Pool }): Expiring {
+  return {
+    expireBefore: expiryByAge(db, 'payload_blobs', 'last_written_at', ['hash']),
   };
 }
 

@@ -2,8 +2,9 @@
  * Retention: the tables that grow with every run are trimmed to an age the operator chooses
  * (docs/configuration.md "Retention"). Every worker process runs the purge on the records-maintenance
  * rhythm (src/records/maintenance.ts); a Postgres advisory lock lets one process at a time do it, the
- * others skip the round. Rows go in batches, each its own short statement, so the purge never holds
- * locks for long.
+ * others skip the round. Retention only schedules: each table's store deletes its own rows
+ * (`expireBefore`, src/db/expiry.ts), in batches, each its own short statement, so the purge never
+ * holds locks for long.
  *
  * payload_blobs is special: a blob is the body of a claim check that a Temporal history refers to, and
  * a history is read again whenever its workflow replays (a worker restart, a query) for as long as
@@ -14,6 +15,7 @@
  * only blobs last written before that, and before the configured age.
  */
 import type { Client } from '@temporalio/client';
+import type { Expiring } from '../db/expiry.js';
 import type { Pool } from '../db/pool.js';
 import { retentionDeletedRows, retentionLastSuccess } from '../metrics/index.js';
 import { lineLog } from '../log.js';
@@ -69,8 +71,13 @@ export function temporalHorizon(client: Client, options: { maxExecutions?: numbe
   };
 }
 
+/** The store that owns each table of the policy (src/service.ts builds them). */
+export type RetentionStores = Record<keyof RetentionPolicy, Expiring>;
+
 export interface PurgeOptions {
+  /** For the advisory lock that lets one process at a time purge; the stores delete on its connection. */
   db: Pool;
+  stores: RetentionStores;
   policy: RetentionPolicy;
   /** Without it no blob is removed. */
   horizon?: TemporalHorizon | undefined;
@@ -85,10 +92,16 @@ export interface PurgeOptions {
   log?: (line: string) => void;
 }
 
-export type PurgeCounts = Record<
-  'sync_runs' | 'script_logs' | 'webhook_deliveries' | 'payload_blobs' | 'script_steps',
-  number
->;
+/** The table each store of the policy owns: the `table` label of the deleted-rows metric. */
+const TABLES = {
+  scriptLogs: 'script_logs',
+  webhookDeliveries: 'webhook_deliveries',
+  syncRuns: 'sync_runs',
+  stepLedger: 'script_steps',
+  payloadBlobs: 'payload_blobs',
+} as const satisfies Record<keyof RetentionPolicy, string>;
+
+export type PurgeCounts = Record<(typeof TABLES)[keyof RetentionPolicy], number>;
 
 /** One id of the lock that lets one process at a time purge (pg_try_advisory_lock's two-key form). */
 const RETENTION_LOCK: [number, number] = [0x5e41, 0x7e7e];
@@ -98,11 +111,9 @@ const RETENTION_LOCK: [number, number] = [0x5e41, 0x7e7e];
  * table, or undefined when another process holds the purge lock.
  */
 export async function purgeExpired(options: PurgeOptions): Promise<PurgeCounts | undefined> {
-  const { db, policy } = options;
-  const batchSize = options.batchSize ?? 5000;
+  const { db, policy, stores } = options;
   const now = (options.now ?? (() => new Date()))();
   const log = options.log ?? lineLog('retention');
-  const cutoff = (retention: number): Date => new Date(now.getTime() - retention);
   const client = await db.connect();
   try {
     const locked = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', RETENTION_LOCK);
@@ -115,66 +126,19 @@ export async function purgeExpired(options: PurgeOptions): Promise<PurgeCounts |
         payload_blobs: 0,
         script_steps: 0,
       };
-      // Each statement deletes at most batchSize rows; the age condition is in the outer WHERE, so a row
-      // written again meanwhile (a blob) is rechecked under its lock and kept.
-      const drain = async (table: keyof PurgeCounts, sql: string, parameter: Date): Promise<void> => {
-        for (;;) {
-          const { rowCount } = await client.query(sql, [parameter, batchSize]);
-          counts[table] += rowCount ?? 0;
-          if ((rowCount ?? 0) < batchSize) break;
-        }
+      const expire = async (kind: keyof RetentionPolicy, cutoff: Date): Promise<void> => {
+        const table = TABLES[kind];
+        counts[table] = await stores[kind].expireBefore(cutoff, { batchSize: options.batchSize, client });
         if (counts[table] > 0) retentionDeletedRows.inc({ table }, counts[table]);
       };
-      if (policy.scriptLogs !== null) {
-        await drain(
-          'script_logs',
-          `DELETE FROM script_logs WHERE created_at < $1
-             AND id IN (SELECT id FROM script_logs WHERE created_at < $1 LIMIT $2)`,
-          cutoff(policy.scriptLogs),
-        );
-      }
-      if (policy.webhookDeliveries !== null) {
-        // A pending delivery is retried for about 40 minutes (workflows/deliverWebhook.ts) and the
-        // retention is at least a day: one older than that was abandoned, and goes too.
-        await drain(
-          'webhook_deliveries',
-          `DELETE FROM webhook_deliveries WHERE created_at < $1
-             AND id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
-          cutoff(policy.webhookDeliveries),
-        );
-      }
-      if (policy.syncRuns !== null) {
-        // The latest run of each sync stays while its connection exists: it is the sync's last outcome
-        // (the `errors` of GET /connections, the dashboard), however long ago it ran.
-        await drain(
-          'sync_runs',
-          `DELETE FROM sync_runs r WHERE r.finished_at < $1
-             AND r.run_id IN (
-               SELECT o.run_id FROM sync_runs o
-                WHERE o.finished_at < $1
-                  AND (EXISTS (SELECT 1 FROM sync_runs n
-                                WHERE n.environment_id = o.environment_id AND n.integration_id = o.integration_id
-                                  AND n.connection_id = o.connection_id AND n.sync_name = o.sync_name
-                                  AND n.finished_at > o.finished_at)
-                       OR NOT EXISTS (SELECT 1 FROM connections c
-                                       WHERE c.environment_id = o.environment_id
-                                         AND c.provider_config_key = o.integration_id
-                                         AND c.connection_id = o.connection_id))
-                LIMIT $2)`,
-          cutoff(policy.syncRuns),
-        );
-      }
-      if (policy.stepLedger !== null) {
-        await drain(
-          'script_steps',
-          `DELETE FROM script_steps WHERE created_at < $1
-             AND (run_id, step) IN (SELECT run_id, step FROM script_steps WHERE created_at < $1 LIMIT $2)`,
-          cutoff(policy.stepLedger),
-        );
+      const byAge = (retention: number): Date => new Date(now.getTime() - retention);
+      for (const kind of ['scriptLogs', 'webhookDeliveries', 'syncRuns', 'stepLedger'] as const) {
+        const retention = policy[kind];
+        if (retention !== null) await expire(kind, byAge(retention));
       }
       if (policy.payloadBlobs !== null) {
-        const byAge = cutoff(policy.payloadBlobs);
-        const horizon = await options.horizon?.(byAge).catch((error: unknown) => {
+        const oldest = byAge(policy.payloadBlobs);
+        const horizon = await options.horizon?.(oldest).catch((error: unknown) => {
           log(
             `[retention] keeping every payload blob this round: Temporal's visibility did not answer: ${(error as Error).message}`,
           );
@@ -184,13 +148,8 @@ export async function purgeExpired(options: PurgeOptions): Promise<PurgeCounts |
           if (options.horizon)
             log('[retention] keeping every payload blob this round: the oldest execution is unknown');
         } else {
-          const before = new Date(Math.min(byAge.getTime(), horizon.getTime()) - (options.clockSkewMs ?? 300_000));
-          await drain(
-            'payload_blobs',
-            `DELETE FROM payload_blobs WHERE last_written_at < $1
-               AND hash IN (SELECT hash FROM payload_blobs WHERE last_written_at < $1 LIMIT $2)`,
-            before,
-          );
+          const before = new Date(Math.min(oldest.getTime(), horizon.getTime()) - (options.clockSkewMs ?? 300_000));
+          await expire('payloadBlobs', before);
         }
       }
       retentionLastSuccess.set(Date.now() / 1000);

@@ -5,6 +5,7 @@
  */
 import type { Pool } from '../db/pool.js';
 import { holdingsOfTables } from '../db/environmentHoldings.js';
+import { deleteInBatches, type ExpireOptions } from '../db/expiry.js';
 import type { WriteSummary } from '../records/types.js';
 
 export interface SyncRunRecord {
@@ -132,6 +133,31 @@ export function createRunHistory({ db }: { db: Pool }) {
         runId: row.run_id,
       }));
     },
+
+    /**
+     * Deletes the runs that finished before `cutoff` (retention: RETENTION_SYNC_RUNS), but for the latest
+     * run of each sync while its connection exists: it is the sync's last outcome (the `errors` of GET
+     * /connections, the dashboard), however long ago it ran.
+     */
+    expireBefore: (cutoff: Date, options?: ExpireOptions): Promise<number> =>
+      deleteInBatches(
+        db,
+        `DELETE FROM sync_runs r WHERE r.finished_at < $1
+           AND r.run_id IN (
+             SELECT o.run_id FROM sync_runs o
+              WHERE o.finished_at < $1
+                AND (EXISTS (SELECT 1 FROM sync_runs n
+                              WHERE n.environment_id = o.environment_id AND n.integration_id = o.integration_id
+                                AND n.connection_id = o.connection_id AND n.sync_name = o.sync_name
+                                AND n.finished_at > o.finished_at)
+                     OR NOT EXISTS (SELECT 1 FROM connections c
+                                     WHERE c.environment_id = o.environment_id
+                                       AND c.provider_config_key = o.integration_id
+                                       AND c.connection_id = o.connection_id))
+              LIMIT $2)`,
+        cutoff,
+        options,
+      ),
   };
 }
 

@@ -20,6 +20,7 @@
  * (`forget`), and a periodic purge removes what finished runs left.
  */
 import type { Encryptor } from '../connections/encryption.js';
+import { expiryByAge, type Expiring } from '../db/expiry.js';
 import type { Pool, PoolClient } from '../db/pool.js';
 
 export interface StepKey {
@@ -39,7 +40,8 @@ export interface StepRow {
   outcome: string;
 }
 
-export interface StepLedger {
+/** `expireBefore` removes what runs left (a failed run does not forget its steps): retention's RETENTION_STEP_LEDGER. */
+export interface StepLedger extends Expiring {
   /** The outcome of a step that already completed, if it did (a deferred one included). */
   recall<T>(key: StepKey): Promise<StepOutcome<T> | undefined>;
   /** Records a step's outcome now (the first record of a step wins). */
@@ -174,6 +176,8 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
   }
 
   return {
+    expireBefore: expiryByAge(db, 'script_steps', 'created_at', ['run_id', 'step']),
+
     async recall<T>(key: StepKey): Promise<StepOutcome<T> | undefined> {
       const waiting = deferred.get(key.runId)?.rows.get(key.step);
       if (waiting !== undefined) return encryptor.decryptJson(waiting, PURPOSE) as StepOutcome<T>;

@@ -8,7 +8,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
-import { deleteInBatches, type ExpireOptions } from '../db/expiry.js';
+import { expiryByAge } from '../db/expiry.js';
 import type { Pool } from '../db/pool.js';
 import { webhookAttempts, webhookDeliveries } from '../metrics/index.js';
 import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
@@ -328,14 +328,7 @@ export function createWebhookDeliveryStore({ db, settings }: { db: Pool; setting
      * (workflows/deliverWebhook.ts) and the retention is at least a day: one older than that was
      * abandoned, and goes too.
      */
-    expireBefore: (cutoff: Date, options?: ExpireOptions) =>
-      deleteInBatches(
-        db,
-        `DELETE FROM webhook_deliveries WHERE created_at < $1
-           AND id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 LIMIT $2)`,
-        cutoff,
-        options,
-      ),
+    expireBefore: expiryByAge(db, 'webhook_deliveries', 'created_at', ['id']),
   };
 }
 

@@ -214,12 +214,15 @@ export function createInboundWebhookQueue({
       });
     },
 
-    /** Removes the webhooks received before `before` that still wait (retention); the entries removed. */
-    async purgeReceivedBefore(before: Date): Promise<number> {
+    /**
+     * Removes the webhooks received before `cutoff` that still wait (retention: RETENTION_QUEUED_WEBHOOKS),
+     * in one transaction; the entries removed.
+     */
+    async expireBefore(cutoff: Date): Promise<number> {
       return inTransaction(db, async (client) => {
         const old = await client.query<{ id: string }>(
           'SELECT id FROM inbound_webhook_bodies WHERE received_at < $1 FOR UPDATE',
-          [before],
+          [cutoff],
         );
         const bodyIds = old.rows.map((row) => row.id);
         const removed = await client.query('DELETE FROM inbound_webhook_queue WHERE body_id = ANY($1::uuid[])', [

@@ -2,15 +2,27 @@
  * Retention on the real Postgres and Temporal (src/runtime/retention.ts): rows older than their
  * table's retention go, newer rows stay, the latest run of each sync stays, and a claim-checked
  * payload stays while any history Temporal still keeps may refer to it: while the execution that was
- * open when it was written runs, after it closed, until Temporal removed that execution.
+ * open when it was written runs, after it closed, until Temporal removed that execution. Each table's
+ * own store deletes (`expireBefore`); retention decides when and the cutoff.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { msToTs, type Payload } from '@temporalio/common';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Pool } from '../../src/db/pool.js';
-import { createClaimCheckCodec } from '../../src/runtime/payloadStorage.js';
-import { purgeExpired, temporalHorizon, type RetentionPolicy } from '../../src/runtime/retention.js';
+import { Encryptor } from '../../src/connections/encryption.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { createPostgresLogStore } from '../../src/runtime/logStore.js';
+import { createClaimCheckCodec, createPayloadBlobStore } from '../../src/runtime/payloadStorage.js';
+import {
+  purgeExpired,
+  temporalHorizon,
+  type RetentionPolicy,
+  type RetentionStores,
+} from '../../src/runtime/retention.js';
+import { createRunHistory } from '../../src/runtime/runHistory.js';
+import { createStepLedger } from '../../src/steps/stepLedger.js';
+import { createWebhookDeliveryStore } from '../../src/webhooks/deliveries.js';
+import { createWebhookSettingsStore } from '../../src/webhooks/settings.js';
 import { loadSettings } from '../../src/settings.js';
 import { eventually } from '../helpers/eventually.js';
 import { uniqueName, useDatabase, useTemporalClient } from '../helpers/stack.js';
@@ -25,10 +37,28 @@ const NONE: RetentionPolicy = {
 };
 
 let db: Pool;
+let url: string;
+let stores: RetentionStores;
 let temporal: Client;
 
+/** The stores the service purges with (src/service.ts), over `pool`. */
+function storesOver(pool: Pool): RetentionStores {
+  const encryptor = new Encryptor([randomBytes(32)]);
+  return {
+    syncRuns: createRunHistory({ db: pool }),
+    scriptLogs: createPostgresLogStore({ db: pool }),
+    webhookDeliveries: createWebhookDeliveryStore({
+      db: pool,
+      settings: createWebhookSettingsStore({ db: pool, encryptor }),
+    }),
+    payloadBlobs: createPayloadBlobStore({ db: pool }),
+    stepLedger: createStepLedger({ db: pool, encryptor }),
+  };
+}
+
 beforeAll(async () => {
-  db = (await useDatabase()).pool;
+  ({ pool: db, url } = await useDatabase());
+  stores = storesOver(db);
   const client = await useTemporalClient();
   // A namespace of this file's own: other test files' executions must not hold its blobs back.
   const namespace = uniqueName('retention');
@@ -98,7 +128,7 @@ describe('retention', () => {
       stepLedger: 3_600_000,
     };
     // Batches of one row: the purge loops until a table has nothing left past its retention.
-    const counts = await purgeExpired({ db, policy, batchSize: 1, log: () => undefined });
+    const counts = await purgeExpired({ db, stores, policy, batchSize: 1, log: () => undefined });
     expect(counts).toEqual({ sync_runs: 2, script_logs: 1, webhook_deliveries: 2, payload_blobs: 0, script_steps: 1 });
     const runs = await db.query<{ run_id: string }>(
       'SELECT run_id FROM sync_runs WHERE environment_id = $1 ORDER BY run_id',
@@ -115,7 +145,7 @@ describe('retention', () => {
     expect(await count(`SELECT 1 FROM script_steps WHERE run_id = 's'`)).toBe(1);
 
     // A second round finds nothing more; `forever` (null) keeps everything.
-    expect(await purgeExpired({ db, policy, log: () => undefined })).toEqual({
+    expect(await purgeExpired({ db, stores, policy, log: () => undefined })).toEqual({
       sync_runs: 0,
       script_logs: 0,
       webhook_deliveries: 0,
@@ -123,9 +153,31 @@ describe('retention', () => {
       script_steps: 0,
     });
     await run('r-ancient', 'c1', 'contacts', ago(3650 * DAY));
-    await purgeExpired({ db, policy: NONE, log: () => undefined });
+    await purgeExpired({ db, stores, policy: NONE, log: () => undefined });
     expect(await count(`SELECT 1 FROM sync_runs WHERE run_id = 'r-ancient'`)).toBe(1);
   });
+
+  it('needs one connection: the stores delete on the connection that holds the purge lock', async () => {
+    // DATABASE_POOL_SIZE=1: a store that took a connection of its own would wait for the lock's forever.
+    const one = createPool({ url, max: 1, applicationName: 'retention-one-connection' });
+    try {
+      const runId = `one-${randomUUID()}`;
+      await one.query(
+        `INSERT INTO script_steps (run_id, step, created_at) VALUES ($1, 1, now() - interval '2 hours')`,
+        [runId],
+      );
+      const counts = await purgeExpired({
+        db: one,
+        stores: storesOver(one),
+        policy: { ...NONE, stepLedger: 3_600_000 },
+        log: () => undefined,
+      });
+      expect(counts?.script_steps).toBeGreaterThanOrEqual(1);
+      expect(await count('SELECT 1 FROM script_steps WHERE run_id = $1', [runId])).toBe(0);
+    } finally {
+      await one.end();
+    }
+  }, 60_000);
 
   it('keeps a payload blob while Temporal keeps an execution that was open when it was written', async () => {
     const codec = createClaimCheckCodec({ db, threshold: 0 });
@@ -140,7 +192,7 @@ describe('retention', () => {
     const exists = async (hash: string) => (await count('SELECT 1 FROM payload_blobs WHERE hash = $1', [hash])) === 1;
     const policy: RetentionPolicy = { ...NONE, payloadBlobs: 0 };
     const purge = () =>
-      purgeExpired({ db, policy, horizon: temporalHorizon(temporal), clockSkewMs: 0, log: () => undefined });
+      purgeExpired({ db, stores, policy, horizon: temporalHorizon(temporal), clockSkewMs: 0, log: () => undefined });
 
     const before = await store('written before any execution');
     const rewritten = await store('written before, and again while the execution runs');
@@ -205,6 +257,7 @@ describe('retention', () => {
     const lines: string[] = [];
     const counts = await purgeExpired({
       db,
+      stores,
       policy: { ...NONE, payloadBlobs: DAY },
       horizon: () => Promise.reject(new Error('visibility unavailable')),
       log: (line) => lines.push(line),
@@ -217,7 +270,7 @@ describe('retention', () => {
     try {
       await holder.query('SELECT pg_advisory_lock($1, $2)', [0x5e41, 0x7e7e]);
       expect(
-        await purgeExpired({ db, policy: { ...NONE, payloadBlobs: DAY }, horizon: async (b) => b }),
+        await purgeExpired({ db, stores, policy: { ...NONE, payloadBlobs: DAY }, horizon: async (b) => b }),
       ).toBeUndefined();
       expect(await count('SELECT 1 FROM payload_blobs WHERE hash = $1', [hash])).toBe(1);
       await holder.query('SELECT pg_advisory_unlock($1, $2)', [0x5e41, 0x7e7e]);
@@ -225,8 +278,15 @@ describe('retention', () => {
       holder.release();
     }
     expect(
-      (await purgeExpired({ db, policy: { ...NONE, payloadBlobs: DAY }, horizon: async (b) => b, clockSkewMs: 0 }))
-        ?.payload_blobs,
+      (
+        await purgeExpired({
+          db,
+          stores,
+          policy: { ...NONE, payloadBlobs: DAY },
+          horizon: async (b) => b,
+          clockSkewMs: 0,
+        })
+      )?.payload_blobs,
     ).toBe(1);
   });
 });
