@@ -224,7 +224,7 @@ function composeParts(options: {
   const webhookDeliveries = createWebhookDeliveryStore({ db, settings: webhookSettings });
   const connectionIds = async (environmentId: string, integrationId: string) =>
     (await connections.service.listConnections(environmentId, { integrationId })).map((c) => c.connection_id);
-  const deploymentStore = createPostgresDeploymentStore(db);
+  const deploymentStore = createPostgresDeploymentStore({ db });
   const deployments = createDeployments({
     store: deploymentStore,
     scripts,
@@ -391,7 +391,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       deployments: parts.deployments,
       generated: createGeneratedRouting({ deployments: overrides.apiDeps?.deployments ?? parts.deployments }),
       webhookSettings: parts.webhookSettings,
-      inboundSignatures: createInboundSignatureStore(db),
+      inboundSignatures: createInboundSignatureStore({ db }),
       inboundQueue: parts.inboundQueue,
       webhookDeliveries: parts.webhookDeliveries,
       runSlots: parts.runtime.runSlots,

@@ -80,7 +80,7 @@ const toDeployment = (row: DeploymentRow): Deployment => ({
   activatedAt: row.activated_at?.toISOString() ?? null,
 });
 
-export function createPostgresDeploymentStore(db: Pool): DeploymentStore {
+export function createPostgresDeploymentStore({ db }: { db: Pool }): DeploymentStore {
   const IN_FORCE = `status IN ('applying', 'active')`;
   return {
     async current(environmentId) {

@@ -5,7 +5,7 @@
  */
 import type { Pool } from '../db/pool.js';
 
-export function createInboundSignatureStore(db: Pool) {
+export function createInboundSignatureStore({ db }: { db: Pool }) {
   return {
     /**
      * Records the signature's digest until `signedAtSeconds + toleranceSeconds`; false when it is

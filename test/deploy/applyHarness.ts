@@ -82,7 +82,7 @@ export async function deployEnvironment(count: number, applyTimeoutMs: number) {
       credentials: { type: 'API_KEY', apiKey: `key-${connectionId}` },
     }),
   );
-  const store = createPostgresDeploymentStore(pool);
+  const store = createPostgresDeploymentStore({ db: pool });
   const deploymentsDeps = {
     store,
     scripts: createPostgresScriptStore({ db: pool }),

@@ -80,7 +80,7 @@ describe('a script has no authority beyond its own run', () => {
           ...runtimeDeps(h.pool, connections, h.actions, h.client),
           // The deploy activities too, over the real stores, so that a refusal is the authority's.
           deploy: {
-            deployments: createPostgresDeploymentStore(h.pool),
+            deployments: createPostgresDeploymentStore({ db: h.pool }),
             records,
             syncs: createSyncControl({ client: h.client, taskQueue }),
             connectionIds: () => Promise.resolve([VICTIM_CONNECTION]),

@@ -68,7 +68,7 @@ function deployActivities(deps: typeof runtime): DeployActivityDeps | undefined 
   if (process.env['WORKER_DEPLOY'] !== '1') return undefined;
   const stored = createConnections({ db, encryptor: deps.encryptor, callbackUrl: 'http://127.0.0.1/oauth/callback' });
   return {
-    deployments: createPostgresDeploymentStore(db),
+    deployments: createPostgresDeploymentStore({ db }),
     records: deps.records,
     syncs: createSyncControl({ client, taskQueue: required('TASK_QUEUE') }),
     connectionIds: async (environmentId, integrationId) =>
