@@ -3,7 +3,7 @@
  * environment delete that their own tests do not take. Each test checks an outcome (what the worker or
  * the API process was made to hold, what was left in the database). Each failed before its fix:
  * - a gzip bomb through `svc` with `decompress` (src/runtime/http.ts: 32 MiB at most);
- * - an endless upstream answer held whole by the proxy (src/api/routes/allProxy.ts: 32 MiB at most,
+ * - an endless upstream answer held whole by the proxy (src/api/routes/proxy/allProxy.ts: 32 MiB at most,
  *   502 proxy_response_too_large);
  * - log lines of an action that outlived its connection's delete, stored with the key in clear
  *   (src/runtime/logStore.ts: not stored once the connection is gone);

@@ -30,7 +30,7 @@ import { match, type GeneratedRouting } from './generatedRouting.js';
 import type { ExtraOperation } from './openapi.js';
 import type { AuthenticatedEnvironment } from './route.js';
 import { connectionHeaders, invalidRequest, parse, ROUTE_TEMPLATE, type ValidationProblem } from './server.js';
-import { triggerAction } from './routes/postActionTrigger.js';
+import { triggerAction } from './routes/actions/postActionTrigger.js';
 import { recordsPageQuery, sendRecords } from './routes/shared.js';
 
 /** The fallback of createServer: answers requests that match a generated endpoint of the caller's environment. */

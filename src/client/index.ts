@@ -8,30 +8,40 @@
  * const page = await api.records.list({ ...connection, model: 'Issue', limit: 100 });
  */
 import type { z } from 'zod';
-import type { recordsQuery } from '../api/routes/getRecords.js';
-import type { actionTriggerBody } from '../api/routes/postActionTrigger.js';
-import type { syncTriggerBody } from '../api/routes/postSyncTrigger.js';
+import type { recordsQuery } from '../api/routes/records/getRecords.js';
+import type { actionTriggerBody } from '../api/routes/actions/postActionTrigger.js';
+import type { syncTriggerBody } from '../api/routes/syncs/postSyncTrigger.js';
 import type { metadataBody, recordsPageSchema, syncActionResult, syncSelectionBody } from '../api/routes/shared.js';
-import type { syncStatusQuery, syncStatusSchema } from '../api/routes/getSyncStatus.js';
-import type { syncRunsQuery, syncRunsSchema } from '../api/routes/getSyncRuns.js';
-import type { runHistorySchema } from '../api/routes/getRunHistory.js';
-import type { connectionRecordSchema, connectionSummarySchema } from '../api/routes/connectionView.js';
-import type { connectionsQuery } from '../api/routes/getConnections.js';
-import type { importConnectionBody } from '../api/routes/postConnections.js';
-import type { authorizeRequestBody, authorizedRequestSchema } from '../api/routes/postConnectionAuthorize.js';
-import type { patchConnectionBody } from '../api/routes/patchConnection.js';
-import type { createIntegrationBody, integrationSchema, patchIntegrationBody } from '../api/routes/integrationView.js';
-import type { connectFieldsAnswer } from '../api/routes/getIntegrationConnectFields.js';
-import type { connectSessionBody, connectSessionSchema } from '../api/routes/postConnectSessions.js';
-import type { environmentSettingsSchema, patchEnvironmentSettingsBody } from '../api/routes/environmentSettings.js';
-import type { EnvironmentView } from '../api/routes/environments.js';
-import type { syncFrequencyBody, syncFrequencySchema } from '../api/routes/putSyncConnectionFrequency.js';
-import type { environmentVariableSchema } from '../api/routes/getEnvironmentVariables.js';
-import type { setVariablesBody } from '../api/routes/postEnvironmentVariables.js';
-import type { logLineSchema, logsQuery } from '../api/routes/getLogs.js';
-import type { putWebhookSettingsBody } from '../api/routes/putWebhookSettings.js';
-import type { webhookSettingsSchema } from '../api/routes/getWebhookSettings.js';
-import type { webhookDeliveriesQuery } from '../api/routes/getWebhookDeliveries.js';
+import type { syncStatusQuery, syncStatusSchema } from '../api/routes/syncs/getSyncStatus.js';
+import type { syncRunsQuery, syncRunsSchema } from '../api/routes/syncs/getSyncRuns.js';
+import type { runHistorySchema } from '../api/routes/syncs/getRunHistory.js';
+import type { connectionRecordSchema, connectionSummarySchema } from '../api/routes/connections/connectionView.js';
+import type { connectionsQuery } from '../api/routes/connections/getConnections.js';
+import type { importConnectionBody } from '../api/routes/connections/postConnections.js';
+import type {
+  authorizeRequestBody,
+  authorizedRequestSchema,
+} from '../api/routes/connections/postConnectionAuthorize.js';
+import type { patchConnectionBody } from '../api/routes/connections/patchConnection.js';
+import type {
+  createIntegrationBody,
+  integrationSchema,
+  patchIntegrationBody,
+} from '../api/routes/integrations/integrationView.js';
+import type { connectFieldsAnswer } from '../api/routes/integrations/getIntegrationConnectFields.js';
+import type { connectSessionBody, connectSessionSchema } from '../api/routes/connections/postConnectSessions.js';
+import type {
+  environmentSettingsSchema,
+  patchEnvironmentSettingsBody,
+} from '../api/routes/environments/environmentSettings.js';
+import type { EnvironmentView } from '../api/routes/environments/environments.js';
+import type { syncFrequencyBody, syncFrequencySchema } from '../api/routes/syncs/putSyncConnectionFrequency.js';
+import type { environmentVariableSchema } from '../api/routes/environmentVariables/getEnvironmentVariables.js';
+import type { setVariablesBody } from '../api/routes/environmentVariables/postEnvironmentVariables.js';
+import type { logLineSchema, logsQuery } from '../api/routes/logs/getLogs.js';
+import type { putWebhookSettingsBody } from '../api/routes/webhooks/putWebhookSettings.js';
+import type { webhookSettingsSchema } from '../api/routes/webhooks/getWebhookSettings.js';
+import type { webhookDeliveriesQuery } from '../api/routes/webhooks/getWebhookDeliveries.js';
 import type { WebhookDelivery } from '../webhooks/deliveries.js';
 import type { DeployPlan, DeployRequest } from '../deploy/deployments.js';
 

@@ -498,7 +498,7 @@ export class PostgresConnectionService implements ConnectionService {
         display_name: integration.displayName,
         created_at: integration.createdAt,
         updated_at: integration.updatedAt,
-        // As GET /integrations/:id?include=webhook answers it (src/api/routes/integrationView.ts).
+        // As GET /integrations/:id?include=webhook answers it (src/api/routes/integrations/integrationView.ts).
         webhook_url: `${this.publicUrl ?? ''}/webhook/${encodeURIComponent(name)}/${encodeURIComponent(integration.id)}`,
       },
       ...(provider.paginate ? { pagination: definedOnly(provider.paginate) } : {}),

@@ -14,7 +14,7 @@ import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
 import { createServer } from '../../src/api/server.js';
 import { createDashboardRouter, type DashboardOptions } from '../../src/dashboard/index.js';
-import { createDeployRoutes } from '../../src/api/routes/deployVersions.js';
+import { createDeployRoutes } from '../../src/api/routes/deploy/deployVersions.js';
 import { stack } from '../helpers/stack.js';
 import { bundle, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
 import { openBrowser } from './browser.js';
@@ -84,7 +84,7 @@ let secretKey: string;
 
 /**
  * The API with the dashboard mounted, as the service's composition will mount it: every API route,
- * the deploy history routes of src/api/routes/deployVersions.ts when createApi does not serve them yet, the
+ * the deploy history routes of src/api/routes/deploy/deployVersions.ts when createApi does not serve them yet, the
  * dashboard router, then the generated endpoints.
  */
 function dashboardApp(deps: ApiDeps, options: DashboardOptions) {

@@ -21,7 +21,7 @@ import type { ConnectionScope } from '../../connections/types.js';
 import { isServiceError } from '../../errors.js';
 import type { GeneratedRouting } from '../generatedRouting.js';
 import type { Logger } from '../logger.js';
-import { runActionFor } from '../routes/postActionTrigger.js';
+import { runActionFor } from '../routes/actions/postActionTrigger.js';
 import type { ApiDeps } from '../deps.js';
 import { buildToolSet, inputFromArguments, structuredOutput, type ToolSet } from './tools.js';
 

@@ -13,7 +13,7 @@ import { formatDuration, formatTime, h } from './dom.js';
 /** @import { DashboardConfig, ErrorBody, WriteSummary } from './api.js' */
 
 /**
- * One run as GET /sync/runs answers it (src/api/routes/getSyncRuns.ts).
+ * One run as GET /sync/runs answers it (src/api/routes/syncs/getSyncRuns.ts).
  * @typedef {{
  *   run_id: string, status: 'success' | 'failed', started_at: string, finished_at: string,
  *   duration_ms: number, models: Record<string, WriteSummary>, error: ErrorBody | null,

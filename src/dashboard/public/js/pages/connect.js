@@ -9,7 +9,7 @@ import { api } from '../api.js';
 import { announce, errorBox, field, h, time } from '../dom.js';
 
 /**
- * GET /integrations/:id/connect-fields (src/api/routes/getIntegrationConnectFields.ts).
+ * GET /integrations/:id/connect-fields (src/api/routes/integrations/getIntegrationConnectFields.ts).
  * @typedef {{
  *   name: string, label: string, kind: 'text' | 'secret' | 'multiline', required: boolean,
  *   description?: string, pattern?: string,

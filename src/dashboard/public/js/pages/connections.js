@@ -14,7 +14,7 @@ import { announce, errorBox, field, h, messageOf, pageTitle, replace, select, ti
 /** @import { Run } from '../chart.js' */
 
 /**
- * GET /sync/status (src/api/routes/getSyncStatus.ts).
+ * GET /sync/status (src/api/routes/syncs/getSyncStatus.ts).
  * @typedef {{
  *   name: string, status: 'RUNNING' | 'PAUSED' | 'ERROR' | 'SUCCESS' | 'STOPPED', sync_type: string,
  *   frequency: string, finishedAt: string | null, nextScheduledSyncAt: string | null,

@@ -6,7 +6,7 @@ import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js'
 /** @import { Attrs } from '../dom.js' */
 
 /**
- * GET /logs (src/api/routes/getLogs.ts).
+ * GET /logs (src/api/routes/logs/getLogs.ts).
  * @typedef {{
  *   integration_id: string, connection_id: string, script_kind: 'sync' | 'action', script_name: string,
  *   run_id: string, level: string, message: string, logged_at: string,

@@ -8,7 +8,7 @@ import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js'
 /** @import { App } from '../app.js' */
 
 /**
- * GET /records (src/api/routes/getRecords.ts): each record with its `_service_metadata`.
+ * GET /records (src/api/routes/records/getRecords.ts): each record with its `_service_metadata`.
  * @typedef {{ last_action?: string, deleted_at?: string | null, last_modified_at?: string }} RecordMetadata
  * @typedef {{ id: unknown, _service_metadata?: RecordMetadata, [field: string]: unknown }} StoredRecord
  * @typedef {{ records: StoredRecord[], next_cursor: string | null }} RecordPage

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { deployRequestSchema } from '../../../deploy/deployments.js';
+import type { ApiDeps } from '../../deps.js';
+import { defineRoute } from '../../route.js';
+
+export const postDeployPreviewRoute = (deps: ApiDeps) =>
+  defineRoute({
+    method: 'post',
+    path: '/deploy/preview',
+    summary: 'What a deploy would change (changes nothing)',
+    tags: ['deploy'],
+    auth: 'secret-key',
+    body: deployRequestSchema,
+    responses: {
+      200: {
+        description: 'The plan',
+        schema: z
+          .object({
+            version: z.number(),
+            changes: z.array(z.unknown()),
+            destructive: z.boolean(),
+            warnings: z.array(z.string()),
+          })
+          .loose(),
+      },
+    },
+    handler: async ({ body, environment }) => {
+      return deps.deployments.preview(environment.id, body);
+    },
+  });
