@@ -1,6 +1,6 @@
 /**
- * Every built-in route of the REST API (ARCHITECTURE.md "REST API", docs/api.md), one file per
- * endpoint, and the fallback that answers the generated endpoints of the current deployment.
+ * Every built-in route of the REST API (ARCHITECTURE.md "REST API", docs/api.md), a folder per
+ * resource and a file per endpoint, and the fallback that answers the generated endpoints of the current deployment.
  */
 import { createDeployRoutes } from './deploy/deployVersions.js';
 import type { ApiDeps } from '../deps.js';
