@@ -12,10 +12,10 @@ import type {
   LastAction,
   ListRecordsOptions,
   RecordPage,
-  RecordPageJson,
   RecordScope,
   RecordStore,
   SaveRecordsOptions,
+  RecordPageJson,
   StoredRecord,
   SyncScope,
   WriteStep,
@@ -74,6 +74,7 @@ export function createPostgresRecordStore({
   if (!Number.isInteger(chunkSize) || chunkSize < 1) {
     throw new ServiceError('invalid_store_options', `chunkSize must be a positive integer, got ${String(chunkSize)}`);
   }
+  const scopeIds = new ScopeIds();
   return {
     async saveRecords(options) {
       // Everything is validated before the database is touched: a bad record stores nothing.
@@ -157,12 +158,12 @@ export function createPostgresRecordStore({
     },
 
     async listRecords(options) {
-      const { rows, limit } = await readPage(db, options);
+      const { rows, limit } = await readPage(db, scopeIds, options);
       return toPage(rows, limit);
     },
 
     async listRecordsJson(options) {
-      const { rows, limit } = await readPage(db, options);
+      const { rows, limit } = await readPage(db, scopeIds, options);
       return toPageJson(rows, limit);
     },
 
@@ -453,34 +454,82 @@ function supersededError(scope: SyncScope, runId: string, current: string): Serv
 }
 
 /**
- * A record as the page query returns it: the stored JSON as text (never parsed on the way out), the
- * instants already in the form of Date.toISOString() (UTC, milliseconds, `Z`), the position as text.
+ * A record as the page query returns it (an array, in LIST_COLUMNS order: pg builds no object per row):
+ * the id, the stored JSON as text (never parsed on the way out), the instants already in the form of
+ * Date.toISOString() (UTC, milliseconds, `Z`), the last action and the position as text.
  */
-interface ListRow {
-  id: string;
-  data: string;
-  first_seen_at: string;
-  last_modified_at: string;
-  last_action: LastAction;
-  deleted_at: string | null;
-  position: string;
-}
+type ListRow = [
+  id: string,
+  data: string,
+  firstSeenAt: string,
+  lastModifiedAt: string,
+  lastAction: LastAction,
+  deletedAt: string | null,
+  position: string,
+];
 
 /** An instant as Date.toISOString() writes it (to_char truncates to the millisecond, as Date does). */
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
 const LIST_COLUMNS = `id, data::text AS data, ${iso('first_seen_at')}, ${iso('last_modified_at')}, last_action, ${iso('deleted_at')}, position`;
 
-/** Resolves the scope, then reads one page of it (rows of the page query, one more than `limit`). */
-async function readPage(db: Pool, options: ListRecordsOptions): Promise<{ rows: ListRow[]; limit: number }> {
+/** Scope ids a store has read (the most recent 10,000), by scope key: a page of a known scope is one statement. */
+class ScopeIds {
+  static readonly MAX = 10_000;
+  readonly #ids = new Map<string, string>();
+
+  static key(scope: RecordScope & { model: string }): string {
+    return JSON.stringify(scopeParams(scope));
+  }
+
+  get(key: string): string | undefined {
+    return this.#ids.get(key);
+  }
+
+  set(key: string, scopeId: string): void {
+    this.#ids.delete(key);
+    this.#ids.set(key, scopeId);
+    if (this.#ids.size > ScopeIds.MAX) this.#ids.delete(this.#ids.keys().next().value ?? key);
+  }
+
+  delete(key: string): void {
+    this.#ids.delete(key);
+  }
+}
+
+/**
+ * Reads one page (rows of the page query, one more than `limit`). The page query takes the scope id
+ * as a parameter, so that it is planned with it as a constant: with an unknown id the planner guesses
+ * an average scope size, and for a large scope it then picks a bitmap scan that reads and sorts every
+ * record of the scope. The id of a scope read before is known (ScopeIds), and the page is then one
+ * statement; the query itself checks that the scope row still exists with that id and key (a scope is
+ * detached by deleting its row, in the transaction that erases it, and an id is never given to another
+ * scope), so a known id never shows an erased record. An empty page, or a scope not read before,
+ * resolves the scope by its key first (two statements, as every read took before issue 31).
+ */
+async function readPage(
+  db: Pool,
+  scopeIds: ScopeIds,
+  options: ListRecordsOptions,
+): Promise<{ rows: ListRow[]; limit: number }> {
   // Validate first, so a bad request fails the same whether or not the scope exists.
   const build = listQueryBuilder(options);
-  // The scope id is resolved on its own so that the page query is planned with it as a
-  // constant: with an unknown id the planner guesses an average scope size, and for a large
-  // scope it then picks a bitmap scan that reads and sorts every record of the scope.
+  const key = ScopeIds.key(options);
+  const known = scopeIds.get(key);
+  if (known !== undefined) {
+    const query = build(known);
+    const { rows } = await db.query<ListRow>(query);
+    if (rows.length > 0) return { rows, limit: query.limit };
+  }
   const scope = await db.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
   const scopeId = scope.rows[0]?.scope_id;
-  if (scopeId === undefined) return { rows: [], limit: options.limit ?? DEFAULT_PAGE_LIMIT };
+  if (scopeId === undefined) {
+    scopeIds.delete(key);
+    return { rows: [], limit: options.limit ?? DEFAULT_PAGE_LIMIT };
+  }
   const query = build(scopeId);
+  // The same scope, and its page was empty: nothing to read again.
+  if (scopeId === known) return { rows: [], limit: query.limit };
+  scopeIds.set(key, scopeId);
   return { rows: (await db.query<ListRow>(query)).rows, limit: query.limit };
 }
 
@@ -488,11 +537,21 @@ async function readPage(db: Pool, options: ListRecordsOptions): Promise<{ rows: 
 export interface ListQuery {
   text: string;
   values: unknown[];
+  rowMode: 'array';
   limit: number;
 }
 
-/** Validates a read and returns the builder of its page query for the scope, once resolved. */
-export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string) => ListQuery {
+/** A read's options, checked: the page size, and each condition given (the cursor as its position). */
+interface ListConditions {
+  limit: number;
+  after?: string;
+  modifiedAfter?: Date;
+  actions?: LastAction[];
+  ids?: string[];
+}
+
+/** Validates a read, so a bad request fails the same whether or not the scope exists. */
+function listConditions(options: ListRecordsOptions): ListConditions {
   const limit = options.limit ?? DEFAULT_PAGE_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
     throw new ServiceError(
@@ -500,18 +559,13 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
       `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}, got ${String(limit)}`,
     );
   }
-  const values: unknown[] = [null];
-  const conditions = ['scope_id = $1'];
-  if (options.cursor !== undefined) {
-    values.push(decodeCursor(options.cursor));
-    conditions.push(`position > $${values.length}::bigint`);
-  }
+  const conditions: ListConditions = { limit };
+  if (options.cursor !== undefined) conditions.after = decodeCursor(options.cursor);
   if (options.modifiedAfter !== undefined) {
     if (!(options.modifiedAfter instanceof Date) || Number.isNaN(options.modifiedAfter.getTime())) {
       throw new ServiceError('invalid_modified_after', 'modified_after must be a valid date-time');
     }
-    values.push(options.modifiedAfter);
-    conditions.push(`last_modified_at >= $${values.length}`);
+    conditions.modifiedAfter = options.modifiedAfter;
   }
   if (options.filter !== undefined) {
     const unknown = options.filter.filter((action) => !LAST_ACTIONS.includes(action));
@@ -521,69 +575,88 @@ export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string)
         `filter takes one or more of added, updated, deleted; got ${options.filter.length === 0 ? 'nothing' : unknown.join(', ')}`,
       );
     }
-    values.push([...new Set(options.filter)]);
-    conditions.push(`last_action = ANY($${values.length}::text[])`);
+    conditions.actions = [...new Set(options.filter)];
   }
   if (options.ids !== undefined) {
     if (options.ids.length > MAX_IDS_PER_READ) {
       throw new ServiceError('invalid_ids', `at most ${MAX_IDS_PER_READ} ids per read, got ${options.ids.length}`);
     }
-    values.push(
-      options.ids.map((id: unknown, index) => {
-        if ((typeof id !== 'string' || id.length === 0) && !(typeof id === 'number' && Number.isFinite(id))) {
-          throw new ServiceError('invalid_ids', `ids[${index}] is not a record id (a non-empty string or a number)`);
-        }
-        return String(id);
-      }),
-    );
-    conditions.push(`id = ANY($${values.length}::text[])`);
+    conditions.ids = options.ids.map((id: unknown, index) => {
+      if ((typeof id !== 'string' || id.length === 0) && !(typeof id === 'number' && Number.isFinite(id))) {
+        throw new ServiceError('invalid_ids', `ids[${index}] is not a record id (a non-empty string or a number)`);
+      }
+      return String(id);
+    });
   }
+  return conditions;
+}
+
+/**
+ * Validates a read and returns the builder of its page query for the scope, once resolved. The query
+ * returns nothing unless the scope row still exists with that id and key (see readPage).
+ */
+export function listQueryBuilder(options: ListRecordsOptions): (scopeId: string) => ListQuery {
+  const { limit, after, modifiedAfter, actions, ids } = listConditions(options);
+  const values: unknown[] = [null, ...scopeParams(options)];
+  const conditions = [
+    'scope_id = $1',
+    'EXISTS (SELECT 1 FROM record_scopes s WHERE s.scope_id = $1 AND s.environment_id = $2 AND s.integration_id = $3 AND s.connection_id = $4 AND s.model = $5)',
+  ];
+  const condition = (value: unknown, sql: (param: string) => string) => {
+    values.push(value);
+    conditions.push(sql(`$${values.length}`));
+  };
+  if (after !== undefined) condition(after, (param) => `position > ${param}::bigint`);
+  if (modifiedAfter !== undefined) condition(modifiedAfter, (param) => `last_modified_at >= ${param}`);
+  if (actions !== undefined) condition(actions, (param) => `last_action = ANY(${param}::text[])`);
+  if (ids !== undefined) condition(ids, (param) => `id = ANY(${param}::text[])`);
   values.push(limit + 1);
   const text = `SELECT ${LIST_COLUMNS} FROM records
            WHERE ${conditions.join(' AND ')} ORDER BY position LIMIT $${values.length}`;
-  return (scopeId) => ({ text, values: [scopeId, ...values.slice(1)], limit });
+  return (scopeId) => ({ text, values: [scopeId, ...values.slice(1)], rowMode: 'array', limit });
 }
 
 /** A record's `_service_metadata`, added on the way out (the stored object is the script's record). */
 function metadataOf(row: ListRow): StoredRecord[typeof METADATA_KEY] {
   return {
-    first_seen_at: row.first_seen_at,
-    last_modified_at: row.last_modified_at,
-    last_action: row.last_action,
-    deleted_at: row.deleted_at,
-    cursor: encodeCursor(row.position),
+    first_seen_at: row[2],
+    last_modified_at: row[3],
+    last_action: row[4],
+    deleted_at: row[5],
+    cursor: encodeCursor(row[6]),
   };
 }
 
 function toPage(rows: ListRow[], limit: number): RecordPage {
   const page = rows.length > limit ? rows.slice(0, limit) : rows;
   const records = page.map((row) => {
-    const record = JSON.parse(row.data) as Record<string, unknown>;
+    const record = JSON.parse(row[1]) as Record<string, unknown>;
     record[METADATA_KEY] = metadataOf(row);
     return record as StoredRecord;
   });
   const last = page[page.length - 1];
-  return { records, next_cursor: rows.length > limit && last ? encodeCursor(last.position) : null };
+  return { records, next_cursor: rows.length > limit && last ? encodeCursor(last[6]) : null };
 }
 
-const METADATA_MEMBER = `${JSON.stringify(METADATA_KEY)}:`;
-
 /**
- * The page as toPage would give it, written as JSON.stringify would write that: each stored record's
- * text (the canonical JSON of a JSON object, which never holds METADATA_KEY: canonicalRecordJson drops
- * it) with the metadata member spliced in before its closing brace.
+ * The page as toPage would give it, written as JSON.stringify would write that, in one string: each
+ * stored record's text (the canonical JSON of a JSON object, which never holds METADATA_KEY:
+ * canonicalRecordJson drops it) with the metadata member spliced in before its closing brace. The
+ * metadata's values need no escaping: instants and cursors are ASCII letters, digits and `-:._`, and
+ * the last action one of three words (test/records/postgresRecordStore.test.ts compares the two pages
+ * byte for byte).
  */
 function toPageJson(rows: ListRow[], limit: number): RecordPageJson {
-  const page = rows.length > limit ? rows.slice(0, limit) : rows;
-  const records = page.map((row) => {
-    const close = row.data.lastIndexOf('}');
-    const body = row.data.slice(0, close).trimEnd();
-    const member = METADATA_MEMBER + JSON.stringify(metadataOf(row));
-    return `${body}${body.endsWith('{') ? '' : ','}${member}}`;
-  });
-  const last = page[page.length - 1];
-  const next = rows.length > limit && last ? JSON.stringify(encodeCursor(last.position)) : 'null';
-  return { json: `{"records":[${records.join(',')}],"next_cursor":${next}}`, count: page.length };
+  const count = Math.min(rows.length, limit);
+  let json = '{"records":[';
+  for (let i = 0; i < count; i++) {
+    const [, data, firstSeenAt, lastModifiedAt, lastAction, deletedAt, position] = rows[i]!;
+    const body = data.slice(0, data.lastIndexOf('}')).trimEnd();
+    json += `${i === 0 ? '' : ','}${body}${body.endsWith('{') ? '' : ','}"${METADATA_KEY}":{"first_seen_at":"${firstSeenAt}","last_modified_at":"${lastModifiedAt}","last_action":"${lastAction}","deleted_at":${deletedAt === null ? 'null' : `"${deletedAt}"`},"cursor":"${encodeCursor(position)}"}}`;
+  }
+  const last = rows[count - 1];
+  const next = rows.length > limit && last ? `"${encodeCursor(last[6])}"` : 'null';
+  return { json: `${json}],"next_cursor":${next}}`, count };
 }
 
 /**

@@ -33,6 +33,11 @@ async function readAll(
   let cursor: string | undefined;
   for (;;) {
     const page = await store.listRecords({ ...where, model, cursor, ...extra });
+    // The API's page (Postgres writes its JSON: records_page) is this page, byte for byte, whatever the
+    // conditions of the read.
+    const text = await store.listRecordsJson({ ...where, model, cursor, ...extra });
+    expect(text.json).toBe(JSON.stringify(page));
+    expect(text.count).toBe(page.records.length);
     all.push(...page.records);
     if (page.next_cursor === null) return all;
     cursor = page.next_cursor;
@@ -747,6 +752,31 @@ describe('erasing by detaching', () => {
     expect(await rowsLeft()).toBe(0);
     expect(await store.purgeErasedRecords()).toBe(0);
     expect(await readAll(a, 'Issue')).toHaveLength(1);
+  });
+
+  it('shows none of an erased scope’s records to a store that read the scope before (its known id is checked)', async () => {
+    const deferred = createPostgresRecordStore({ db: pool, purge: 'deferred' });
+    const a = scope();
+    const records = Array.from({ length: 5 }, (_, i) => ({ id: i }));
+    await deferred.saveRecords({ ...a, model: 'Issue', runId: 'r', records });
+    // Both stores read the scope, so both know its id; a page of it is then one statement.
+    const first = await deferred.listRecords({ ...a, model: 'Issue', limit: 2 });
+    for (const reader of [deferred, store]) {
+      expect((await reader.listRecordsJson({ ...a, model: 'Issue' })).count).toBe(5);
+    }
+    // Detached, not yet purged: the records are still in the table.
+    expect(await deferred.eraseConnection(a)).toBe(0);
+    for (const reader of [deferred, store]) {
+      expect(await reader.listRecords({ ...a, model: 'Issue' })).toEqual({ records: [], next_cursor: null });
+      const rest = { ...a, model: 'Issue', cursor: first.next_cursor ?? undefined };
+      expect(JSON.parse((await reader.listRecordsJson(rest)).json)).toEqual({ records: [], next_cursor: null });
+    }
+    // The same connection and model again: a new scope, read although the old id was known.
+    await deferred.saveRecords({ ...a, model: 'Issue', runId: 'r2', records: [{ id: 'new' }] });
+    for (const reader of [deferred, store]) {
+      expect((await reader.listRecords({ ...a, model: 'Issue' })).records.map((record) => record.id)).toEqual(['new']);
+    }
+    expect(await store.purgeErasedRecords()).toBeGreaterThanOrEqual(5);
   });
 });
 
