@@ -99,8 +99,9 @@ export async function assertConnection(deps: ApiDeps, scope: ConnectionScope): P
  * clear error (the connection exists in the caller's environment, the model is deployed) run only
  * when the page is empty: a connection's records exist only while it does (deleting it erases them)
  * and only for deployed models (removing a sync erases them), so a non-empty page needs no check, and
- * the common read is one statement. The page is sent as the store reads it (RecordStore.listRecordsJson:
- * Postgres writes the page's JSON), never parsed and serialized again on the way (issue 31).
+ * the common read is one statement (the store keeps the ids of scopes it has read). The page is sent as
+ * the store writes it (RecordStore.listRecordsJson: each record's stored JSON text with its metadata
+ * spliced in), never parsed and serialized again on the way (issue 31).
  */
 export async function sendRecords(
   deps: ApiDeps,
