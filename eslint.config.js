@@ -52,6 +52,16 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-argument': 'off',
+      // vitest accepts an afterAll registered in a test, a hook or a helper they call, and never runs it.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "CallExpression[callee.name='afterAll']:not(Program > ExpressionStatement > CallExpression, CallExpression[callee.name='describe'] > :function > BlockStatement > ExpressionStatement > CallExpression, CallExpression[callee.object.name='describe'] > :function > BlockStatement > ExpressionStatement > CallExpression)",
+          message:
+            'afterAll runs only when registered at the top of a file or of a describe; elsewhere use deferCleanup (test/helpers/cleanup.ts).',
+        },
+      ],
     },
   },
   {

@@ -11,11 +11,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../src/devstack/process.js';
 import { loadSettings } from '../src/settings.js';
 import { eventually } from './helpers/eventually.js';
 import { stack, uniqueName, useDatabase } from './helpers/stack.js';
+import { deferCleanup } from './helpers/cleanup.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
@@ -46,7 +47,7 @@ async function startWorker(env: Record<string, string>): Promise<{ output(): str
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  afterAll(async () => {
+  deferCleanup(async () => {
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     await exited;
@@ -107,7 +108,7 @@ describe('a worker process', () => {
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    afterAll(() => new Promise((resolve) => collector.close(resolve)));
+    deferCleanup(() => new Promise((resolve) => collector.close(resolve)));
     const port = (collector.address() as AddressInfo).port;
     await startWorker({
       TEMPORAL_METRICS_OTEL_URL: `http://127.0.0.1:${port}/v1/metrics`,

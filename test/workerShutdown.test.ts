@@ -20,6 +20,7 @@ import { loadSettings } from '../src/settings.js';
 import { bundle } from './api/fixtures.js';
 import { eventually } from './helpers/eventually.js';
 import { stack, uniqueName, useDatabase } from './helpers/stack.js';
+import { deferCleanup } from './helpers/cleanup.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
@@ -120,7 +121,7 @@ describe('a worker process that gets SIGTERM during a request', () => {
     });
     await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
     const fakePort = (fake.address() as AddressInfo).port;
-    afterAll(async () => {
+    deferCleanup(async () => {
       fake.closeAllConnections();
       await new Promise((resolve) => fake.close(resolve));
     });
@@ -153,7 +154,7 @@ describe('a worker process that gets SIGTERM during a request', () => {
       log: () => undefined,
       apiDeps: { logger: { info: () => undefined, error: () => undefined } },
     });
-    afterAll(() => service.stop());
+    deferCleanup(() => service.stop());
     await service.start();
     const { temporal } = service;
     const { connections, deployments, syncs } = service.parts;

@@ -4,13 +4,14 @@
  * environment's secret key reaches those routes, and the admin key reaches no environment's data.
  */
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
 import { runCli } from '../../src/cli/main.js';
 import { createClient } from '../../src/client/index.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
 import { apiFailure, connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
 import { environmentRows } from '../helpers/environmentRows.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 let h: ApiHarness;
 
@@ -114,7 +115,7 @@ describe('environments through the API', () => {
     const app = createApi({ ...h.deps, adminKey: undefined });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
-    afterAll(() => new Promise((resolve) => server.close(resolve)));
+    deferCleanup(() => new Promise((resolve) => server.close(resolve)));
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     for (const key of [h.adminKey, h.envA.secretKey]) {
       const client = createClient({ baseUrl, secretKey: key });

@@ -4,12 +4,13 @@
  */
 import { createHmac } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
 import { createClient, ServiceApiError, type ServiceClient } from '../../src/client/index.js';
 import { allowOutbound } from '../helpers/outbound.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
 import { connectionOf, eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 let h: ApiHarness;
 const c1 = connectionOf('c1');
@@ -888,7 +889,7 @@ describe('what every route shares, through these routes', () => {
     const app = createApi({ ...h.deps, rateLimit: { perSecond: 1, burst: 2 }, bodyLimit: '2kb' });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
-    afterAll(() => new Promise((resolve) => server.close(resolve)));
+    deferCleanup(() => new Promise((resolve) => server.close(resolve)));
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const a = createClient({ baseUrl, secretKey: h.envA.secretKey });
     const b = createClient({ baseUrl, secretKey: h.envB.secretKey });

@@ -30,6 +30,7 @@ import {
   type ApiHarness,
 } from './helpers/harness.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const WORKFLOW = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'deliverWebhook.ts');
 
@@ -101,7 +102,7 @@ beforeAll(async () => {
     }),
   });
   const running = worker.run();
-  afterAll(async () => {
+  deferCleanup(async () => {
     worker.shutdown();
     await running;
     await workerConnection.close();

@@ -10,7 +10,7 @@
  */
 import { generateKeyPairSync, randomBytes, verify, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createConnections } from '../../src/connections/index.js';
 import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
 import { startTokenRefresher } from '../../src/connections/tokenRefresher.js';
@@ -19,6 +19,7 @@ import { isServiceError } from '../../src/errors.js';
 import { eventually } from '../helpers/eventually.js';
 import { json, startApiHarness, startFakeServer, type ApiHarness } from '../api/helpers/harness.js';
 import { useLogScan } from './helpers/logScan.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const logScan = useLogScan();
 
@@ -263,7 +264,7 @@ describe('client credentials, service accounts and app installations', () => {
 
   it('the refresher and an on-demand refresh on another pool at once make one token request per connection', async () => {
     const other = createPool({ url: h.dbUrl });
-    afterAll(() => other.end());
+    deferCleanup(() => other.end());
     const second = createConnections({
       db: other,
       encryptor: h.deps.encryptor,

@@ -8,7 +8,7 @@
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startTokenRefresher, type TokenRefresher } from '../../src/connections/tokenRefresher.js';
 import type { Pool } from '../../src/db/pool.js';
 import { eventually } from '../helpers/eventually.js';
@@ -16,6 +16,7 @@ import { allowOutbound } from '../helpers/outbound.js';
 import { useDatabase } from '../helpers/stack.js';
 import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
 import { fakeOAuth2Provider, startHarness, type Harness } from './helpers/harness.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const MINUTE = 60_000;
 const HANGING = 200;
@@ -38,7 +39,7 @@ async function startHangingTokenUrl() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   allowOutbound(url);
-  afterAll(async () => {
+  deferCleanup(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });
@@ -101,7 +102,7 @@ describe('the background token refresher between environments', () => {
       },
     });
     refresher = startTokenRefresher(h.service, { log: () => undefined, roundMs: 5_000 });
-    afterAll(() => refresher.stop());
+    deferCleanup(() => refresher.stop());
   }, 120_000);
 
   it('renews a token due in 5 minutes within seconds while 200 of another environment hang', async () => {

@@ -6,8 +6,9 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 export const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
@@ -37,7 +38,7 @@ export async function useBrowser(): Promise<BrowserContext> {
     viewport: { width: 1366, height: 768 },
     timeout: 30_000,
   });
-  afterAll(async () => {
+  deferCleanup(async () => {
     await context.close();
     await rm(profile, { recursive: true, force: true });
   });

@@ -8,7 +8,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
@@ -18,6 +18,7 @@ import { createDeployRoutes } from '../../src/api/routes/deploy/deployVersions.j
 import { stack } from '../helpers/stack.js';
 import { bundle, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
 import { openBrowser } from './browser.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const INTEGRATION = 'fake-api';
 const TEMPORAL_UI = 'http://127.0.0.1:18233';
@@ -217,7 +218,7 @@ beforeAll(async () => {
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  afterAll(async () => {
+  deferCleanup(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });

@@ -7,7 +7,7 @@
  * by the second, even for the batch that was in flight at the kill. And a caller that stops waiting
  * (504 deploy_timeout) does not stop the apply.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
@@ -15,6 +15,7 @@ import type { ApplyProgress } from '../../workflows/applyDeployment.js';
 import type { WorkerChild } from '../runtime/processWorker.js';
 import { mapLimit } from '../../src/mapLimit.js';
 import { deployEnvironment, request } from './applyHarness.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 // A wave of the apply (APPLY_BATCHING: `parallel` calls of `size` connections), then two more calls.
 const WAVE = APPLY_BATCHING.size * APPLY_BATCHING.parallel;
@@ -56,7 +57,7 @@ describe('a deploy’s apply survives SIGKILL of its worker process', () => {
       240_000,
     );
     let worker: WorkerChild = await startWorker();
-    afterAll(async () => {
+    deferCleanup(async () => {
       worker.child.kill('SIGTERM');
       await worker.exited;
       await terminateEntities();

@@ -7,10 +7,11 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterAll } from 'vitest';
+
 import pg from 'pg';
 import { eventually } from './eventually.js';
 import { stack, uniqueName } from './stack.js';
+import { deferCleanup } from './cleanup.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
@@ -63,7 +64,7 @@ export function startService(
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let done = false;
   void exited.then(() => (done = true));
-  afterAll(async () => {
+  deferCleanup(async () => {
     if (!done) {
       child.kill('SIGKILL');
       await exited;
@@ -114,6 +115,6 @@ async function admin(sql: string): Promise<void> {
 export async function useEmptyDatabase(): Promise<string> {
   const name = uniqueName('empty');
   await admin(`CREATE DATABASE ${name}`);
-  afterAll(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined));
+  deferCleanup(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined));
   return stack().postgresAdminUrl.replace(/\/postgres$/, `/${name}`);
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, inject } from 'vitest';
+import { inject } from 'vitest';
 import { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import pg from 'pg';
@@ -9,6 +9,7 @@ import { assertTemporalReachable } from '../../src/devstack/temporal.js';
 import { createLogger } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
+import { deferCleanup } from './cleanup.js';
 
 // Worker state changes at INFO drown the test output; warnings and errors still show.
 installServiceRuntime({ logger: createLogger({ level: 'warn', destination: 'stderr' }) });
@@ -36,7 +37,7 @@ export async function useDatabase(): Promise<{ pool: Pool; url: string; name: st
   await adminQuery(postgresAdminUrl, `CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
   const url = postgresAdminUrl.replace(/\/postgres$/, `/${name}`);
   const pool = createPool({ url, max: 10, applicationName: name });
-  afterAll(async () => {
+  deferCleanup(async () => {
     await pool.end();
     await adminQuery(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
   });
@@ -70,7 +71,7 @@ export async function useTemporalClient(): Promise<Client> {
     throw new Error(`the test harness's Temporal server is gone: ${(error as Error).message}`);
   });
   const connection = await connectTemporal({ address: temporalAddress }, 3000);
-  afterAll(() => connection.close());
+  deferCleanup(() => connection.close());
   return new Client({ connection, namespace: temporalNamespace });
 }
 
@@ -93,7 +94,7 @@ export async function useWorker(
     workflowBundle: { codePath: workflowBundlePath },
   });
   const running = worker.run();
-  afterAll(async () => {
+  deferCleanup(async () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await running;
     await connection.close();

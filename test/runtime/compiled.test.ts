@@ -2,12 +2,13 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { compileProject } from '../../src/cli/compile.js';
 import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionDefinition, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 // The project is written out by the test (its scripts import the generated models.ts, which only exists
 // after `compile`, so they cannot be linted in place).
@@ -87,7 +88,7 @@ function writeProject(root: string): void {
 describe('compiled bundles', () => {
   it('a compiled sync (paginate, batchSave, track_deletes) and a compiled action (output, ActionError) run', async () => {
     const root = mkdtempSync(join(tmpdir(), 'runtime-compiled-'));
-    afterAll(() => rmSync(root, { recursive: true, force: true }));
+    deferCleanup(() => rmSync(root, { recursive: true, force: true }));
     writeProject(root);
     const compiled = await compileProject({ root });
     expect(compiled.problems.filter((problem) => problem.severity === 'error')).toEqual([]);

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll } from 'vitest';
+
 import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.js';
@@ -23,6 +23,7 @@ import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 export { ENVIRONMENT, INTEGRATION, TestConnections };
 
@@ -44,7 +45,7 @@ export interface RuntimeHarness {
 export async function useRuntimeClient(pool: Pool, encryptor?: Encryptor): Promise<Client> {
   const { temporalAddress, temporalNamespace } = stack();
   const connection = await connectTemporal({ address: temporalAddress }, 3000);
-  afterAll(() => connection.close());
+  deferCleanup(() => connection.close());
   return new Client({
     connection,
     namespace: temporalNamespace,
@@ -89,7 +90,7 @@ export async function useRuntime(
     worker = workers.main;
     actionWorker = workers.actions;
     const running = workers.run();
-    afterAll(async () => {
+    deferCleanup(async () => {
       workers.shutdown();
       await running;
       await connection.close();
@@ -138,7 +139,7 @@ export async function startFakeApi(handler: Handler): Promise<{ url: string; ser
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   allowOutbound(`http://127.0.0.1:${port}`);
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  deferCleanup(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return { url: `http://127.0.0.1:${port}`, server, hits };
 }
 

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../../src/config/validate.js';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
@@ -22,6 +22,7 @@ import {
   useRuntime,
 } from './helpers.js';
 import { connectTemporal } from '../../src/temporal/connection.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const APPID = '9f8e7d6c5b4a39281706f5e4d3c2b1a0';
 const SLACK = 'aB3dE6gH9jK2mN5pQ8sT1vW4';
@@ -54,7 +55,7 @@ describe('HOSTILE s25 on the real stack', () => {
     // Read as the Web UI does: Temporal's default converter, no codec, no key.
     const { temporalAddress, temporalNamespace } = stack();
     const connection = await connectTemporal({ address: temporalAddress });
-    afterAll(() => connection.close());
+    deferCleanup(() => connection.close());
     const history = await new Client({ connection, namespace: temporalNamespace }).workflow
       .getHandle(workflowId)
       .fetchHistory();

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createActivities } from '../../activities/index.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
@@ -29,6 +29,7 @@ import { actionDefinition, bundle, ENVIRONMENT, INTEGRATION, syncDefinition, use
 import { runtimeDeps, TestConnections } from './testConnections.js';
 import type { Victim } from './fixtures/hostileWorkflows.js';
 import { connectWorker } from '../../src/temporal/connection.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const HOSTILE_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hostileWorkflows.ts');
 const VICTIM_ENV = 'victim-env';
@@ -91,7 +92,7 @@ describe('a script has no authority beyond its own run', () => {
       dataConverter: createDataConverter({ db: h.pool }),
     });
     const running = workers.run();
-    afterAll(async () => {
+    deferCleanup(async () => {
       workers.shutdown();
       await running;
       await connection.close();

@@ -1,9 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterAll } from 'vitest';
+
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stack } from '../helpers/stack.js';
 import { runningWorkers, spawnWorkerProcess } from './workerSpawn.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 export interface WorkerChild {
   child: ChildProcess;
@@ -21,7 +22,7 @@ export function spawnTrackedWorker(env: NodeJS.ProcessEnv): ChildProcess {
   const child = spawnWorkerProcess(env);
   if (!cleanupRegistered) {
     cleanupRegistered = true;
-    afterAll(async () => {
+    deferCleanup(async () => {
       await Promise.all(
         [...runningWorkers].map(async (worker) => {
           const exited = new Promise((resolve) => worker.once('exit', resolve));

@@ -6,12 +6,13 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { stack } from '../helpers/stack.js';
 import { bundle, executeSync, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
 import { connectTemporal } from '../../src/temporal/connection.js';
+import { deferCleanup } from '../helpers/cleanup.js';
 
 const SECRET_IN_QUERY = 'sk_live_query_secret_0123456789';
 const SECRET_IN_PATH = 'tok_path_secret_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -50,7 +51,7 @@ describe('step names in the history', () => {
     // Read as the Web UI does: a client with Temporal's default converter, no codec, no key.
     const { temporalAddress, temporalNamespace } = stack();
     const connection = await connectTemporal({ address: temporalAddress });
-    afterAll(() => connection.close());
+    deferCleanup(() => connection.close());
     const plain = new Client({ connection, namespace: temporalNamespace });
     const history = await plain.workflow.getHandle(workflowId).fetchHistory();
     const events = history.events ?? [];

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll } from 'vitest';
+
 import type { Client } from '@temporalio/client';
 import type { ApiDeps } from '../../../src/api/index.js';
 import type { DeployRequest } from '../../../src/deploy/deployments.js';
@@ -21,6 +21,7 @@ import { allowOutbound } from '../../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
+import { deferCleanup } from '../../helpers/cleanup.js';
 
 export type FakeHandler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
 
@@ -42,7 +43,7 @@ export async function startFakeServer(initial: FakeHandler = (_req, res) => json
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   allowOutbound(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  afterAll(async () => {
+  deferCleanup(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });
@@ -159,7 +160,7 @@ export async function startApiHarness(
   const { connections, deployments } = service.parts;
   await service.start();
 
-  afterAll(async () => {
+  deferCleanup(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
     await service.stop();

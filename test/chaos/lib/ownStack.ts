@@ -11,7 +11,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, WorkflowFailedError } from '@temporalio/client';
-import { afterAll, beforeAll } from 'vitest';
+import { beforeAll } from 'vitest';
 import { createPool, type Pool } from '../../../src/db/pool.js';
 import { migrate } from '../../../src/db/migrate.js';
 import { findPostgresBinaries, startPostgres, type PostgresServer } from '../../../src/devstack/postgres.js';
@@ -21,6 +21,7 @@ import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
 import { bundleWorkflows } from '../../../src/temporal/worker.js';
 import { spawnTrackedWorker } from '../../runtime/processWorker.js';
 import { connectTemporal } from '../../../src/temporal/connection.js';
+import { deferCleanup } from '../../helpers/cleanup.js';
 
 /** The environment without the variables that make the dev stack adopt a running server. */
 function ownEnv(): NodeJS.ProcessEnv {
@@ -57,9 +58,9 @@ export function useOwnStack(): () => OwnStack {
   beforeAll(async () => {
     own = await startOwnStack();
   }, 180_000);
-  afterAll(async () => {
+  deferCleanup(async () => {
     await own?.stop();
-  }, 60_000);
+  });
   return () => {
     if (!own) throw new Error('the chaos stack did not start');
     return own;

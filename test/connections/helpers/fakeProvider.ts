@@ -7,9 +7,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll } from 'vitest';
+
 import { signOAuth1 } from '../../../src/connections/oauth1.js';
 import { allowOutbound } from '../../helpers/outbound.js';
+import { deferCleanup } from '../../helpers/cleanup.js';
 
 export interface TokenRequestRecord {
   grantType: string;
@@ -234,7 +235,7 @@ export async function startFakeProvider(options: FakeProviderOptions) {
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   allowOutbound(base());
-  afterAll(async () => {
+  deferCleanup(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });

@@ -6,12 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { afterAll } from 'vitest';
+
 import { createOAuthRouter } from '../../../src/api/oauthRoutes.js';
 import { createConnections, type CreateConnectionsOptions } from '../../../src/connections/index.js';
 import { Encryptor } from '../../../src/connections/encryption.js';
 import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
 import type { Pool } from '../../../src/db/pool.js';
+import { deferCleanup } from '../../helpers/cleanup.js';
 
 export function randomKey(): Buffer {
   return randomBytes(32);
@@ -45,7 +46,7 @@ export async function startHarness(options: HarnessOptions) {
   const app = express();
   app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
   server.on('request', app);
-  afterAll(async () => {
+  deferCleanup(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });

@@ -2,7 +2,8 @@
  * Captures every line the test process writes (process.stdout/stderr and console) from the moment a
  * test file calls `useLogScan()`, and after the file checks that no secret it was told about appears.
  */
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
+import { deferCleanup } from '../../helpers/cleanup.js';
 
 export function useLogScan() {
   const written: string[] = [];
@@ -30,7 +31,7 @@ export function useLogScan() {
     };
   });
 
-  afterAll(() => {
+  deferCleanup(() => {
     process.stdout.write = originals.stdout;
     process.stderr.write = originals.stderr;
     methods.forEach((name, index) => (console[name] = consoleOriginals[index]!));

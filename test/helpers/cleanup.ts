@@ -1,0 +1,32 @@
+import { afterAll } from 'vitest';
+
+/**
+ * Teardown of what a helper or a test started, run when the test file ends.
+ *
+ * vitest runs an `afterAll` only when it is registered while the file's suites are collected: one
+ * registered inside a test, a `beforeAll` or a helper called from them is accepted silently and never
+ * runs (vitest 3.2; test/helpers/cleanup.test.ts shows it). Helpers register here instead. This module's
+ * own `afterAll` is registered at import, during collection, so it always runs; it runs the teardowns
+ * in reverse order of registration (a server closes before the database it uses is dropped), each even
+ * when an earlier one failed, and reports every failure.
+ */
+const teardowns: Array<() => unknown> = [];
+
+afterAll(async () => {
+  const failures: unknown[] = [];
+  while (teardowns.length > 0) {
+    const teardown = teardowns.pop()!;
+    try {
+      await teardown();
+    } catch (error) {
+      failures.push(error);
+    }
+  }
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `${failures.length} teardowns failed`);
+});
+
+/** Runs `teardown` when the test file ends, wherever it is called from (test, hook or helper). */
+export function deferCleanup(teardown: () => unknown): void {
+  teardowns.push(teardown);
+}
