@@ -3,7 +3,7 @@
  * outcome (the secret was not obtained, the victim's data is as it was, the bystanders completed),
  * not the mechanism.
  *
- * 1. A run that holds every workflow-side function (test/runtime/fixtures/hostileWorkflows.ts replaces
+ * 1. A run that holds every workflow-side function (test/runtime/fixtures/attackerWorkflows.ts replaces
  *    runSync) calls each activity, and starts children, with another environment's scope.
  * 2. What one run does to its globals and built-in prototypes is not seen by any other run.
  * 3. Resource limits: each breach fails its own run with its own code; the worker lives on.
@@ -27,11 +27,11 @@ import { bundleWorkflows, createRuntimeWorkers } from '../../src/temporal/worker
 import { stack, uniqueName } from '../helpers/stack.js';
 import { actionDefinition, bundle, ENVIRONMENT, INTEGRATION, syncDefinition, useRuntime } from './helpers.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
-import type { Victim } from './fixtures/hostileWorkflows.js';
+import type { Victim } from './fixtures/attackerWorkflows.js';
 import { connectWorker } from '../../src/temporal/connection.js';
 import { deferCleanup } from '../helpers/cleanup.js';
 
-const HOSTILE_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hostileWorkflows.ts');
+const ATTACKER_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'attackerWorkflows.ts');
 const VICTIM_ENV = 'victim-env';
 const VICTIM_CONNECTION = 'victim-conn';
 
@@ -67,7 +67,7 @@ describe('a script has no authority beyond its own run', () => {
       ENVIRONMENT,
     );
 
-    const workflowBundle = await bundleWorkflows(HOSTILE_WORKFLOWS);
+    const workflowBundle = await bundleWorkflows(ATTACKER_WORKFLOWS);
     const { temporalAddress, temporalNamespace } = stack();
     const connection = await connectWorker({ address: temporalAddress });
     const taskQueue = uniqueName('hostile');

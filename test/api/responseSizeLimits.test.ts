@@ -12,10 +12,10 @@
  */
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundle, INTEGRATION, PROVIDER } from './api/fixtures.js';
-import { eventually, startApiHarness, type ApiHarness } from './api/helpers/harness.js';
-import { createClient } from '../src/client/index.js';
-import { environmentRows } from './helpers/environmentRows.js';
+import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
+import { eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { createClient } from '../../src/client/index.js';
+import { environmentRows } from '../helpers/environmentRows.js';
 
 const KEY = 'key-hostile-s27-4c1d9e';
 
