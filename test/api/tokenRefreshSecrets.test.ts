@@ -1,20 +1,19 @@
 /**
- * HOSTILE s25 on the API (real stack): what an environment's secret key, an end user with a connect
- * link, or a provider's name can reach. Tests marked FINDING failed before the fix they name.
+ * The token refresh against an environment key that edits its integration and a token endpoint that
+ * answers what it likes (real stack): where the integration's client secret may be sent, and what the
+ * endpoint's answers can grow. Tests marked FINDING failed before the fix they name.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONNECT_FORM_ATTEMPTS } from '../../src/api/connectPage.js';
-import { metricsRegistry, tokenRefreshFailures } from '../../src/metrics/index.js';
+import { tokenRefreshFailures } from '../../src/metrics/index.js';
 import { fakeOAuthProvider, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
 
 const OAUTH = 'oa';
-const CLIENT_SECRET = 'integration-client-secret-s25';
-const REFRESH_TOKEN = 'alice-refresh-token-s25';
+const CLIENT_SECRET = 'integration-client-secret-7d41';
+const REFRESH_TOKEN = 'alice-refresh-token-7d41';
 let h: ApiHarness;
 let tokens: Awaited<ReturnType<typeof startFakeServer>>;
 let attacker: Awaited<ReturnType<typeof startFakeServer>>;
-let guessed: Awaited<ReturnType<typeof startFakeServer>>;
-const alice = { connectionId: 'alice-s25', providerConfigKey: OAUTH };
+const alice = { connectionId: 'alice', providerConfigKey: OAUTH };
 
 beforeAll(async () => {
   tokens = await startFakeServer((_request, response) =>
@@ -23,24 +22,10 @@ beforeAll(async () => {
   attacker = await startFakeServer((_request, response) =>
     json(response, 200, { access_token: 'stolen', expires_in: 3600 }),
   );
-  guessed = await startFakeServer((_request, response) =>
-    json(response, 401, { error: 'invalid_client', error_description: 'wrong client secret' }),
-  );
-  h = await startApiHarness({
-    providers: {
-      ...fakeOAuthProvider(tokens.url),
-      'fake-cc': {
-        display_name: 'Fake CC',
-        auth_mode: 'OAUTH2_CC',
-        token_url: `${guessed.url}/token`,
-        base_url: `${guessed.url}/api`,
-      },
-    },
-  });
+  h = await startApiHarness({ providers: fakeOAuthProvider(tokens.url) });
   await h.api.integrations.create({
     unique_key: OAUTH,
     provider: 'fake-oauth',
-    display_name: '<img src=x onerror=alert(1)>Evil "Corp"',
     credentials: { type: 'OAUTH2', client_id: 'client-1', client_secret: CLIENT_SECRET },
   });
   await h.api.connections.import({
@@ -55,8 +40,9 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-describe('HOSTILE s25: the API', () => {
-  it('FINDING (fixed in src/connections/integrationStore.ts): an environment key cannot re-point the token URL to read the integration’s client secret', async () => {
+describe('the token refresh sends the client secret only where its owner said, and bounds what a token endpoint grows', () => {
+  it('an environment key cannot re-point the token URL to read the integration’s client secret', async () => {
+    // FINDING (fixed in src/connections/integrationStore.ts): this test failed before the fix.
     // The API never returns the client secret (`has_client_secret` only)...
     const shown = await h.api.integrations.get(OAUTH, ['credentials']);
     expect(JSON.stringify(shown)).not.toContain(CLIENT_SECRET);
@@ -88,33 +74,8 @@ describe('HOSTILE s25: the API', () => {
     });
   });
 
-  it('the connect page shows a hostile integration name as text, keeps its token out of logs and metrics', async () => {
-    const session = await h.api.connections.createConnectSession({
-      provider_config_key: OAUTH,
-      connection_id: 'bob-s25',
-      end_user: { id: 'bob' },
-      ttl_seconds: 600,
-    });
-    const page = await fetch(`${h.baseUrl}/connect?session=${session.token}`);
-    const html = await page.text();
-    expect(page.status).toBe(200);
-    expect(html).not.toContain('<img src=x');
-    expect(html).toContain('&#60;img src=x onerror=alert(1)&#62;Evil &#34;Corp&#34;');
-    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
-    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
-    // An unknown token's page does not echo it.
-    const forged = await fetch(`${h.baseUrl}/connect?session=cs_${'A'.repeat(43)}<script>`);
-    expect(await forged.text()).not.toContain('<script>');
-    const metrics = await metricsRegistry.metrics();
-    expect(h.logs.join('\n')).not.toContain(session.token);
-    // The access log names connections by path (not secrets); metrics never do.
-    expect(metrics).not.toContain(session.token);
-    expect(metrics).not.toContain('bob-s25');
-    expect(metrics).not.toContain(alice.connectionId);
-    expect(metrics).toMatch(/route="\/connections\/:connection_id\/authorize"/);
-  });
-
-  it('FINDING (fixed in src/metrics/index.ts codeLabel): a token endpoint cannot grow the metric series with a new error code each time', async () => {
+  it('a token endpoint cannot grow the metric series with a new error code each time', async () => {
+    // FINDING (fixed in src/metrics/index.ts codeLabel): this test failed before the fix.
     let answered = 0;
     const rotating = await startFakeServer((_request, response) =>
       json(response, 500, { error: `code_${++answered}_x` }),
@@ -125,7 +86,7 @@ describe('HOSTILE s25: the API', () => {
       provider_settings: { token_url: `${rotating.url}/token` },
       credentials: { type: 'OAUTH2', client_id: 'client-2', client_secret: 'client-secret-2' },
     });
-    const carol = { connectionId: 'carol-s25', providerConfigKey: 'oa-codes' };
+    const carol = { connectionId: 'carol', providerConfigKey: 'oa-codes' };
     await h.api.connections.import({
       provider_config_key: 'oa-codes',
       connection_id: carol.connectionId,
@@ -145,41 +106,5 @@ describe('HOSTILE s25: the API', () => {
     const { values } = await tokenRefreshFailures.get();
     const codes = values.filter((value) => value.labels.integration === 'oa-codes').map((value) => value.labels.code);
     expect(codes).toEqual(['other']);
-  });
-
-  it('FINDING (fixed in src/api/connectPage.ts): a connect link is not an unlimited oracle for guessing a client secret at the provider', async () => {
-    // The hosted page checks minted credentials (OAUTH2_CC, JWT, APP) at the provider's token endpoint
-    // before spending the session, so that a typing mistake does not burn the link. Nothing bounds the
-    // mistakes: whoever holds the link (an end user, or anyone it leaked to) makes the service send
-    // token requests for as long as the session lives (its TTL, up to what POST /connect/sessions allows).
-    await h.api.integrations.create({ unique_key: 'cc', provider: 'fake-cc' });
-    const session = await h.api.connections.createConnectSession({
-      provider_config_key: 'cc',
-      connection_id: 'dave-s25',
-      end_user: { id: 'dave' },
-      ttl_seconds: 600,
-    });
-    const statuses: number[] = [];
-    for (let attempt = 0; attempt < 25; attempt++) {
-      const response = await fetch(`${h.baseUrl}/connect`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          session: session.token,
-          'credentials.client_id': 'dave-client',
-          'credentials.client_secret': `guess-${attempt}`,
-        }).toString(),
-        redirect: 'manual',
-      });
-      statuses.push(response.status);
-      await response.text();
-    }
-    expect(statuses.slice(0, 3).every((status) => status >= 400)).toBe(true);
-    // At most CONNECT_FORM_ATTEMPTS guesses reach the provider; then the link is spent, right
-    // credentials or not.
-    expect(guessed.requests.length).toBe(CONNECT_FORM_ATTEMPTS);
-    const after = await fetch(`${h.baseUrl}/connect?session=${session.token}`);
-    expect(after.status).toBe(401);
-    expect(await after.text()).toContain('already used');
   });
 });

@@ -10,13 +10,17 @@ import { describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { stack } from '../helpers/stack.js';
-import { bundle, executeSync, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
+import { bundle, executeSync, json, startFakeApi, stepSummaries, syncDefinition, useRuntime } from './helpers.js';
 import { connectTemporal } from '../../src/temporal/connection.js';
 import { deferCleanup } from '../helpers/cleanup.js';
 
 const SECRET_IN_QUERY = 'sk_live_query_secret_0123456789';
 const SECRET_IN_PATH = 'tok_path_secret_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const BODY_MARKER = 'confidential-issue-title-42';
+const APPID = '9f8e7d6c5b4a39281706f5e4d3c2b1a0';
+const SLACK = 'aB3dE6gH9jK2mN5pQ8sT1vW4';
+const PAT = 'ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ';
+const IN_ACTION_NAME = 'customer-ssn-078051120-card-4111111111111111';
 
 describe('step names in the history', () => {
   it('are readable and redacted while every payload stays encrypted', async () => {
@@ -89,4 +93,48 @@ describe('step names in the history', () => {
       expect(raw.includes(Buffer.from(secret).toString('base64').slice(0, 16))).toBe(false);
     }
   }, 120_000);
+
+  it('carry no credential a script puts in a query, a path or an action name', async () => {
+    // FINDING (fixed in src/runtime/stepSummary.ts): this test failed before the fix.
+    const h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
+    const api = await startFakeApi((_request, response) => json(response, 200, { ok: true }));
+    h.connections.setBaseUrl(api.url);
+    const scriptHash = await h.scripts.put(
+      bundle(`async function (svc) {
+        await svc.get({ endpoint: '/data/2.5/weather', params: { q: 'London', appid: '${APPID}' } });
+        await svc.post({ endpoint: '/services/T0AB12CD3/B0EF45GH6/${SLACK}', data: { text: 'hi' } });
+        await svc.get({ endpoint: '/user?${PAT}' });
+        for (const name of ['${PAT}', '${IN_ACTION_NAME}', 'x'.repeat(100000) + '${APPID}']) {
+          try { await svc.triggerAction(name, {}); } catch (error) { if (error.code !== 'action_not_found') throw error; }
+        }
+      }`),
+    );
+    const input: RunSyncInput = {
+      definition: syncDefinition({ syncName: 'secret-summary', models: ['Issue'], scriptHash }),
+      connectionId: 'secret-summary-1',
+      mode: 'incremental',
+    };
+    const { workflowId } = await executeSync(h, input);
+    expect(api.hits).toContain(`GET /user?${PAT}`);
+
+    // Read as the Web UI does: Temporal's default converter, no codec, no key.
+    const { temporalAddress, temporalNamespace } = stack();
+    const connection = await connectTemporal({ address: temporalAddress });
+    deferCleanup(() => connection.close());
+    const history = await new Client({ connection, namespace: temporalNamespace }).workflow
+      .getHandle(workflowId)
+      .fetchHistory();
+    const summaries = stepSummaries(history);
+    expect(summaries).toEqual(
+      expect.arrayContaining([
+        'GET /data/2.5/weather?q=London&appid=…',
+        'POST /services/T0AB12CD3/B0EF45GH6/…',
+        'GET /user?…',
+        'triggerAction …',
+      ]),
+    );
+    for (const summary of summaries) expect(summary.length).toBeLessThanOrEqual(200);
+    const raw = Buffer.from(proto.temporal.api.history.v1.History.encode(history).finish());
+    for (const secret of [APPID, SLACK, PAT, IN_ACTION_NAME, 'x'.repeat(300)]) expect(raw.includes(secret)).toBe(false);
+  }, 180_000);
 });

@@ -1,19 +1,17 @@
 /**
- * Issue 15, second hostile pass: routes out of a script's own realm that the lead's tests
- * (isolation.test.ts, sandbox.test.ts) do not try. Each case attacks and asserts the OUTCOME the
- * threat model promises (no secret obtained, the worker alive, the limit enforced); a failing case is
- * an open route. The worker-killing case leaves an unhandled "Workflow Worker Thread exited
+ * Routes out of a script's own realm that isolation.test.ts and sandbox.test.ts do not take (issue 15's
+ * second attack pass wrote them): errors of the workflow realm, callers, and code that runs outside
+ * every drain and activation. Each case attacks and asserts the OUTCOME the threat model promises (no
+ * secret obtained, the worker alive, the time limit enforced); a failing case is an open route. The worker-killing case leaves an unhandled "Workflow Worker Thread exited
  * prematurely" from the harness's workers.run(): that is the attack's effect, not a harness fault.
  */
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/eventually.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
 import type { ConnectionRecord } from '../../src/runtime/public.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
-import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, actionOutcomes, bundle, TestConnections, useRuntime } from './helpers.js';
+import { actionDefinition, bundle, TestConnections, useRuntime } from './helpers.js';
 
 const VICTIM_ENV = 'victim-env';
 
@@ -78,8 +76,8 @@ function churn(until: string): string {
 /** Through `new URL()`: the bridge's parseUrl (its JSON.stringify) overflows. */
 const ESCAPE = escapeSource(`() => { const U = URL; try { new U('http://a/'); } catch (e) { keep(e); } }`);
 
-describe('hostile 2: routes out of the script realm', () => {
-  it("a stack overflow inside the bridge hands the script the workflow realm; it steals another environment's API key", async () => {
+describe('a script stays inside its realm', () => {
+  it("a stack overflow inside the bridge hands the script no workflow-realm error: another environment's API key stays unread", async () => {
     const h = await useRuntime({ connections: () => new PerEnvironmentKeys() });
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     // The attacker (environment "test"): escapes, plants getters on the workflow realm's
@@ -92,7 +90,7 @@ describe('hostile 2: routes out of the script realm', () => {
         if (!found) return { escaped: false };
         const WorkflowFunction = found.constructor.constructor;
         const loot = WorkflowFunction(\`
-          const key = Symbol.for('hostile2.loot');
+          const key = Symbol.for('realmEscape.loot');
           if (!Object.prototype.hasOwnProperty(key)) {
             const loot = [];
             Object.defineProperty(Object.prototype, key, { value: loot });
@@ -127,7 +125,7 @@ describe('hostile 2: routes out of the script realm', () => {
       control.runAction({ definition: actionDefinition('attacker', attacker), connectionId: 'c', input: {} });
     // Two at once land on both workflow threads of the action worker.
     const planted = await Promise.all([attack(), attack()]);
-    console.log('[hostile2] planted:', JSON.stringify(planted));
+    console.log('[realmEscape] planted:', JSON.stringify(planted));
     for (let i = 0; i < 3; i++) {
       expect(await control.runAction({ definition: victimDefinition, connectionId: 'v', input: {} })).toEqual({
         ok: true,
@@ -135,14 +133,14 @@ describe('hostile 2: routes out of the script realm', () => {
       });
     }
     const read = await Promise.all([attack(), attack()]);
-    console.log('[hostile2] read:', JSON.stringify(read));
+    console.log('[realmEscape] read:', JSON.stringify(read));
     expect(JSON.stringify(read)).not.toContain(`secret-of-${VICTIM_ENV}`);
     expect(read).toEqual([
       { ok: true, output: { escaped: false } },
       { ok: true, output: { escaped: false } },
     ]);
   }, 120_000);
-  it('the escape is not parseUrl alone: console.log (bridge.log) leaks workflow-realm errors too', async () => {
+  it('a stack overflow inside console.log (bridge.log) hands the script no workflow-realm error either', async () => {
     const h = await useRuntime();
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     // bridge.log calls String(), String.prototype.slice and the run's bufferLog (Date, Array.prototype.includes)
@@ -161,11 +159,11 @@ describe('hostile 2: routes out of the script realm', () => {
       connectionId: 'c',
       input: {},
     });
-    console.log(`[hostile2] escape through bridge.log: ${JSON.stringify(outcome)}`);
+    console.log(`[realmEscape] escape through bridge.log: ${JSON.stringify(outcome)}`);
     expect(outcome).toEqual({ ok: true, output: { escaped: false } });
   }, 120_000);
 
-  it('blocked: sloppy-mode caller walks from every callback the bootstrap or the workflow invokes', async () => {
+  it('a sloppy-mode caller walk from any callback the bootstrap or the workflow invokes reaches none of their functions', async () => {
     const h = await useRuntime();
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     // A bundle without "use strict": each callback asks who called it (fn.caller, arguments.callee.caller).
@@ -192,11 +190,11 @@ module.exports.default = async function (svc) {
       connectionId: 'c',
       input: {},
     });
-    console.log(`[hostile2] caller walks: ${JSON.stringify(outcome)}`);
+    console.log(`[realmEscape] caller walks: ${JSON.stringify(outcome)}`);
     expect(JSON.stringify(outcome)).not.toContain('caller object');
   }, 120_000);
 
-  it('a FinalizationRegistry callback runs outside every drain and activation: a throw there kills the workflow thread and the worker', async () => {
+  it('a throw in a FinalizationRegistry callback, outside every drain and activation, kills neither the workflow thread nor the worker', async () => {
     const h = await useRuntime();
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     // No escape needed: the script's own realm has FinalizationRegistry. Its callbacks are V8 tasks on
@@ -228,7 +226,7 @@ module.exports.default = async function (svc) {
       100_000,
       'the attack to end or the worker to stop',
     );
-    console.log(`[hostile2] FinalizationRegistry throw: worker ${state}, attack ${JSON.stringify(attackOutcome)}`);
+    console.log(`[realmEscape] FinalizationRegistry throw: worker ${state}, attack ${JSON.stringify(attackOutcome)}`);
     expect(state).toBe('RUNNING');
     const bystander = await h.scripts.put(bundle(`async function (svc, input) { return input; }`));
     expect(
@@ -239,7 +237,7 @@ module.exports.default = async function (svc) {
     ).toEqual({ ok: true, output: { n: 1 } });
   }, 150_000);
 
-  it('a FinalizationRegistry callback computes outside every drain: no time limit stops it, bystanders wait', async () => {
+  it('a FinalizationRegistry callback that computes outside every drain makes no bystander wait', async () => {
     const h = await useRuntime();
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     // One catastrophic regex (bounded: ~3-10 s on the shared machine) in a cleanup callback: not in a
@@ -285,7 +283,7 @@ module.exports.default = async function (svc) {
     }
     await attack;
     console.log(
-      `[hostile2] FinalizationRegistry stall: attack ${JSON.stringify(attackOutcome)}, slowest bystander ${slowest} ms`,
+      `[realmEscape] FinalizationRegistry stall: attack ${JSON.stringify(attackOutcome)}, slowest bystander ${slowest} ms`,
     );
     // Scripts have no FinalizationRegistry any more (script_error: not defined); were it back, the
     // stall would have to end as script_timeout. Either way no bystander waits.
@@ -293,65 +291,7 @@ module.exports.default = async function (svc) {
     expect(slowest).toBeLessThan(3000);
   }, 150_000);
 
-  it('buffer memory: a copy made through the species default (constructor undefined) is never charged', async () => {
-    const h = await useRuntime();
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    // 40 MiB charged, then seven uncharged copies: 320 MiB held, over the 256 MiB per run. (A timer
-    // between copies: on a loaded machine 320 MiB of copying may outlast loop protection's 1 s.)
-    const hoarder = await h.scripts.put(
-      bundle(`async function () {
-        const base = new Uint8Array(40 * 1024 * 1024);
-        Object.defineProperty(base, 'constructor', { value: undefined });
-        const kept = [base];
-        for (let i = 0; i < 7; i++) {
-          const copy = base.slice(); copy.fill(i + 1); kept.push(copy);
-          await new Promise((resolve) => setTimeout(resolve, 1));
-        }
-        let held = 0;
-        for (const buffer of kept) held += buffer.byteLength;
-        return { heldMiB: held / 1048576 };
-      }`),
-    );
-    const outcome = await control
-      .runAction({ definition: actionDefinition('hoarder', hoarder), connectionId: 'c', input: {} })
-      .catch((error: unknown) => ({ code: (error as { code?: string }).code }));
-    console.log(`[hostile2] species copies: ${JSON.stringify(outcome)}`);
-    expect(outcome).toEqual({ code: 'script_memory_limit' });
-  }, 120_000);
-
-  it('history guard: durable timers (setTimeout) are not counted, so a run passes its event budget', async () => {
-    const h = await useRuntime();
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    const ids: Record<string, string> = {};
-    const run = async (name: string, source: string) => {
-      const hash = await h.scripts.put(bundle(source));
-      const definition = actionDefinition(name, hash);
-      const workflowId = rootActionId({ ...definition, connectionId: 'c' }, randomUUID());
-      ids[name] = workflowId;
-      return control
-        .runAction({ definition, connectionId: 'c', input: {}, options: { historyEventBudget: 60 } }, { workflowId })
-        .catch((error: unknown) => ({ code: (error as { code?: string }).code }));
-    };
-    // The guard works for svc operations...
-    expect(
-      await run(
-        'operations',
-        `async function (svc) { for (let i = 0; i < 100; i++) await svc.getMetadata(); return 'done'; }`,
-      ),
-    ).toEqual({
-      code: 'run_history_limit',
-    });
-    // ...but 300 timers (600+ events, ten times the budget) go through.
-    const timers = await run(
-      'timers',
-      `async function () { await Promise.all(Array.from({ length: 300 }, () => new Promise((resolve) => setTimeout(resolve, 1)))); return 'done'; }`,
-    );
-    const { historyLength } = await h.client.workflow.getHandle(ids['timers']!).describe();
-    console.log(`[hostile2] timers: ${JSON.stringify(timers)} with ${historyLength} events (budget 60)`);
-    expect(timers).toEqual({ code: 'run_history_limit' });
-  }, 120_000);
-
-  it("a getter on the script realm's Object.prototype runs when the bridge answers, outside the drain's time limit", async () => {
+  it("a getter on the script realm's Object.prototype that runs as the bridge answers is stopped as script_timeout, and the worker lives", async () => {
     const h = await useRuntime();
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     // resolve(parse(answer)) reads answer.then synchronously, inside the workflow's activation but
@@ -379,20 +319,9 @@ module.exports.default = async function (svc) {
       .catch((error: unknown) => ({ code: (error as { code?: string }).code }));
     const seconds = (Date.now() - started) / 1000;
     console.log(
-      `[hostile2] getter on the answer: ${JSON.stringify(outcome)} in ${seconds.toFixed(1)} s, worker ${h.actionWorker.getState()}`,
+      `[realmEscape] getter on the answer: ${JSON.stringify(outcome)} in ${seconds.toFixed(1)} s, worker ${h.actionWorker.getState()}`,
     );
     expect(outcome).toEqual({ code: 'script_timeout' });
     expect(h.actionWorker.getState()).toBe('RUNNING');
   }, 150_000);
-
-  it("a script cannot name its run's failure type: a forged operation error is script_error, a real one keeps its code", async () => {
-    const outcomeOf = actionOutcomes(await useRuntime());
-    const forged = await outcomeOf(
-      'forger',
-      `async function () { throw Object.assign(new Error('looks official'), { name: 'OperationError', code: 'run_superseded' }); }`,
-    );
-    expect(forged).toEqual({ code: 'script_error' });
-    const genuine = await outcomeOf('bad-method', `async function (svc) { await svc.batchSave([{ id: 1 }], 'Row'); }`);
-    expect(genuine).toEqual({ code: 'invalid_operation' });
-  }, 120_000);
 });

@@ -59,4 +59,37 @@ describe('record validation at run time', () => {
     expect(caught).toMatch(/caught invalid_record: svc\.batchSave: 2 record\(s\) of Issue break the model/);
     expect(caught).toContain('state: expected "open" | "closed", got "merged"');
   }, 120_000);
+
+  it('refuse answers a deeply nested record at once', async () => {
+    // FINDING (fixed in src/config/checkRecord.ts): this test failed before the fix.
+    // Before: `child: TreeNode | null` walked each level twice; 40 levels (a 300-byte record) kept the
+    // workflow thread busy for longer than any run lives.
+    const { config } = compileConfig(
+      `integrations:\n  tracker:\n    syncs: {}\nmodels:\n  TreeNode:\n    id: string\n    child: TreeNode | null\n`,
+    );
+    const h = await useRuntime();
+    const scriptHash = await h.scripts.put(
+      bundle(`async function (svc) {
+        let node = { child: 5 };
+        for (let level = 1; level < 40; level++) node = { child: node };
+        try {
+          await svc.batchSave([{ id: 'deep', ...node }], 'TreeNode');
+        } catch (error) {
+          await svc.log('caught ' + error.code);
+          return;
+        }
+        throw new Error('saved a record that breaks its model');
+      }`),
+    );
+    const input: RunSyncInput = {
+      definition: {
+        ...syncDefinition({ syncName: 'deep', models: ['TreeNode'], scriptHash }),
+        recordValidation: { mode: 'refuse', models: config!.models },
+      },
+      connectionId: 'deep-1',
+      mode: 'incremental',
+    };
+    const { result } = await executeSync(h, input);
+    expect(result.recordCounts).toEqual({ TreeNode: 0 });
+  }, 120_000);
 });
