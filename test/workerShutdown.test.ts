@@ -8,8 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,6 +20,7 @@ import { bundle } from './api/fixtures.js';
 import { eventually } from './helpers/eventually.js';
 import { stack, uniqueName, useDatabase } from './helpers/stack.js';
 import { deferCleanup } from './helpers/cleanup.js';
+import { startFakeUpstream } from './helpers/fakeUpstream.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
@@ -108,7 +108,7 @@ describe('a worker process that gets SIGTERM during a request', () => {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ items: [{ id: `${page}a` }, { id: `${page}b` }] }));
     };
-    const fake = createServer((request, response) => {
+    const fake = await startFakeUpstream((request, response) => {
       const page = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('page'));
       requests.push(`page ${page}`);
       if (page !== 2) return answer(response, page);
@@ -119,12 +119,7 @@ describe('a worker process that gets SIGTERM during a request', () => {
       page2Arrived();
       void page2Held.then(() => answer(response, page));
     });
-    await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
-    const fakePort = (fake.address() as AddressInfo).port;
-    deferCleanup(async () => {
-      fake.closeAllConnections();
-      await new Promise((resolve) => fake.close(resolve));
-    });
+    const fakePort = new URL(fake.url).port;
 
     const providers = join(dir, 'providers.yaml');
     writeFileSync(

@@ -1,13 +1,11 @@
 /** The deployment the API tests use: one integration with syncs (one of two models) and actions. */
 import type { DeployRequest } from '../../src/deploy/deployments.js';
+import { bundle } from '../helpers/scriptBundle.js';
 
 export const INTEGRATION = 'fake-api';
 export const PROVIDER = 'fake-api';
 
-/** A script bundle in the compiled format (CommonJS, `module.exports.default`). */
-export function bundle(functionSource: string): string {
-  return `"use strict";\nconst { ActionError } = require('integration-service/runtime');\nmodule.exports.default = ${functionSource};\n`;
-}
+export { bundle };
 
 export const SERVICE_YAML = `
 integrations:

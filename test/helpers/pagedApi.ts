@@ -6,14 +6,14 @@
  * stored once.
  */
 import { writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import type { createClient } from '../../src/client/index.js';
 import { eventually } from './eventually.js';
+import { startFakeUpstream, type FakeUpstream } from './fakeUpstream.js';
 
 export const PAGE = 100;
 export const PAGES = 40;
@@ -53,13 +53,12 @@ export class FakeApi {
   /** Connections whose requests wait, from this page on, until `open()`. */
   private gates = new Map<string, { from: number; opened: Promise<void>; open: () => void }>();
   delayMs = 40;
-  private server!: Server;
+  private upstream!: FakeUpstream;
   url = '';
 
   async start(): Promise<void> {
-    this.server = createServer((request, response) => void this.handle(request, response));
-    await new Promise<void>((ready) => this.server.listen(0, '127.0.0.1', ready));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.upstream = await startFakeUpstream((request, response) => this.handle(request, response));
+    this.url = this.upstream.url;
   }
 
   hold(connection: string, fromPage: number): void {
@@ -122,8 +121,7 @@ export class FakeApi {
 
   async stop(): Promise<void> {
     for (const connection of [...this.gates.keys()]) this.open(connection);
-    this.server.closeAllConnections();
-    await new Promise((resolveClose) => this.server.close(resolveClose));
+    await this.upstream.close();
   }
 }
 

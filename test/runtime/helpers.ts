@@ -4,8 +4,6 @@
  * compiled bundle format (CommonJS, `module.exports.default`).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 
 import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
@@ -19,11 +17,12 @@ import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
-import { allowOutbound } from '../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 import { deferCleanup } from '../helpers/cleanup.js';
+import { startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
+import { bundle } from '../helpers/scriptBundle.js';
 
 export { ENVIRONMENT, INTEGRATION, TestConnections };
 
@@ -120,43 +119,12 @@ export function boundScripts(store: ScriptStore): {
   };
 }
 
-export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
+export type { UpstreamHandler as Handler } from '../helpers/fakeUpstream.js';
+export { json } from '../helpers/fakeUpstream.js';
+export { bundle } from '../helpers/scriptBundle.js';
 
-/** A fake external API on 127.0.0.1; every request is counted by `METHOD path?query`. */
-export async function startFakeApi(handler: Handler): Promise<{ url: string; server: Server; hits: string[] }> {
-  const hits: string[] = [];
-  const server = createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    request.on('end', () => {
-      hits.push(`${request.method} ${request.url}`);
-      Promise.resolve(handler(request, response, body)).catch((error: unknown) => {
-        response.statusCode = 500;
-        response.end(String(error));
-      });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  allowOutbound(`http://127.0.0.1:${port}`);
-  deferCleanup(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${port}`, server, hits };
-}
-
-export function json(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers });
-  response.end(JSON.stringify(body));
-}
-
-/** A script bundle in the compiled format, from the source of its default-exported function. */
-export function bundle(functionSource: string): string {
-  return `"use strict";\nconst { ActionError } = require('integration-service/runtime');\nmodule.exports.default = ${functionSource};\n`;
-}
+/** The fake external API (test/helpers/fakeUpstream.ts); every request is counted by `METHOD path?query`. */
+export const startFakeApi = (handler: UpstreamHandler): Promise<FakeUpstream> => startFakeUpstream(handler);
 
 export function syncDefinition(overrides: Partial<SyncDefinition> & { scriptHash: string }): SyncDefinition {
   return {

@@ -5,7 +5,7 @@
  * their own keys.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import type { Client } from '@temporalio/client';
@@ -17,49 +17,18 @@ import { loadProviderCatalog } from '../../../src/connections/providers/catalog.
 import type { Pool } from '../../../src/db/pool.js';
 import { createService, type Service, type ServiceOverrides } from '../../../src/service.js';
 import { loadSettings } from '../../../src/settings.js';
-import { allowOutbound } from '../../helpers/outbound.js';
 import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
 import { deferCleanup } from '../../helpers/cleanup.js';
+import { startFakeUpstream } from '../../helpers/fakeUpstream.js';
 
-export type FakeHandler = (request: IncomingMessage, response: ServerResponse, body: string) => void | Promise<void>;
-
-/** An HTTP server on 127.0.0.1 whose handler a test can swap; every request is recorded. */
-export async function startFakeServer(initial: FakeHandler = (_req, res) => json(res, 404, { error: 'no handler' })) {
-  let handler = initial;
-  const requests: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] = [];
-  const server: Server = createHttpServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body });
-      Promise.resolve(handler(request, response, body)).catch((error: unknown) => {
-        response.statusCode = 500;
-        response.end(String(error));
-      });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  allowOutbound(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  deferCleanup(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    setHandler: (next: FakeHandler) => {
-      handler = next;
-    },
-  };
-}
-
-export function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers });
-  response.end(JSON.stringify(body));
-}
+export { json } from '../../helpers/fakeUpstream.js';
+/**
+ * The fake external API (test/helpers/fakeUpstream.ts): a handler a test can swap (404 until then),
+ * every request recorded.
+ */
+export const startFakeServer = startFakeUpstream;
 
 export { bundle, INTEGRATION, PROVIDER } from '../fixtures.js';
 

@@ -5,12 +5,10 @@
  * It records every token request so tests can count refreshes.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { signOAuth1 } from '../../../src/connections/oauth1.js';
-import { allowOutbound } from '../../helpers/outbound.js';
-import { deferCleanup } from '../../helpers/cleanup.js';
+import { json, startFakeUpstream } from '../../helpers/fakeUpstream.js';
 
 export interface TokenRequestRecord {
   grantType: string;
@@ -28,16 +26,6 @@ export interface FakeProviderOptions {
 }
 
 const random = (prefix: string): string => `${prefix}_${randomBytes(12).toString('hex')}`;
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
-}
 
 /** Parses `OAuth k="v", …` into its (decoded) parameters. */
 function parseOAuthHeader(header: string | undefined): Record<string, string> {
@@ -76,15 +64,15 @@ export async function startFakeProvider(options: FakeProviderOptions) {
     return { access_token: accessToken, refresh_token: refreshToken };
   };
 
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((error: unknown) => {
+  const server = await startFakeUpstream((req, res, body) =>
+    handle(req, res, body).catch((error: unknown) => {
       json(res, 500, { error: 'server_error', error_description: String(error) });
-    });
-  });
+    }),
+  );
 
-  const base = (): string => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const base = (): string => server.url;
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, requestBody: string): Promise<void> {
     const url = new URL(req.url ?? '/', base());
     if (req.method === 'GET' && url.pathname === '/oauth2/authorize') {
       // The "user" approves at once: redirect back with a code, as a real server does after consent.
@@ -110,7 +98,7 @@ export async function startFakeProvider(options: FakeProviderOptions) {
       return;
     }
     if (req.method === 'POST' && url.pathname === '/oauth2/token') {
-      const body = Object.fromEntries(new URLSearchParams(await readBody(req)));
+      const body = Object.fromEntries(new URLSearchParams(requestBody));
       const basic = req.headers.authorization?.startsWith('Basic ')
         ? Buffer.from(req.headers.authorization.slice(6), 'base64').toString('utf8').split(':').map(decodeURIComponent)
         : undefined;
@@ -232,13 +220,6 @@ export async function startFakeProvider(options: FakeProviderOptions) {
     });
     return expected.signature === params['oauth_signature'];
   }
-
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  allowOutbound(base());
-  deferCleanup(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
 
   return {
     url: base(),
