@@ -6,23 +6,23 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONNECT_FORM_ATTEMPTS } from '../../src/api/connectPage.js';
 import { metricsRegistry } from '../../src/metrics/index.js';
+import { INTEGRATION, PROVIDER } from './fixtures.js';
 import { fakeOAuthProvider, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
 
 const OAUTH = 'oa';
 let h: ApiHarness;
 let guessed: Awaited<ReturnType<typeof startFakeServer>>;
-const alice = { connectionId: 'alice-1', providerConfigKey: OAUTH };
+const alice = { connectionId: 'alice-1', providerConfigKey: INTEGRATION };
 
 beforeAll(async () => {
-  const tokens = await startFakeServer((_request, response) =>
-    json(response, 200, { access_token: 'alice-access-2', refresh_token: 'alice-refresh-2', expires_in: 3600 }),
-  );
+  // Where the OAuth provider of the hostile-named integration lives; the page never calls it.
+  const oauthOrigin = await startFakeServer();
   guessed = await startFakeServer((_request, response) =>
     json(response, 401, { error: 'invalid_client', error_description: 'wrong client secret' }),
   );
   h = await startApiHarness({
     providers: {
-      ...fakeOAuthProvider(tokens.url),
+      ...fakeOAuthProvider(oauthOrigin.url),
       'fake-cc': {
         display_name: 'Fake CC',
         auth_mode: 'OAUTH2_CC',
@@ -37,15 +37,11 @@ beforeAll(async () => {
     display_name: '<img src=x onerror=alert(1)>Evil "Corp"',
     credentials: { type: 'OAUTH2', client_id: 'client-1', client_secret: 'client-secret-1' },
   });
+  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
   await h.api.connections.import({
-    provider_config_key: OAUTH,
+    provider_config_key: INTEGRATION,
     connection_id: alice.connectionId,
-    credentials: {
-      type: 'OAUTH2',
-      access_token: 'alice-access-1',
-      refresh_token: 'alice-refresh-1',
-      expires_at: new Date(Date.now() - 60_000).toISOString(),
-    },
+    credentials: { type: 'API_KEY', apiKey: 'alice-api-key' },
   });
   // A connection-scoped request, so that the metrics hold a route that names a connection.
   await h.api.connections.authorizeRequest(alice, { method: 'GET', endpoint: '/issues' });
