@@ -37,7 +37,7 @@ import { createGeneratedRouting } from './api/generatedRouting.js';
 import { createApi } from './api/index.js';
 import { createMcpSessionRegistry } from './api/mcp/sessions.js';
 import { webhookDeployWarnings } from './api/webhooks/inbound.js';
-import type { ConnectionSavedEvent, NeedsReauthEvent } from './connections/connectionService.js';
+import type { ConnectionSavedEvent, NeedsReauthEvent } from './connections/resources.js';
 import { loadEncryptor, type Encryptor } from './connections/encryption.js';
 import { createConnections, type CreateConnectionsOptions } from './connections/index.js';
 import { loadProviderCatalog } from './connections/providers/catalog.js';

@@ -11,7 +11,8 @@
  * link. The session works once and expires as POST /connect/sessions made it.
  */
 import express, { Router, type Request, type Response } from 'express';
-import type { ImportConnectionInput, PostgresConnectionService } from '../connections/connectionService.js';
+import type { ImportConnectionInput } from '../connections/credentials.js';
+import type { ConnectionManager } from '../connections/types.js';
 import { connectFields, isRedirectFlow, valuesOfFields, type ConnectField } from '../connections/connectFields.js';
 import type { IntegrationStore } from '../connections/integrationStore.js';
 import type { OAuthFlow } from '../connections/oauthFlow.js';
@@ -23,7 +24,7 @@ import { lineLog } from '../log.js';
 export interface ConnectPageDeps {
   flow: OAuthFlow;
   integrations: IntegrationStore;
-  connections: PostgresConnectionService;
+  connections: Pick<ConnectionManager, 'connectWith'>;
   /** One line per refusal, never with the token or a secret in it. @default a line on stderr */
   log?: (message: string) => void;
 }

@@ -3,13 +3,13 @@
  * the composition root builds the stores once and tests build the same over their own database.
  */
 import type { Client } from '@temporalio/client';
-import type { PostgresConnectionService } from '../connections/connectionService.js';
 import type { Encryptor } from '../connections/encryption.js';
 import type { EnvironmentStore } from '../connections/environmentStore.js';
 import type { PostgresEnvironmentVariableStore } from '../connections/environmentVariableStore.js';
 import type { IntegrationStore } from '../connections/integrationStore.js';
 import type { OAuthFlow } from '../connections/oauthFlow.js';
 import type { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
+import type { ConnectionManager } from '../connections/types.js';
 import type { Deployments } from '../deploy/deployments.js';
 import type { RecordStore } from '../records/types.js';
 import type { ScriptLogStore } from '../runtime/logStore.js';
@@ -40,7 +40,7 @@ export interface ApiDeps {
   /** Postgres answers (`SELECT 1`): GET /health, and GET /readyz's `database` unless `readiness` is given. */
   database: ReadinessCheck;
   environments: EnvironmentStore;
-  connections: PostgresConnectionService;
+  connections: ConnectionManager;
   integrations: IntegrationStore;
   variables: PostgresEnvironmentVariableStore;
   records: RecordStore;

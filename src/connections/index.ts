@@ -9,7 +9,8 @@
  */
 import type { EnvironmentHoldings } from '../db/environmentHoldings.js';
 import type { Pool } from '../db/pool.js';
-import { PostgresConnectionService, type ConnectionSavedEvent, type NeedsReauthEvent } from './connectionService.js';
+import { PostgresConnectionService } from './connectionService.js';
+import type { ConnectionSavedEvent, NeedsReauthEvent } from './resources.js';
 import type { Encryptor } from './encryption.js';
 import { EnvironmentStore } from './environmentStore.js';
 import { PostgresEnvironmentVariableStore } from './environmentVariableStore.js';

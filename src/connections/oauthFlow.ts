@@ -11,8 +11,9 @@ import { z } from 'zod';
 import type { Pool } from '../db/pool.js';
 import { isServiceError, ServiceError } from '../errors.js';
 import { outboundRefusal, policyFetch } from '../runtime/outbound.js';
-import type { PostgresConnectionService } from './connectionService.js';
-import { connectionExists, connectionIdSchema } from './connectionService.js';
+import { connectionExists } from './connectionErrors.js';
+import { connectionIdSchema } from './credentials.js';
+import type { ConnectionManager } from './types.js';
 import type { Encryptor } from './encryption.js';
 import type { IntegrationStore } from './integrationStore.js';
 import { signOAuth1 } from './oauth1.js';
@@ -36,7 +37,7 @@ export interface OAuthFlowDeps {
   db: Pool;
   encryptor: Encryptor;
   integrations: IntegrationStore;
-  connections: PostgresConnectionService;
+  connections: Pick<ConnectionManager, 'saveConnection'>;
   /** The absolute URL of the callback route, as registered with each provider's OAuth app. */
   callbackUrl: string;
   fetch?: Fetch;

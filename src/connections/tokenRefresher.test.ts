@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RefreshClaim } from './connectionService.js';
+import type { RefreshClaim } from './refreshClaims.js';
 import { fairQueue, refreshRound, startTokenRefresher } from './tokenRefresher.js';
 
 const claim = (id: number, environmentId: string): RefreshClaim => ({

@@ -3,7 +3,7 @@
  * finds a valid token instead of waiting on the provider: every `intervalMs` a round renews the tokens
  * expiring within `windowMs` (OAuth 2 with a refresh token), or obtains them again (client
  * credentials, service accounts, app installations). Each refresh takes the connection's refresh lock
- * (connectionService.ts), so on-demand refreshes and other worker processes never cause a second token
+ * (tokenRefresh.ts), so on-demand refreshes and other worker processes never cause a second token
  * request for one connection.
  *
  * Fair between environments (issue 29, finding 6), so that one environment's connections whose token
@@ -19,7 +19,7 @@
  *   and it ends when the ones it started have (a token request gives up after 15 s);
  * - rounds never overlap: a tick that finds a round still running is skipped.
  */
-import type { PostgresConnectionService, RefreshClaim } from './connectionService.js';
+import type { RefreshClaim, RefreshClaimSystem } from './refreshClaims.js';
 import { lineLog } from '../log.js';
 
 /** How often the refresher looks. */
@@ -68,7 +68,7 @@ export interface TokenRefresher {
   stop(): Promise<void>;
 }
 
-type RefreshService = Pick<PostgresConnectionService, 'claimExpiring' | 'refreshClaimed' | 'releaseClaims'>;
+type RefreshService = Pick<RefreshClaimSystem, 'claimExpiring' | 'refreshClaimed' | 'releaseClaims'>;
 
 export function startTokenRefresher(service: RefreshService, options: TokenRefresherOptions = {}): TokenRefresher {
   const intervalMs = options.intervalMs ?? TOKEN_REFRESH_INTERVAL_MS;

@@ -1,11 +1,15 @@
 /**
- * What the rest of the service (the runtime's activities, the API) needs from connections. The
- * implementation lives beside this file. The runtime declares the part it needs itself
- * (src/runtime/connectionAccess.ts), so that it never imports this folder.
+ * What the rest of the service (the runtime's activities, the API, the OAuth flow) needs from
+ * connections. The implementation lives beside this file (connectionService.ts, the facade over its
+ * parts). The runtime declares the part it needs itself (src/runtime/connectionAccess.ts), so that it
+ * never imports this folder.
  */
 import type { IntegrationDescription } from '../runtime/svcTypes.js';
 import type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
+import type { ConnectionFilter, ConnectionSummary } from './connectionStore.js';
+import type { ImportConnectionInput, StoredCredentials } from './credentials.js';
+import type { ConnectionTags } from './tags.js';
 
 export type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 
@@ -48,6 +52,71 @@ export interface ConnectionService {
    * provider's default pagination (`svc.paginate` merges a script's keys over it).
    */
   describeIntegration(scope: Omit<ConnectionScope, 'connectionId'>): Promise<IntegrationDescription>;
+}
+
+/**
+ * Connections as the API, the OAuth flow and sync selection manage them: created from credentials,
+ * listed, tagged, their metadata written, deleted; plus everything a run needs (ConnectionService).
+ */
+export interface ConnectionManager extends ConnectionService {
+  credentialSecrets(
+    scope: ConnectionScope,
+    options?: { existedAt?: Date; ids?: readonly number[] },
+  ): Promise<string[] | undefined>;
+  /**
+   * Stores existing credentials as a connection (migrating from another system, tests). An existing
+   * connection of the same id gets the new credentials and settings; its metadata is kept unless given.
+   */
+  importConnection(input: ImportConnectionInput): Promise<ConnectionRecord>;
+  /**
+   * Stores credentials an end user or operator typed in (the hosted connect page): validated, and for
+   * the minted kinds a first token obtained, before `claim` runs (spending the connect session); an
+   * existing connection is replaced only with `replace`. Tags replace the connection's when given.
+   */
+  connectWith(
+    input: ImportConnectionInput,
+    options: { replace: boolean; claim?: () => Promise<void> },
+  ): Promise<ConnectionRecord>;
+  /**
+   * Creates or replaces a connection's credentials, clearing any refresh error (the OAuth callback).
+   * With `replace: false` an existing connection is left as it is and the call fails with
+   * `connection_exists` (a connect flow whose session did not allow a reconnect).
+   */
+  saveConnection(
+    scope: ConnectionScope,
+    credentials: StoredCredentials,
+    connectionConfig: Record<string, string>,
+    metadata?: Record<string, unknown>,
+    tags?: ConnectionTags,
+    options?: { replace?: boolean },
+  ): Promise<void>;
+  /**
+   * The ids of an integration's connections whose `field` equals `value`: `connection_id`, or a key of
+   * `metadata` or `connection_config` (`metadata.account`), as an inbound webhook names its connection.
+   */
+  connectionIdsWhere(
+    scope: { environmentId: string; integrationId: string },
+    field: string,
+    value: string,
+  ): Promise<string[]>;
+  listConnections(environmentId: string, filter?: ConnectionFilter): Promise<ConnectionSummary[]>;
+  /** Replaces a connection's tags. */
+  setTags(scope: ConnectionScope, tags: ConnectionTags): Promise<void>;
+  /**
+   * Replaces (or merges into) the metadata of several connections of one integration at once: all of
+   * them, or none when one does not exist or would grow too large.
+   */
+  writeMetadataOf(
+    environmentId: string,
+    integrationId: string,
+    connectionIds: string[],
+    metadata: Record<string, unknown>,
+    mode: 'replace' | 'merge',
+  ): Promise<void>;
+  /** The connection without credentials, with its last refresh error: what status pages show. */
+  getConnectionStatus(scope: ConnectionScope): Promise<ConnectionSummary>;
+  /** Deletes a connection and its credentials; false when there was none. */
+  deleteConnection(scope: ConnectionScope): Promise<boolean>;
 }
 
 export interface EnvironmentVariableStore {

@@ -39,7 +39,7 @@ export interface RequestToAuthorize {
   formParams?: Record<string, string> | undefined;
 }
 
-/** Injects a connection's credentials into a request (src/connections/connectionService.ts). */
+/** Injects a connection's credentials into a request (src/connections/requestAuthorizer.ts). */
 export interface RequestAuthorizer {
   /**
    * Resolves the base URL and injects the connection's credentials, which go to the provider's hosts

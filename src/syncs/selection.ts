@@ -4,7 +4,7 @@
  * new connection. Used by the /sync/* routes and by the composition root's connection hook, so it
  * lives outside the API.
  */
-import type { PostgresConnectionService } from '../connections/connectionService.js';
+import type { ConnectionManager } from '../connections/types.js';
 import type { IntegrationStore } from '../connections/integrationStore.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { Deployments } from '../deploy/deployments.js';
@@ -15,7 +15,7 @@ import type { SyncControl, SyncRef } from '../temporal/syncControl.js';
 export interface SyncSelectionDeps {
   integrations: Pick<IntegrationStore, 'get'>;
   deployments: Pick<Deployments, 'syncDefinitions'>;
-  connections: Pick<PostgresConnectionService, 'getMetadata' | 'listConnections'>;
+  connections: Pick<ConnectionManager, 'getMetadata' | 'listConnections'>;
 }
 
 /** A selection as the /sync/* routes take it: `syncs` is a list of names, or `['*']` for every sync. */

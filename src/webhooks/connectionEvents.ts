@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/connectionService.js';
+import type { ConnectionSavedEvent, NeedsReauthEvent } from '../connections/resources.js';
 import type { ConnectionScope } from '../connections/types.js';
 import type { Pool } from '../db/pool.js';
 import { lineLog } from '../log.js';

@@ -237,7 +237,10 @@ describe('client credentials, service accounts and app installations', () => {
     const counts = () => Object.fromEntries(kinds.map((kind) => [kind, issued.filter((i) => i.kind === kind).length]));
     const start = counts();
     const firstTokens = Object.fromEntries(kinds.map((kind) => [kind, issued.findLast((i) => i.kind === kind)!]));
-    const refresher = startTokenRefresher(h.deps.connections, { intervalMs: 250, log: () => undefined });
+    const refresher = startTokenRefresher(h.service.parts.connections.service, {
+      intervalMs: 250,
+      log: () => undefined,
+    });
     try {
       await eventually(
         async () => {
@@ -273,7 +276,7 @@ describe('client credentials, service accounts and app installations', () => {
       log: () => undefined,
     });
     delayMs = 400;
-    const refresher = startTokenRefresher(h.deps.connections, { log: () => undefined });
+    const refresher = startTokenRefresher(h.service.parts.connections.service, { log: () => undefined });
     try {
       const before = tokenRequests.length;
       await Promise.all([

@@ -5,7 +5,9 @@
  * `${connectionConfig.x}` declared with a pattern, and auth fields consistent with the auth mode. The
  * same checks run on bad samples, to show that each one fails when it should.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isMap, isScalar, parseDocument } from 'yaml';
 import { paginationSettings } from '../../runtime/paginate.js';
@@ -198,5 +200,62 @@ describe('the built-in provider catalog', () => {
       ],
     ];
     for (const [sample, expected] of bad) expect(catalogProblems(sample).join('\n'), sample).toMatch(expected);
+  });
+});
+
+describe('loading the provider catalog', () => {
+  it('ships at least twenty providers, the required ones among them, each valid', () => {
+    const catalog = loadProviderCatalog({ extraFile: undefined });
+    const required = [
+      'github',
+      'gitlab',
+      'slack',
+      'google',
+      'microsoft',
+      'hubspot',
+      'salesforce',
+      'notion',
+      'linear',
+      'jira',
+      'asana',
+      'airtable',
+      'intercom',
+      'zendesk',
+      'shopify',
+      'stripe',
+      'dropbox',
+      'box',
+      'trello',
+      'twitter',
+    ];
+    for (const name of required) expect(catalog.has(name), name).toBe(true);
+    expect(catalog.names().length).toBeGreaterThanOrEqual(20);
+    expect(catalog.get('stripe')).toMatchObject({ auth_mode: 'API_KEY', base_url: 'https://api.stripe.com' });
+    expect(catalog.get('trello').auth_mode).toBe('OAUTH1');
+    expect(catalog.get('airtable')).toMatchObject({ pkce: true, token_request_auth_method: 'client_secret_basic' });
+    // Every placeholder of every built-in URL names a declared connection setting.
+    for (const name of catalog.names()) {
+      const provider = catalog.get(name);
+      for (const value of Object.values(provider)) {
+        if (typeof value !== 'string') continue;
+        for (const match of value.matchAll(/\$\{connectionConfig\.(\w+)\}/g)) {
+          expect(provider.connection_config[match[1]!], `${name}: ${match[1]}`).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it('loads user providers from a file and says what is wrong with a bad one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'providers-'));
+    const good = join(dir, 'good.yaml');
+    writeFileSync(
+      good,
+      'internal-crm:\n  display_name: Internal CRM\n  auth_mode: API_KEY\n  api_key: { in: header, name: X-Api-Key, format: "${apiKey}" }\n  base_url: https://crm.internal.example\n',
+    );
+    expect(loadProviderCatalog({ extraFile: good }).get('internal-crm').base_url).toBe('https://crm.internal.example');
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'broken:\n  display_name: Broken\n  auth_mode: OAUTH2\n  token_url: not a url\n');
+    expect(() => loadProviderCatalog({ extraFile: bad })).toThrow(/bad\.yaml: broken\.(authorization_url|token_url)/);
+    expect(() => loadProviderCatalog({ extraFile: join(dir, 'missing.yaml') })).toThrow(/cannot read providers file/);
   });
 });

@@ -4,7 +4,7 @@
  * (`auth_mode`, `refresh_error`).
  */
 import { z } from 'zod';
-import type { ConnectionSummary } from '../../../connections/connectionService.js';
+import type { ConnectionSummary } from '../../../connections/connectionStore.js';
 import { endUserOf } from '../../../connections/tags.js';
 import type { ConnectionRecord } from '../../../runtime/public.js';
 import type { ApiDeps } from '../../deps.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { credentialsSchema } from '../../../connections/connectionService.js';
+import { credentialsSchema } from '../../../connections/credentials.js';
 import { connectionTagsSchema, endUserSchema, tagsWithEndUser } from '../../../connections/tags.js';
 import type { ApiDeps } from '../../deps.js';
 import { defineRoute } from '../../route.js';
