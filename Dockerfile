@@ -1,5 +1,5 @@
 # The service's image: one image for both roles, chosen by SERVICE_ROLE (api or worker) at run time.
-# deploy/docker-compose.production.yml and deploy/kubernetes/ run it; test/deploy.test.ts checks that
+# hosting/docker-compose.production.yml and hosting/kubernetes/ run it; test/hosting.test.ts checks that
 # they agree with this file (base image, command, user, port). No Docker engine runs in CI, so the image
 # itself is not built there.
 #

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
 import { freePort } from '../src/devstack/process.js';
-import { sourceFiles } from './helpers/deployFiles.js';
+import { sourceFiles } from './helpers/hostingFiles.js';
 import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from './helpers/pagedApi.js';
 import { productionEnv, startService, useEmptyDatabase, type ServiceProcess } from './helpers/serviceProcess.js';
 

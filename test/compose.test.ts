@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { loadEncryptor } from '../src/connections/encryption.js';
 import { findTemporalCli, TEMPORAL_CLI_VERSION } from '../src/devstack/temporal.js';
 import { loadSettings, settingsSchema } from '../src/settings.js';
-import { EXACT_TAG, interpolate, REPO, tagOf, variablesTheServiceReads } from './helpers/deployFiles.js';
+import { EXACT_TAG, interpolate, REPO, tagOf, variablesTheServiceReads } from './helpers/hostingFiles.js';
 
 const stringList = z.array(z.string());
 const service = z.object({

@@ -9,7 +9,6 @@ import {
   readlinkSync,
   rmdirSync,
   rmSync,
-  statSync,
   symlinkSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -311,9 +310,4 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     if (scratch) for (const dir of new Set([dataDir, requested])) rmSync(dir, { recursive: true, force: true });
   };
   return { url, adminUrl, version: await serverVersion(url), owned: true, stop };
-}
-
-/** True when `dir` holds an initialised cluster (used by the start command to say "reusing"). */
-export function isCluster(dir: string): boolean {
-  return existsSync(join(dir, 'PG_VERSION')) && statSync(dir).isDirectory();
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync, accessSync, constants } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import type { TLSConfig } from '@temporalio/client';
@@ -304,12 +304,4 @@ async function startWithSdkDownload(
         `or set TEMPORAL_ADDRESS to a running server.`,
     );
   }
-}
-
-export function temporalCliCachePath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(cacheDir(env), `temporal-cli-${TEMPORAL_CLI_VERSION}`, 'temporal');
-}
-
-export function temporalCliIsCached(env: NodeJS.ProcessEnv = process.env): boolean {
-  return existsSync(temporalCliCachePath(env));
 }

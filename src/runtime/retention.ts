@@ -34,17 +34,6 @@ export interface RetentionPolicy {
   stepLedger: number | null;
 }
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
-
-export const DEFAULT_RETENTION: RetentionPolicy = {
-  syncRuns: 90 * DAY,
-  scriptLogs: 30 * DAY,
-  webhookDeliveries: 30 * DAY,
-  payloadBlobs: 7 * DAY,
-  stepLedger: HOUR,
-};
-
 /**
  * The oldest start time among the executions Temporal still keeps that started before `before`;
  * `before` itself when there are none; undefined when it cannot tell (then no blob is removed).

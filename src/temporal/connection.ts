@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Client, Connection, type DataConverter, type TLSConfig } from '@temporalio/client';
+import { Connection, type TLSConfig } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { ServiceError } from '../errors.js';
 import { syncEntityId } from './runAuthority.js';
@@ -12,15 +12,6 @@ import { tlsHandshakeProblem } from './tlsProbe.js';
  * probes) is made here from `TemporalConnectionOptions` (address, TLS and API key). Task queues are in
  * taskQueues.ts; workflow ids here and in runAuthority.ts.
  */
-export interface TemporalSettings {
-  address: string;
-  namespace: string;
-  /** Task queue of the service's workflows and activities. */
-  taskQueue: string;
-}
-
-export const DEFAULT_TASK_QUEUE = 'integration-service';
-
 /** Address, TLS and API key of the Temporal frontend: what both the client and the worker connect with. */
 export interface TemporalConnectionOptions {
   address: string;
@@ -227,21 +218,6 @@ export async function connectWorker(options: TemporalConnectionOptions): Promise
   } catch (error) {
     throw await connectError(options, error);
   }
-}
-
-export async function connectClient(
-  settings: TemporalSettings & {
-    connection?: Omit<TemporalConnectionOptions, 'address'>;
-    dataConverter?: DataConverter;
-  },
-): Promise<{ client: Client; close: () => Promise<void> }> {
-  const connection = await connectTemporal({ address: settings.address, ...settings.connection }, 5000);
-  const client = new Client({
-    connection,
-    namespace: settings.namespace,
-    ...(settings.dataConverter ? { dataConverter: settings.dataConverter } : {}),
-  });
-  return { client, close: () => connection.close() };
 }
 
 /** Workflow ids are business keys, so a second start of the same thing is refused by Temporal itself. */

@@ -122,5 +122,3 @@ export function createConnectionEvents(deps: ConnectionEventsDeps) {
     ),
   };
 }
-
-export type ConnectionEvents = ReturnType<typeof createConnectionEvents>;

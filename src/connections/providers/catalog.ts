@@ -102,8 +102,6 @@ const providerPagination = z
     message: 'limit needs limit_name_in_request',
   });
 
-export type ProviderPagination = z.infer<typeof providerPagination>;
-
 const commonFields = {
   display_name: z.string().min(1),
   /** Where the provider documents its API; for the reader of the catalog. */
@@ -254,7 +252,6 @@ export type JwtProvider = z.infer<typeof jwtProvider>;
 export type AppProvider = z.infer<typeof appProvider>;
 /** The modes whose access tokens the service obtains by itself from stored long-lived secrets. */
 export type MintedTokenProvider = ClientCredentialsProvider | JwtProvider | AppProvider;
-export type AuthMode = Provider['auth_mode'];
 
 const providerName = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -');
 const catalogSchema = z.record(providerName, providerSchema);

@@ -1,6 +1,6 @@
 /**
- * The production deployment files (issue 21, item 7), checked as far as a machine without Docker or
- * Kubernetes allows: the Dockerfile, deploy/docker-compose.production.yml, deploy/kubernetes/ (the api
+ * The production hosting files (issue 21, item 7), checked as far as a machine without Docker or
+ * Kubernetes allows: the Dockerfile, hosting/docker-compose.production.yml, hosting/kubernetes/ (the api
  * and worker Deployments, their Service, ConfigMap and Secret references, and the values for Temporal's
  * Helm chart) and the Temporal scripts they run. Each file parses; every image is pinned to an exact
  * release, Temporal's to 1.29.1; each process (api, worker; in Compose and in Kubernetes) gets every
@@ -20,7 +20,7 @@ import { loadEncryptor } from '../src/connections/encryption.js';
 import { findTemporalCli, TEMPORAL_CLI_VERSION } from '../src/devstack/temporal.js';
 import { REQUEST_TIMEOUT_MS } from '../src/runtime/http.js';
 import { loadSettings, type Settings } from '../src/settings.js';
-import { EXACT_TAG, interpolate, REPO, sourceFiles, tagOf, variablesTheServiceReads } from './helpers/deployFiles.js';
+import { EXACT_TAG, interpolate, REPO, sourceFiles, tagOf, variablesTheServiceReads } from './helpers/hostingFiles.js';
 
 /** The Temporal server release the project runs against (ARCHITECTURE: v1.29.1 on Postgres). */
 const TEMPORAL_SERVER = '1.29.1';
@@ -60,7 +60,7 @@ const composeSchema = z.object({
   volumes: z.record(z.string(), z.null()),
 });
 // `<<` merge keys: the api and worker share their image and most of their environment.
-const compose = composeSchema.parse(parse(read('deploy/docker-compose.production.yml'), { merge: true }));
+const compose = composeSchema.parse(parse(read('hosting/docker-compose.production.yml'), { merge: true }));
 const services = compose.services;
 const composeVars = {
   POSTGRES_PASSWORD: randomBytes(24).toString('hex'),
@@ -143,12 +143,12 @@ function documents(path: string): unknown[] {
     return document.toJS() as unknown;
   });
 }
-const apiDocs = documents('deploy/kubernetes/api.yaml');
+const apiDocs = documents('hosting/kubernetes/api.yaml');
 const apiDeployment = deployment.parse(apiDocs[0]);
 const apiService = kubeService.parse(apiDocs[1]);
-const workerDeployment = deployment.parse(documents('deploy/kubernetes/worker.yaml')[0]);
-const settingsMap = configMap.parse(documents('deploy/kubernetes/configmap.yaml')[0]);
-const secrets = documents('deploy/kubernetes/secret.example.yaml').map((doc) => secret.parse(doc));
+const workerDeployment = deployment.parse(documents('hosting/kubernetes/worker.yaml')[0]);
+const settingsMap = configMap.parse(documents('hosting/kubernetes/configmap.yaml')[0]);
+const secrets = documents('hosting/kubernetes/secret.example.yaml').map((doc) => secret.parse(doc));
 const helmValues = z
   .object({
     server: z.object({
@@ -170,7 +170,7 @@ const helmValues = z
     web: z.object({ enabled: z.literal(true), image: z.object({ repository: z.string(), tag: z.string() }) }),
   })
   .passthrough()
-  .parse(parse(read('deploy/kubernetes/temporal-values.yaml')));
+  .parse(parse(read('hosting/kubernetes/temporal-values.yaml')));
 
 /** A Deployment's container environment as the kubelet builds it: the ConfigMap, then `env`; secrets filled in. */
 function kubeEnv(spec: z.infer<typeof deployment>, secretValues: Record<string, string>): Record<string, string> {
@@ -230,7 +230,7 @@ const NEEDED_BY_ROLE = {
 const healthPort = (settings: Settings): number =>
   Number((settings as Settings & { SERVICE_HEALTH_PORT?: number }).SERVICE_HEALTH_PORT);
 
-describe('the production deployment files', () => {
+describe('the production hosting files', () => {
   it('pin every image to an exact release; Temporal is 1.29.1, the service is the Dockerfile’s build', () => {
     const images = [
       ...Object.entries(services).map(([name, service]) => [`compose ${name}`, service.image] as const),
@@ -388,7 +388,7 @@ describe('the production deployment files', () => {
     for (const job of [services['temporal-schema'], services['temporal-namespace']]) {
       const script = (Array.isArray(job.command) ? job.command : [job.command ?? '']).at(-1) ?? '';
       expect(job.volumes).toContain('./temporal:/scripts:ro');
-      expect(existsSync(join(REPO, 'deploy/temporal', script.replace('/scripts/', ''))), script).toBe(true);
+      expect(existsSync(join(REPO, 'hosting/temporal', script.replace('/scripts/', ''))), script).toBe(true);
     }
     expect(services.api.ports?.map((port) => port.split(':').at(-1))).toEqual([String(settings.PORT)]);
     for (const service of Object.values(services))
@@ -421,7 +421,7 @@ describe('the production deployment files', () => {
     const kustomization = z
       .object({ resources: z.array(z.string()) })
       .passthrough()
-      .parse(parse(read('deploy/kubernetes/kustomization.yaml')));
+      .parse(parse(read('hosting/kubernetes/kustomization.yaml')));
     expect(kustomization.resources.sort()).toEqual(['api.yaml', 'configmap.yaml', 'worker.yaml']);
   });
 
@@ -476,7 +476,7 @@ describe('the production deployment files', () => {
   });
 
   it('run Temporal scripts that parse, with commands the Temporal CLI of the admin-tools image accepts', async () => {
-    for (const script of ['deploy/temporal/setup-postgres.sh', 'deploy/temporal/create-namespace.sh']) {
+    for (const script of ['hosting/temporal/setup-postgres.sh', 'hosting/temporal/create-namespace.sh']) {
       const checked = spawnSync('sh', ['-n', join(REPO, script)], { encoding: 'utf8' });
       expect([script, checked.status, checked.stderr]).toEqual([script, 0, '']);
     }
@@ -486,7 +486,7 @@ describe('the production deployment files', () => {
       throw new Error('no Temporal CLI on this machine (README: npm start builds one; .ci/run installs it)');
     const inImage = /-cli-(\d+\.\d+)\.\d+$/.exec(tagOf(services['temporal-namespace'].image))?.[1];
     expect(TEMPORAL_CLI_VERSION.startsWith(`${inImage}.`)).toBe(true);
-    const text = read('deploy/temporal/create-namespace.sh');
+    const text = read('hosting/temporal/create-namespace.sh');
     const commands = [...text.matchAll(/temporal (operator [^>\n;]+?)(?=\s*(?:>|;|$|\n))/gm)].map((match) => match[1]!);
     expect(commands.length).toBe(3);
     for (const command of commands) {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Creates Temporal's two databases on the Postgres of deploy/docker-compose.production.yml and brings
+# Creates Temporal's two databases on the Postgres of hosting/docker-compose.production.yml and brings
 # their schemas to the version of the admin-tools image (the server's release). Every step is
 # idempotent (the database is created only when missing, the version tables only when missing, and
 # update-schema applies only the versions not applied yet), so this runs on every `up`, and after an

@@ -1,5 +1,5 @@
 /**
- * What the structural tests of the deployment files share (test/compose.test.ts, test/deploy.test.ts):
+ * What the structural tests of the hosting files share (test/compose.test.ts, test/hosting.test.ts):
  * Compose's interpolation, an image's tag, and the environment variables the service reads.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
