@@ -223,15 +223,25 @@ try {
     };
   };
   const storeRead = async (options: ListRecordsOptions) => (await timed(() => store.listRecords(options))).ms;
-  // The same two statements the store runs (scope, then page), straight on the pg pool.
+  // The statements the store runs, straight on the pg pool: the page alone for a scope read before
+  // (its id kept, as the store keeps it), the scope then the page for one not read before or an empty page.
+  const rawScopeIds = new Map<string, string>();
   const rawRead = async (options: ListRecordsOptions) => {
     const build = listQueryBuilder(options);
     const params = scopeParams(options);
+    const key = JSON.stringify(params);
     return (
       await timed(async () => {
+        const known = rawScopeIds.get(key);
+        if (known !== undefined) {
+          const page = await pool.query(build(known));
+          if (page.rows.length > 0) return;
+        }
         const scope = await pool.query<{ scope_id: string }>(SCOPE_ID_SQL, params);
-        const query = build(scope.rows[0]?.scope_id ?? '0');
-        return pool.query(query.text, query.values);
+        const scopeId = scope.rows[0]?.scope_id;
+        if (scopeId === undefined || scopeId === known) return;
+        rawScopeIds.set(key, scopeId);
+        await pool.query(build(scopeId));
       })
     ).ms;
   };

@@ -244,7 +244,11 @@ export const ERROR_CODES = {
   },
   missing_connection_headers: { status: 400, meaning: 'The route needs Connection-Id and Provider-Config-Key.' },
   missing_encryption_key: { status: 500, meaning: 'No encryption key is configured.' },
-  missing_oauth_client: { status: 400, meaning: 'The integration has no OAuth client id.' },
+  missing_oauth_client: {
+    status: 400,
+    run: 'operation',
+    meaning: 'The integration has no OAuth client id.',
+  },
   missing_provider_config_key: { status: 400, meaning: 'The request names no provider config key.' },
   missing_webhook_type: { status: 400, meaning: 'The webhook does not say its type.' },
   not_ready: { status: 503, meaning: 'GET /readyz: Postgres or Temporal does not answer.' },

@@ -33,8 +33,8 @@ async function readAll(
   let cursor: string | undefined;
   for (;;) {
     const page = await store.listRecords({ ...where, model, cursor, ...extra });
-    // The API's page (Postgres writes its JSON: records_page) is this page, byte for byte, whatever the
-    // conditions of the read.
+    // The API's page (its JSON written by the store from each stored record's text) is this page, byte
+    // for byte, whatever the conditions of the read.
     const text = await store.listRecordsJson({ ...where, model, cursor, ...extra });
     expect(text.json).toBe(JSON.stringify(page));
     expect(text.count).toBe(page.records.length);

@@ -4,7 +4,17 @@
  * a limit's) is kept only when the service raised it.
  */
 import { describe, expect, it } from 'vitest';
+import { ServiceError, type ErrorCode } from '../../src/errors.js';
 import { actionOutcomes, useRuntime } from './helpers.js';
+import { TestConnections } from './testConnections.js';
+
+/** Connections whose every request fails with the code a test sets, as the real service raises it. */
+class FailingConnections extends TestConnections {
+  code: ErrorCode = 'missing_oauth_client';
+  override authorizeRequest(): ReturnType<TestConnections['authorizeRequest']> {
+    return Promise.reject(new ServiceError(this.code, `the connection service refused: ${this.code}`));
+  }
+}
 
 describe('failure codes a script cannot forge', () => {
   it('a script cannot pass its own error off as a service limit: a forged realm code is script_error', async () => {
@@ -32,4 +42,26 @@ describe('failure codes a script cannot forge', () => {
     const genuine = await outcomeOf('bad-method', `async function (svc) { await svc.batchSave([{ id: 1 }], 'Row'); }`);
     expect(genuine).toEqual({ code: 'invalid_operation' });
   }, 120_000);
+
+  it("a code the connection service raises on a request reaches the script and the run's caller as it is", async () => {
+    // Found by review: missing_oauth_client (an OAuth 1 integration without its client secret, an OAuth 2
+    // refresh without a client id) was in no list of run codes, so it reached the script as http_error.
+    const connections = new FailingConnections();
+    const outcomeOf = actionOutcomes(await useRuntime({ connections: () => connections }));
+    const codes: ErrorCode[] = [
+      'missing_oauth_client',
+      'connection_refresh_failed',
+      'connection_refresh_unavailable',
+      'credentials_type_mismatch',
+      'corrupt_credentials',
+      'decryption_failed',
+      'base_url_not_allowed',
+      'missing_base_url',
+    ];
+    for (const code of codes) {
+      connections.code = code;
+      const outcome = await outcomeOf(`request-${code}`, `async function (svc) { await svc.get({ endpoint: '/x' }); }`);
+      expect({ code, outcome }).toEqual({ code, outcome: { code } });
+    }
+  }, 180_000);
 });
