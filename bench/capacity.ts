@@ -15,7 +15,7 @@
  *   process split by the database it serves (pg_stat_activity: Temporal's, its visibility's, the
  *   service's, background);
  * - pg_stat_database deltas (commits, tuples written, blocks read and hit) per database, WAL bytes;
- * - runs completed in the window (Temporal's visibility, by CloseTime): per second, per worker;
+ * - runs completed in the window (the service's run history, sync_runs, by finish time): per second, per worker;
  * - each scheduled run's start delay: its start against its plan (the previous run's close plus the
  *   interval); a run still not started at the end of the window counts with its lateness so far.
  *
@@ -27,17 +27,13 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { createClient } from '../src/client/index.js';
-import { Encryptor } from '../src/connections/encryption.js';
 import { createPool } from '../src/db/pool.js';
 import { startPostgres } from '../src/devstack/postgres.js';
 import { startTopology } from '../src/devstack/topology.js';
-import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { buildWorkflowBundle, saveWorkflowBundle } from '../src/temporal/workflowBundle.js';
-import { connectTemporal } from '../src/temporal/connection.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { mapLimit } from '../src/mapLimit.js';
 import { processSample } from './lib/loadParts.js';
@@ -217,16 +213,6 @@ async function main(): Promise<void> {
     const admin = new pg.Client({ connectionString: postgres.adminUrl, application_name: 'bench-capacity' });
     await admin.connect();
     stops.unshift(() => admin.end());
-    const connection = await connectTemporal({ address: topology.temporal.address });
-    stops.unshift(() => connection.close());
-    const temporal = new Client({
-      connection,
-      namespace: topology.temporal.namespace,
-      dataConverter: createDataConverter({
-        db: serviceDb,
-        encryptor: new Encryptor([Buffer.from(topology.encryptionKey, 'base64')]),
-      }),
-    });
 
     const cpu = new CpuWindow();
     const processes: [number, string][] = [
@@ -282,8 +268,13 @@ async function main(): Promise<void> {
     log(`imported ${N} connections in ${round(importS, 1)} s (${round(N / importS, 1)}/s)`);
 
     started = Date.now();
-    const completed = async (extra = '') =>
-      (await temporal.workflow.count(`WorkflowType = 'runSync' AND ExecutionStatus = 'Completed'${extra}`)).count;
+    // Runs as the service's run history counts them (GET /sync/runs): whatever executions a run takes,
+    // it is one row there, so the count means the same for every run model.
+    const completed = async (): Promise<number> =>
+      Number(
+        (await serviceDb.query<{ n: string }>(`SELECT count(*) AS n FROM sync_runs WHERE status = 'success'`)).rows[0]!
+          .n,
+      );
     // The window opens once every entity could have run once, or two intervals after the import when
     // the workers do not keep up (the window then shows the backlog growing).
     for (;;) {
@@ -331,21 +322,31 @@ async function main(): Promise<void> {
     const loadAtEnd = loadAverage();
     const windowS = (after.at - before.at) / 1000;
 
-    const inWindow = ` AND CloseTime >= '${windowStart.toISOString()}' AND CloseTime < '${windowEnd.toISOString()}'`;
-    const runsDone = await completed(inWindow);
-    const runsNotCompleted = (
-      await temporal.workflow.count(
-        `WorkflowType = 'runSync' AND ExecutionStatus != 'Completed' AND ExecutionStatus != 'Running'${inWindow}`,
-      )
-    ).count;
+    const finishedIn = async (status: string): Promise<number> =>
+      Number(
+        (
+          await serviceDb.query<{ n: string }>(
+            'SELECT count(*) AS n FROM sync_runs WHERE status = $1 AND finished_at >= $2 AND finished_at < $3',
+            [status, windowStart, windowEnd],
+          )
+        ).rows[0]!.n,
+      );
+    const runsDone = await finishedIn('success');
+    const runsNotCompleted = await finishedIn('failed');
 
-    // Each entity's runs (`<entity id>:run:<uuid>`); delays of the runs planned inside the window.
+    // Each entity's runs, from the run history; delays of the runs planned inside the window.
     const runs = new Map<string, { start: number; close: number | undefined }[]>();
-    for await (const run of temporal.workflow.list({ query: "WorkflowType = 'runSync'" })) {
-      const entity = run.workflowId.split(':run:')[0]!;
+    const history = await serviceDb.query<{
+      connection_id: string;
+      sync_name: string;
+      started_at: Date;
+      finished_at: Date;
+    }>('SELECT connection_id, sync_name, started_at, finished_at FROM sync_runs');
+    for (const run of history.rows) {
+      const entity = `${run.connection_id}:${run.sync_name}`;
       runs.set(entity, [
         ...(runs.get(entity) ?? []),
-        { start: run.startTime.getTime(), close: run.closeTime?.getTime() },
+        { start: run.started_at.getTime(), close: run.finished_at.getTime() },
       ]);
     }
     const delays: number[] = [];
@@ -422,6 +423,13 @@ async function main(): Promise<void> {
       .map(([group, seconds]) => `${group} ${round((seconds / runsDone) * 1000, 1)}`)
       .join(', ');
     console.log(`  CPU ms per completed run: ${perRun}`);
+    // Every process of the installation (workers, API, Temporal server, every Postgres backend): what a
+    // run costs the machine, and the runs per second two cores could carry at that cost.
+    const allCpuS = [...cpuByGroup.values()].reduce((sum, seconds) => sum + seconds, 0);
+    console.log(
+      `  CPU per completed run, all processes: ${round((allCpuS / runsDone) * 1000, 1)} ms; ` +
+        `cores busy ${round(allCpuS / windowS, 2)}; two cores at this cost: ${round((2 * runsDone) / allCpuS, 1)} runs/s`,
+    );
     console.log(`\n  ${'figure'.padEnd(44)} ${'measured'.padStart(12)} ${'per 1,000 entities'.padStart(20)}`);
     for (const [name, value, k] of rows)
       console.log(`  ${name.padEnd(44)} ${String(value).padStart(12)} ${String(k).padStart(20)}`);
