@@ -7,9 +7,11 @@ import type { SyncScope } from '../src/records/types.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
 import { createRunAuthorities } from '../src/temporal/runAuthority.js';
 import { createDeployActivities, type DeployActivityDeps } from './deploy.js';
-import { createRuntimeActivities, type RuntimeDeps } from './runtime.js';
+import { createRuntimeActivities, type RunCommit, type RuntimeDeps } from './runtime.js';
 import { createSyncRunActivities } from './syncRuns.js';
 import { createWebhookActivities } from './webhooks.js';
+import { recordSyncDeliveries } from '../src/webhooks/deliveries.js';
+import { createWebhookSettingsStore } from '../src/webhooks/settings.js';
 
 export type { RuntimeDeps, ActionResolver } from './runtime.js';
 
@@ -35,14 +37,15 @@ function createHealthActivities({ db }: { db: Pool }) {
  * nothing). A worker crash between the step and its record in the history may count a run twice (the
  * step runs again).
  */
-function countingRunStarts<T extends { beginRun(input: SyncScope & { runId: string }): Promise<void> }>(
-  activities: T,
-): T {
+function countingRunStarts<
+  T extends { beginRun(input: SyncScope & { runId: string }, commit?: RunCommit): Promise<RunCommit | undefined> },
+>(activities: T): T {
   return {
     ...activities,
-    async beginRun(input: SyncScope & { runId: string }): Promise<void> {
-      await activities.beginRun(input);
+    async beginRun(input: SyncScope & { runId: string }, commit?: RunCommit): Promise<RunCommit | undefined> {
+      const committed = await activities.beginRun(input, commit);
       syncRunsStarted.inc({ integration: input.integrationId, sync: input.syncName });
+      return committed;
     },
   };
 }
@@ -57,6 +60,7 @@ export function createActivities({ db, runtime }: ActivityDeps) {
   const connections = runtime?.connections;
   const secretsOf = async (scope: ConnectionScope): Promise<string[]> =>
     (await connections?.credentialSecrets?.(scope).catch(() => undefined)) ?? [];
+  const webhookSettings = runtime ? createWebhookSettingsStore({ db, encryptor: runtime.encryptor }) : undefined;
   return {
     ...createHealthActivities({ db }),
     ...(runtime && authorities
@@ -69,6 +73,7 @@ export function createActivities({ db, runtime }: ActivityDeps) {
             secretsOf,
             inboundQueue: runtime.inboundQueue,
             runSlots: runtime.runSlots,
+            recordDeliveries: (event, key) => recordSyncDeliveries(db, webhookSettings!, event, key),
           }),
           ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),
           // A deploy's apply (workflows/applyDeployment.ts).

@@ -13,6 +13,7 @@ import {
   requireEnvironment,
   requireIntegration,
   requireSyncRun,
+  runIdOf,
   scopeDenied,
   type RunAuthorities,
   type RunAuthority,
@@ -61,10 +62,13 @@ export interface RuntimeDeps {
   syncRunConcurrency?: number | undefined;
 }
 
-// A sync run past its environment's bound tries to begin again after this (its step is retried 10
+// A sync run past its environment's bound tries to begin again after this (its step is tried 10
 // times: about 90 s in all), then fails with environment_busy. Its slot lapses after SYNC_SLOT_TTL_MS
-// if the entity that would give it back is gone (its connection deleted mid-run).
+// if the entity that would give it back is gone (its connection deleted mid-run). The bound is the
+// step's own (its attempt), not its caller's retry policy: a run inside its sync entity begins with a
+// step retried through a restarting Postgres for as long as that takes (workflows/manageSync.ts).
 const SYNC_SLOT_RETRY_MS = 10_000;
+const SYNC_SLOT_ATTEMPTS = 10;
 const SYNC_SLOT_TTL_MS = 12 * 3600_000;
 
 // How often the watchdog looks at a running sync run: a runaway run is stopped within about
@@ -96,6 +100,17 @@ export interface StepRef {
 function mayRepeat(step: StepRef | undefined): boolean {
   const info = Context.current().info;
   return !(step?.fresh === true && info.isLocal && info.attempt === 1);
+}
+
+/**
+ * What a sync entity's run was chosen from (workflows/manageSync.ts): the signals the execution had
+ * applied, and the time of the choice.
+ */
+export interface RunCommit {
+  events: number;
+  at: number;
+  /** The time the execution's first workflow task began (its initial state's). */
+  created: number;
 }
 
 /**
@@ -250,24 +265,39 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      * `sync_mode: full_refresh_and_clear_cache`: erases this connection's records of the sync. In the
      * ledger too: erasing again after the run saved records would lose them.
      */
-    async clearRecords(input: SyncScope, step?: StepRef): Promise<number> {
+    async clearRecords(input: SyncScope & { runId?: string }, step?: StepRef): Promise<number> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
         const key = await stepKey(step);
         const recalled = await ledger.recall<number>(key);
-        if (recalled?.ok) return recalled.value;
-        const erased = await records.eraseSync({
-          environmentId: input.environmentId,
-          integrationId: input.integrationId,
-          syncName: input.syncName,
-          connectionId: input.connectionId,
-        });
-        await ledger.remember(key, { ok: true, value: erased });
+        let erased: number;
+        if (recalled?.ok) erased = recalled.value;
+        else {
+          erased = await records.eraseSync({
+            environmentId: input.environmentId,
+            integrationId: input.integrationId,
+            syncName: input.syncName,
+            connectionId: input.connectionId,
+          });
+          await ledger.remember(key, { ok: true, value: erased });
+        }
+        // The erase left the fence to no run: this run takes it again (a run in its entity began before
+        // it cleared; one of its own workflow begins after).
+        if (input.runId !== undefined) await records.beginRun({ ...input, runId: input.runId });
         return erased;
       });
     },
 
     /** Makes this run the one that owns the sync's records (fences off writes of an older run). */
+    /** What the calling entity execution's run committed to, if it began one (beginRun). */
+    async committedRun(): Promise<RunCommit | null> {
+      return translated(async () => {
+        const run = await caller();
+        if (run.workflowType !== 'manageSync') throw scopeDenied(`workflow ${run.workflowId} runs no sync entity`);
+        return ledger.committed<RunCommit>(run.runId);
+      });
+    },
+
     /**
      * Scheduled as an ordinary activity, so it runs only once the workflow task that scheduled it is
      * recorded, with every earlier step's result: the ledger forgets the run's steps below `below`
@@ -280,8 +310,21 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
     },
 
-    async beginRun(input: SyncScope & { runId: string }): Promise<void> {
-      await translated(async () => requireSyncRun(await caller(), input));
+    /**
+     * Takes one of the environment's sync run slots (SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT) and makes this
+     * run the one that owns the sync's records. For a run inside its sync entity (issue 31), two more
+     * things. It ends the step ledger's keeping of the entity's previous run: that execution has closed,
+     * so Temporal holds all of its steps; which run that was comes from the fence (written only by
+     * verified runs of this sync), never from the workflow. And with `commit`, it records what the run
+     * was chosen from (workflows/manageSync.ts RunCommit) unless its first attempt did, and answers the
+     * first attempt's.
+     */
+    async beginRun(input: SyncScope & { runId: string }, commit?: RunCommit): Promise<RunCommit | undefined> {
+      const run = await translated(async () => {
+        const run = await caller();
+        requireSyncRun(run, input);
+        return run;
+      });
       const limit = deps.syncRunConcurrency ?? 100;
       const slot = await deps.runSlots?.take({
         environmentId: input.environmentId,
@@ -295,9 +338,20 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
           type: 'environment_busy' satisfies RunErrorCode,
           message: `the environment has ${limit} sync runs going, as many as it may at once (SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT): this one did not begin`,
           nextRetryDelay: SYNC_SLOT_RETRY_MS,
+          nonRetryable: Context.current().info.attempt >= SYNC_SLOT_ATTEMPTS,
         });
       }
-      return translated(() => records.beginRun(input));
+      return translated(async () => {
+        const [began, committed] = await Promise.all([
+          records.beginRun(input),
+          commit && run.workflowType === 'manageSync' ? ledger.commit(run.runId, commit) : undefined,
+        ]);
+        const previousExecution = `${run.workflowId}:run:`;
+        if (run.workflowType === 'manageSync' && began.previousRunId?.startsWith(previousExecution)) {
+          await ledger.forget(began.previousRunId.slice(previousExecution.length), 2_147_483_647);
+        }
+        return committed;
+      });
     },
 
     /** The payload of the queued webhook a run of this sync handles (src/webhooks/inboundQueue.ts). */
@@ -325,7 +379,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       return translated(async () => {
         const run = await caller();
         requireConnection(run, context);
-        if (context.runId !== run.workflowId) throw scopeDenied(`run ${run.workflowId} may log only as itself`);
+        if (context.runId !== runIdOf(run)) throw scopeDenied(`run ${runIdOf(run)} may log only as itself`);
         await deps.logs.append(context, entries);
       });
     },

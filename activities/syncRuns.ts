@@ -1,6 +1,7 @@
 /**
  * What the sync entity workflow does when a run has ended, besides updating its own state: record the
- * run in the history (src/runtime/runHistory.ts). Outbound webhooks are a child workflow of their own
+ * run in the history (src/runtime/runHistory.ts) and, when the environment has a webhook URL, the
+ * outbound webhook deliveries of the run, which a child workflow of their own sends
  * (workflows/deliverWebhook.ts).
  */
 import type { ConnectionScope } from '../src/connections/types.js';
@@ -10,6 +11,7 @@ import type { RunHistory, SyncRunRecord } from '../src/runtime/runHistory.js';
 import { scopeDenied, syncEntityId, type RunAuthorities } from '../src/temporal/runAuthority.js';
 import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
 import type { RunSlots } from '../src/runtime/runSlots.js';
+import type { SyncFinishedEvent } from '../src/webhooks/deliveries.js';
 import { callingRun, translated } from './runtime.js';
 
 /** The credential values of a connection, for redaction (ConnectionService.credentialSecrets). */
@@ -39,12 +41,19 @@ export function countFinishedRun(run: SyncRunRecord): void {
   }
 }
 
+/**
+ * Records the outbound webhook deliveries of a finished run under `key` (the id of the workflow that
+ * will send them, `<run id>:webhook`); their ids, none when the environment has no webhook URL.
+ */
+export type RecordRunDeliveries = (event: SyncFinishedEvent, key: string) => Promise<string[]>;
+
 export function createSyncRunActivities({
   runHistory,
   authorities,
   secretsOf,
   inboundQueue,
   runSlots,
+  recordDeliveries,
 }: {
   runHistory: RunHistory;
   authorities: RunAuthorities;
@@ -53,30 +62,46 @@ export function createSyncRunActivities({
   inboundQueue?: InboundWebhookQueue | undefined;
   /** The run's slot among its environment's sync runs: recording the run gives it back. */
   runSlots?: RunSlots | undefined;
+  recordDeliveries: RecordRunDeliveries;
 }) {
+  /** Only the sync entity records its own runs. */
+  async function record(run: SyncRunRecord): Promise<void> {
+    const caller = await callingRun(authorities);
+    const entity = syncEntityId(run);
+    if (caller.workflowType !== 'manageSync' || caller.workflowId !== entity || !run.runId.startsWith(`${entity}:`)) {
+      throw scopeDenied(`workflow ${caller.workflowId} may record only the runs of its own sync`);
+    }
+    const { webhookQueueId, ...row } = run;
+    const stored = await runHistory.record({ ...row, error: await redactedError(run.error, run, secretsOf) });
+    // Counted by the write that stored the run: a replayed or retried record counts nothing.
+    if (stored) countFinishedRun(run);
+    await runSlots?.release(run.runId);
+    // The webhook is handled (or its run failed for good): it waits no more. A run that could not
+    // begin (its environment busy) handled nothing: the entity queues the webhook again.
+    if (webhookQueueId !== undefined && run.error?.code !== 'environment_busy') {
+      await inboundQueue?.complete(run, webhookQueueId);
+    }
+  }
+
   return {
-    /** Only the sync entity records its own runs. */
+    /** The run history's row (entities that run each run as a child, version 1). */
     async recordSyncRun(run: SyncRunRecord): Promise<void> {
-      await translated(async () => {
-        const caller = await callingRun(authorities);
-        const entity = syncEntityId(run);
-        if (
-          caller.workflowType !== 'manageSync' ||
-          caller.workflowId !== entity ||
-          !run.runId.startsWith(`${entity}:`)
-        ) {
-          throw scopeDenied(`workflow ${caller.workflowId} may record only the runs of its own sync`);
+      await translated(() => record(run));
+    },
+
+    /**
+     * The run history's row and the run's outbound webhook deliveries, in one step of the entity
+     * (version 2): their ids, for the `deliverWebhook` child that sends them; none without a webhook
+     * URL, so a run pays nothing for webhooks then.
+     */
+    async finishSyncRun(run: SyncRunRecord, event: SyncFinishedEvent): Promise<string[]> {
+      return translated(async () => {
+        await record(run);
+        if (syncEntityId(event) !== syncEntityId(run)) {
+          throw scopeDenied(`the webhook of run ${run.runId} must be of its own sync`);
         }
-        const { webhookQueueId, ...record } = run;
-        const stored = await runHistory.record({ ...record, error: await redactedError(run.error, run, secretsOf) });
-        // Counted by the write that stored the run: a replayed or retried recordSyncRun counts nothing.
-        if (stored) countFinishedRun(run);
-        await runSlots?.release(run.runId);
-        // The webhook is handled (or its run failed for good): it waits no more. A run that could not
-        // begin (its environment busy) handled nothing: the entity queues the webhook again.
-        if (webhookQueueId !== undefined && run.error?.code !== 'environment_busy') {
-          await inboundQueue?.complete(run, webhookQueueId);
-        }
+        const error = await redactedError(event.error, event, secretsOf);
+        return recordDeliveries({ ...event, error }, `${run.runId}:webhook`);
       });
     },
   };

@@ -24,7 +24,6 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { Client } from '@temporalio/client';
 import type proto from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createClient } from '../src/client/index.js';
@@ -32,10 +31,10 @@ import { Encryptor } from '../src/connections/encryption.js';
 import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
 import { startTemporal } from '../src/devstack/temporal.js';
 import { log } from '../src/log.js';
+import { configureOutboundPolicy, OutboundPolicy } from '../src/runtime/outbound.js';
 import { createService } from '../src/service.js';
 import { loadSettings } from '../src/settings.js';
 import { ACTION_KINDS, billableActions, type ActionKind } from '../src/temporal/billableActions.js';
-import { connectTemporal } from '../src/temporal/connection.js';
 import { useBenchDatabase } from './lib/database.js';
 
 type History = proto.temporal.api.history.v1.IHistory;
@@ -160,6 +159,9 @@ async function main(): Promise<void> {
     const receiverHost = await listen(receiver);
     stops.unshift(() => new Promise((resolve) => receiver.close(resolve)));
 
+    // The fake API and the webhook receiver only (docs/operations.md "Outbound requests").
+    const allowed = `${fakeHost},${receiverHost}`;
+    configureOutboundPolicy(new OutboundPolicy(allowed));
     const service = await createService(
       loadSettings({
         TEMPORAL_ADDRESS: temporalServer.address,
@@ -167,8 +169,7 @@ async function main(): Promise<void> {
         TEMPORAL_TASK_QUEUE: 'bench-cost',
         PORT: '0',
         RATE_LIMIT_PER_SECOND: '1000000',
-        // The fake API and the webhook receiver only (docs/operations.md "Outbound requests").
-        SERVICE_OUTBOUND_ALLOW: `${fakeHost},${receiverHost}`,
+        SERVICE_OUTBOUND_ALLOW: allowed,
       }),
       {
         db: database.pool,
@@ -196,6 +197,8 @@ async function main(): Promise<void> {
     const environments: Record<'plain' | 'webhooks', string> = { plain: '', webhooks: '' };
     for (const name of ['plain', 'webhooks'] as const) {
       const { environment, secretKey } = await service.parts.connections.environments.create({ name: `cost-${name}` });
+      // The integration has no webhook secret: its inbound webhooks are taken unsigned.
+      await service.parts.connections.environments.updateSettings(environment.id, { allowUnsignedWebhooks: true });
       environments[name] = environment.id;
       const api = createClient({ baseUrl, secretKey });
       await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
@@ -237,7 +240,7 @@ async function main(): Promise<void> {
             [
               'hooked',
               () =>
-                fetch(`${baseUrl}/webhook/${environment.id}/${INTEGRATION}?connection_id=${first}`, {
+                fetch(`${baseUrl}/webhook/${environment.name}/${INTEGRATION}?connection_id=${first}`, {
                   method: 'POST',
                   headers: { 'content-type': 'application/json' },
                   body: JSON.stringify({ type: WEBHOOK_TYPE, payload: { id: `hook-${Date.now()}`, n: 1 } }),
@@ -273,9 +276,8 @@ async function main(): Promise<void> {
       { name: 'inbound webhook', environmentId: environments.plain, sync: 'hooked', connections: [connectionIds[0]!] },
     ];
 
-    const connection = await connectTemporal({ address: temporalServer.address });
-    stops.unshift(() => connection.close());
-    const client = new Client({ connection, namespace: temporalServer.namespace });
+    // The service's own client: its data converter reads the (encrypted) memos of a listing.
+    const client = service.temporal;
     const history = (workflowId: string, runId: string) => client.workflow.getHandle(workflowId, runId).fetchHistory();
 
     /** The closed executions of an entity that ran a run, oldest first, without the first one. */

@@ -1,18 +1,29 @@
 /**
  * The sync entity workflow, one per (environment, integration, connection, sync): waits for the next
- * run time or a signal, runs one execution as a child `runSync`, records the outcome, and continues as
- * new so its own history stays small. Its state survives continue-as-new through its input. What to do
- * when is decided by workflows/syncEntity.ts (pure, tested without Temporal); this file is its driver
- * and writes the same history as before that split (test/runtime/syncEntityReplay.test.ts).
+ * run time or a signal, runs the sync's script, records the outcome, and continues as new so its own
+ * history stays small: one execution per run. Its state survives continue-as-new through its input.
+ * What to do when is decided by workflows/syncEntity.ts (pure, tested without Temporal); this file is
+ * its driver.
+ *
+ * The run model is a version carried in the input (`version`), never asked of Temporal with
+ * `patched()` (on a fresh execution that upserts a search attribute):
+ * - version 2 (issue 31): the run runs inside the entity's own execution (runSyncScript), its steps
+ *   local activities of the entity, so a scheduled run is a timer, one workflow task of local
+ *   activities and the continue-as-new (docs/architecture.md "What a run costs");
+ * - absent (version 1): each run a child `runSync`, watched by a `watchRun` activity, its outbound
+ *   webhooks a `deliverWebhook` child. Executions started before version 2 finish this way, unchanged
+ *   (test/runtime/syncEntityReplay.test.ts replays their histories), and continue as new in version 2.
  */
 import {
+  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
   ChildWorkflowFailure,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   defineQuery,
+  log,
   defineSignal,
   proxyActivities,
   setHandler,
@@ -20,32 +31,46 @@ import {
   ParentClosePolicy,
   patched,
   proxyLocalActivities,
+  proxySinks,
   startChild,
   TerminatedFailure,
   uuid4,
   workflowInfo,
+  type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { RuntimeActivities } from '../activities/runtime.js';
+import type { RunCommit, RuntimeActivities } from '../activities/runtime.js';
+import type { SyncScope } from '../src/records/types.js';
+import { readableSummary } from '../src/runtime/stepSummary.js';
 import type { SyncRunActivities } from '../activities/syncRuns.js';
 import type { deliverWebhook } from './deliverWebhook.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  RUNAWAY_VERDICT_SIGNAL,
+  SCRIPT_INCIDENT_SIGNAL,
+  SYNC_ENTITY_VERSION,
   type QueuedWebhook,
+  type RunawayVerdictSignal,
   type RunOptions,
+  type RunSyncInput,
+  type RunWatchSinks,
   type SyncDefinition,
   type SyncMode,
   type SyncStatus,
 } from '../src/runtime/definitions.js';
-import type { runSync } from './runScript.js';
+import { runSyncScript, type runSync } from './runScript.js';
+import type { ScriptBudget } from './scriptBudget.js';
 import { watchTaskQueue } from './taskQueues.js';
 import {
   applyEvent,
   createSyncEntity,
+  isReady,
   nextStep,
   runEnded,
   runStarted,
   shouldWake,
   statusOf,
+  type SyncEntity,
+  type SyncEntityEnd,
   type SyncEntityEvent,
   type SyncEntityRules,
   type SyncEntityState,
@@ -59,6 +84,13 @@ export const resumeSignal = defineSignal('resume');
 export const reconfigureSignal = defineSignal<[SyncDefinition]>('reconfigure');
 export const webhookSignal = defineSignal<[QueuedWebhook]>('webhook');
 export const statusQuery = defineQuery<SyncStatus>('status');
+export const runawayVerdictSignal = defineSignal<[RunawayVerdictSignal]>(RUNAWAY_VERDICT_SIGNAL);
+// Sent by a worker process whose workflow thread died while this entity's run was executing its script
+// (src/temporal/scriptThreads.ts). Only its presence in the history matters, to the watchdog.
+const scriptIncidentSignal = defineSignal<[unknown]>(SCRIPT_INCIDENT_SIGNAL);
+
+/** The run model of executions that carry no version: each run a child `runSync`. */
+const CHILD_RUNS = 1;
 
 // The watchdog lives as long as the run it watches; it heartbeats every 5 s, so a lost worker is
 // noticed within 30 s and the watch resumes on another. On a queue of its own (watchTaskQueue): one
@@ -90,7 +122,8 @@ type RunawayVerdict = NonNullable<Awaited<ReturnType<RuntimeActivities['runawayV
 
 // Executions recorded before a due scheduled run went ahead of queued webhooks replay as they ran.
 const SCHEDULE_BEFORE_WEBHOOKS = 'due-schedule-before-webhooks';
-// Executions recorded before a waiting entity continued as new on a long history replay as they ran.
+// Version 1 executions recorded before a waiting entity continued as new on a long history replay as
+// they ran (version 2 always does).
 const ROLL_OVER_WHEN_LONG = 'continue-as-new-when-long';
 
 /**
@@ -102,15 +135,288 @@ const ROLL_OVER_WHEN_LONG = 'continue-as-new-when-long';
  */
 export const ENTITY_HISTORY_EVENTS = 2_000;
 
+/** Whether the execution's history is long enough for a waiting entity to start afresh. */
+function historyIsLong(): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength >= ENTITY_HISTORY_EVENTS;
+}
+
 export interface ManageSyncInput {
   definition: SyncDefinition;
   connectionId: string;
   options?: RunOptions | undefined;
   /** Absent on the first start; set by continue-as-new. */
   state?: SyncEntityState | undefined;
+  /** The run model this execution follows (see the file's comment); absent: 1. */
+  version?: number | undefined;
+  /**
+   * A run stopped from outside (a runaway verdict) or by its loop protection ends its execution at
+   * once, so that no later workflow task of that execution could execute its script again; the next
+   * execution records it (the run history, the outbound webhook) before anything else.
+   */
+  unfinished?: SyncEntityEnd | undefined;
 }
 
 export async function manageSync(input: ManageSyncInput): Promise<void> {
+  if ((input.version ?? CHILD_RUNS) === CHILD_RUNS) return manageSyncWithChildRuns(input);
+  return manageSyncInline(input);
+}
+
+/** The next execution of the entity, in this code's run model. */
+function continueEntity(entity: SyncEntity, unfinished?: SyncEntityEnd): Promise<never> {
+  // The workflow task timeout of a run (4 s): a dead worker's run is taken over that soon.
+  return makeContinueAsNewFunc<typeof manageSync>({ workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS })({
+    definition: entity.definition,
+    connectionId: entity.connectionId,
+    options: entity.options,
+    state: entity.state,
+    version: SYNC_ENTITY_VERSION,
+    ...(unfinished ? { unfinished } : {}),
+  });
+}
+
+// Tells the worker executing a run that it is under way there (src/temporal/runWatch.ts).
+const { runWatch } = proxySinks<RunWatchSinks>();
+
+// Records the run (GET /sync/runs, metrics) and the outbound webhook deliveries it calls for, in one
+// short database step retried through a restarting Postgres.
+const { finishSyncRun } = proxyLocalActivities<SyncRunActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** Version 2: the run inside this execution. */
+async function manageSyncInline(input: ManageSyncInput): Promise<void> {
+  // This instance executes the execution from its first workflow task, and that task's first attempt
+  // (nothing replayed, no earlier attempt in the history): no other instance can have executed any
+  // step of its run.
+  const firstInstance = !workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3;
+  // Every rule as of this code: the version in the input says so.
+  const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
+  const created = Date.now();
+  let entity = createSyncEntity({ ...input, now: created });
+  // Every signal of the execution, in the order they were applied: a retried workflow task may have
+  // to choose its run again from the ones its first attempt had (see the run's commit below).
+  const received: SyncEntityEvent[] = [];
+  // A run was ready at some point since the last decision: this task's first attempt may have chosen
+  // it even if signals received since (a pause, a new frequency) make it wait now.
+  let wasReady = false;
+  // Set by a signal once the history is long (ENTITY_HISTORY_EVENTS): a waiting entity then continues
+  // as new, so that signals keep being accepted however long it stays paused.
+  let rollOver = false;
+  const receive = (event: SyncEntityEvent): void => {
+    if (isReady(entity, Date.now())) wasReady = true;
+    received.push(event);
+    entity = applyEvent(entity, event);
+    if (!rollOver && historyIsLong()) rollOver = true;
+  };
+  let verdict: RunawayVerdictSignal | null = null;
+  let stopRun: ((failure: ApplicationFailure) => void) | null = null;
+
+  setHandler(triggerSignal, ({ mode }) => receive({ type: 'trigger', mode }));
+  setHandler(pauseSignal, () => receive({ type: 'pause' }));
+  setHandler(resumeSignal, () => receive({ type: 'resume', now: Date.now() }));
+  setHandler(reconfigureSignal, (definition) => receive({ type: 'reconfigure', definition }));
+  setHandler(webhookSignal, (event) => receive({ type: 'webhook', event }));
+  setHandler(scriptIncidentSignal, () => undefined);
+  setHandler(runawayVerdictSignal, (found) => {
+    // One execution runs one run: a verdict that names another execution is stale. It names the
+    // execution by its original run id, which the reset that delivers it keeps (src/temporal/runaway.ts).
+    if (verdict !== null || found.runId !== workflowInfo().originalExecutionRunId) return;
+    verdict = found;
+    stopRun?.(verdictFailure(found));
+  });
+  setHandler(statusQuery, () => statusOf(entity));
+
+  if (input.unfinished) await finishRun(input.unfinished);
+
+  // The run's commit. A run's steps act on the outside world before the workflow task that chose the
+  // run completes, and when that task is retried (its worker died, or it timed out) the signals that
+  // arrived meanwhile come before the choice: the retry could choose another run than the one whose
+  // steps the first attempt took (their outcomes are in the step ledger under the same indices), or
+  // none (a pause). So the run's first step commits what it was chosen from (the signals applied, the
+  // time) unless an earlier attempt did, and a retry chooses again from exactly that; the signals
+  // after it apply as arriving during the run. A retry that would not run at all asks for the commit
+  // when a run was ready at some point of the task (a pause or a new frequency after it: rare).
+  type StartRun = Extract<SyncEntityStep, { type: 'startRun' }>;
+  let step: StartRun | undefined;
+  // The commit this attempt found (a retry), and whether the run was chosen again from it.
+  let commit: RunCommit | null = null;
+  let chosenAgain = false;
+  const choose = (from: RunCommit): StartRun | undefined => {
+    const chosen = chooseAgain(input, received, from, rules);
+    if (!chosen) return undefined;
+    entity = chosen.entity;
+    chosenAgain = true;
+    return chosen.step;
+  };
+  for (;;) {
+    const decided = nextStep(entity, Date.now(), rules);
+    entity = decided.entity;
+    const next = decided.step;
+    if (next.type === 'startRun') {
+      step = next;
+      break;
+    }
+    if (wasReady) {
+      wasReady = false;
+      // Unanswerable (a refusal, never a passing outage, which is retried): this attempt's choice stands.
+      commit = await committedRun().catch(() => null);
+      step = commit ? choose(commit) : undefined;
+      if (step) break;
+      commit = null;
+    }
+    // Nothing to run (not even a run an earlier attempt of this task began: above) and a long
+    // history: start afresh with the same state (the queued webhooks, the schedule).
+    if (rollOver) {
+      await condition(allHandlersFinished);
+      return continueEntity(entity);
+    }
+    const waiting = entity;
+    const woken = (): boolean => rollOver || shouldWake(waiting, entity, Date.now());
+    if (next.timeoutMs === undefined) await condition(woken);
+    else await condition(woken, next.timeoutMs);
+  }
+
+  // The run's id names this execution: Temporal's run id, which no script can choose.
+  const runId = `${workflowInfo().workflowId}:run:${workflowInfo().runId}`;
+  const tentative: RunCommit = commit ?? { events: received.length, at: Date.now(), created };
+  let began: RunCommit | Error;
+  try {
+    began = (await beginInlineRun(syncScopeOf(step.input, runId), tentative)) ?? tentative;
+  } catch (error) {
+    // Refused (never a passing outage: that is retried): the run fails before any step of its own.
+    began = error instanceof Error ? error : new Error(String(error));
+  }
+  const committed = began instanceof Error ? tentative : began;
+  if (!chosenAgain && (committed.events !== tentative.events || committed.at !== tentative.at)) {
+    step = choose(committed) ?? step;
+  }
+  // Signals after the committed ones arrived, for the run, during it.
+  if (chosenAgain) for (const event of received.slice(committed.events)) entity = applyEvent(entity, event);
+  entity = runStarted(entity, runId);
+  // The worker executing the run watches it (src/temporal/runWatch.ts); a worker that takes it over
+  // after a replay tells its own, at the run's first live step.
+  let watched = false;
+  const onActive = (): void => {
+    if (watched || workflowInfo().unsafe.isReplaying) return;
+    watched = true;
+    runWatch.active();
+  };
+  onActive();
+  let budget: ScriptBudget | undefined;
+  let outcome: SyncRunOutcome;
+  try {
+    if (began instanceof Error) throw began;
+    if (verdict) throw verdictFailure(verdict);
+    const result = await runSyncScript(step.input, {
+      runId,
+      inline: true,
+      begun: true,
+      fresh: firstInstance && !workflowInfo().unsafe.isReplaying,
+      onActive,
+      stop: {
+        onStop(stop) {
+          stopRun = stop;
+          if (verdict) stop(verdictFailure(verdict));
+        },
+      },
+      budget: (given) => {
+        budget = given;
+      },
+    });
+    outcome = { ok: true, result };
+  } catch (error) {
+    const cause = error instanceof ActivityFailure ? error.cause : error;
+    outcome = {
+      ok: false,
+      error: {
+        code: cause instanceof ApplicationFailure ? (cause.type ?? 'run_failed') : 'run_failed',
+        message: cause instanceof Error ? cause.message : String(cause),
+      },
+    };
+  }
+  stopRun = null;
+  if (watched) runWatch.ended();
+  const ended = runEnded(entity, outcome, Date.now(), rules);
+  entity = ended.entity;
+  await condition(allHandlersFinished);
+  // Stopped from outside, or by its loop protection: nothing more in this execution (see `unfinished`).
+  if (verdict !== null || budget?.failure() !== undefined) return continueEntity(entity, ended.end);
+  await finishRun(ended.end);
+  await condition(allHandlersFinished);
+  return continueEntity(entity);
+}
+
+// The run's first step (activities/runtime.ts beginRun), named as a run's steps are in the Web UI,
+// and the look at an earlier attempt's commit: short database steps, retried through a restarting
+// Postgres for as long as it takes (an entity must never fail for want of its database).
+const ENTITY_STEP: LocalActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+};
+const { beginRun, committedRun } = proxyLocalActivities<RuntimeActivities>(ENTITY_STEP);
+
+function beginInlineRun(scope: SyncScope & { runId: string }, commit: RunCommit): Promise<RunCommit | undefined> {
+  type Call = (options: LocalActivityOptions, args: unknown[]) => Promise<RunCommit | undefined>;
+  const call = beginRun as unknown as { executeWithOptions: Call };
+  return call.executeWithOptions({ ...ENTITY_STEP, summary: readableSummary('beginRun') }, [scope, commit]);
+}
+
+function syncScopeOf(input: RunSyncInput, runId: string): SyncScope & { runId: string } {
+  const { environmentId, integrationId, syncName } = input.definition;
+  return { environmentId, integrationId, connectionId: input.connectionId, syncName, runId };
+}
+
+/**
+ * The choice a retried workflow task's first attempt made: the execution's first `committed.events`
+ * signals applied at the committed time (those the first attempt had applied, in the same order), and
+ * the run chosen then. Null when that is no run (which only code that chooses otherwise than the code
+ * that committed could make so): the run chosen now goes on.
+ */
+function chooseAgain(
+  input: ManageSyncInput,
+  received: SyncEntityEvent[],
+  committed: RunCommit,
+  rules: SyncEntityRules,
+): { entity: SyncEntity; step: Extract<SyncEntityStep, { type: 'startRun' }> } | null {
+  let entity = createSyncEntity({ ...input, now: committed.created });
+  for (const event of received.slice(0, committed.events)) {
+    // A resume received in the retried attempt was received by the first one no later than its choice.
+    entity = applyEvent(entity, event.type === 'resume' ? { ...event, now: Math.min(event.now, committed.at) } : event);
+  }
+  const decided = nextStep(entity, committed.at, rules);
+  return decided.step.type === 'startRun' ? { entity: decided.entity, step: decided.step } : null;
+}
+
+function verdictFailure(verdict: RunawayVerdictSignal): ApplicationFailure {
+  return ApplicationFailure.create({ type: verdict.code, nonRetryable: true, message: verdict.message });
+}
+
+/**
+ * The run in the run history, and its outbound webhooks, sent by a child of their own when there are
+ * any. A refusal (never a passing outage: that is retried) leaves the run unrecorded rather than
+ * failing the entity: its state still has the run's outcome.
+ */
+async function finishRun({ record, notify }: SyncEntityEnd): Promise<void> {
+  if (!record || !notify) return;
+  try {
+    const deliveries = await finishSyncRun(record, notify);
+    if (deliveries.length === 0) return;
+    // Abandoned: a slow or failing application never delays this sync's next run.
+    await startChild<typeof deliverWebhook>('deliverWebhook', {
+      workflowId: `${record.runId}:webhook`,
+      args: [{ deliveries }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      staticSummary: `webhook of ${record.syncName} for ${record.connectionId}`,
+    });
+  } catch (error) {
+    log.error('the run could not be recorded', { runId: record.runId, error: String(error) });
+  }
+}
+
+/** Version 1, as it ran before issue 31 (see the file's comment); it continues as new in version 2. */
+async function manageSyncWithChildRuns(input: ManageSyncInput): Promise<void> {
   // The decisions are workflows/syncEntity.ts's; this function feeds it the signals, timers and the
   // run's outcome, and carries out what it returns.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => patched(SCHEDULE_BEFORE_WEBHOOKS) };
@@ -123,9 +429,7 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
   const hear = (event: SyncEntityEvent): void => {
     entity = applyEvent(entity, event);
     if (rollOver) return;
-    const info = workflowInfo();
-    const long = info.continueAsNewSuggested || info.historyLength >= ENTITY_HISTORY_EVENTS;
-    if (long && patched(ROLL_OVER_WHEN_LONG)) rollOver = true;
+    if (historyIsLong() && patched(ROLL_OVER_WHEN_LONG)) rollOver = true;
   };
   setHandler(triggerSignal, ({ mode }) => hear({ type: 'trigger', mode }));
   setHandler(pauseSignal, () => hear({ type: 'pause' }));
@@ -142,9 +446,11 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     entity = decided.entity;
     step = decided.step;
     if (step.type === 'startRun') break;
-    // Nothing to run and a long history: start afresh with the same state (the queued webhooks, the
-    // schedule), so that signals keep being accepted however long the entity stays paused.
-    if (rollOver) await continueAsNewWithState();
+    // Nothing to run and a long history: start afresh with the same state, in version 2.
+    if (rollOver) {
+      await condition(allHandlersFinished);
+      return continueEntity(entity);
+    }
     const waiting = entity;
     const woken = (): boolean => rollOver || shouldWake(waiting, entity, Date.now());
     if (step.timeoutMs === undefined) await condition(woken);
@@ -211,16 +517,6 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
     });
   }
   // Signals that arrived during the run are in `entity`; let their handlers finish, then start afresh.
-  await continueAsNewWithState();
-
-  // Carries the entity as it is once the handlers in progress have finished.
-  async function continueAsNewWithState(): Promise<never> {
-    await condition(allHandlersFinished);
-    return continueAsNew<typeof manageSync>({
-      definition: entity.definition,
-      connectionId: entity.connectionId,
-      options: entity.options,
-      state: entity.state,
-    });
-  }
+  await condition(allHandlersFinished);
+  await continueEntity(entity);
 }

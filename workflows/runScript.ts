@@ -69,6 +69,15 @@ export function scriptFailure(
 // (src/temporal/scriptThreads.ts). Only its presence in the history matters, to the watchdog.
 const scriptIncident = defineSignal<[unknown]>(SCRIPT_INCIDENT_SIGNAL);
 
+/**
+ * Stops a run from outside its script (the sync entity, on a runaway verdict): the script is never
+ * answered again and the run fails with the given failure.
+ */
+export interface RunStop {
+  /** Calls `stop` with the failure once the run is to stop (at once when it already is). */
+  onStop(stop: (failure: ApplicationFailure) => void): void;
+}
+
 async function execute(
   runtime: SvcRuntime,
   budget: ScriptBudget,
@@ -76,8 +85,8 @@ async function execute(
   scriptHash: string,
   inputJson: string | undefined,
   preloaded?: LoadedScript,
+  stop?: RunStop,
 ): Promise<unknown> {
-  setHandler(scriptIncident, () => undefined);
   // A failure the script must not be able to swallow (history limit, spent budget, an interrupted
   // realm) ends the run whatever the script does next.
   let fatal: (failure: ApplicationFailure) => void = () => undefined;
@@ -95,6 +104,7 @@ async function execute(
       log: runtime.bufferLog,
       fatal,
     });
+    stop?.onStop((failure) => realm.stop(failure));
     const outcome = await Promise.race([realm.run(loaded, runtime.shape, inputJson), budget.exhausted, ended]);
     if (!outcome.ok) throw scriptFailure(outcome.failure, name, (code) => realm.issued(code));
     return outcome.json === undefined ? undefined : (JSON.parse(outcome.json) as unknown);
@@ -118,20 +128,42 @@ async function execute(
   }
 }
 
-/** One execution of a sync script for one connection. */
+/** One execution of a sync script for one connection: a workflow of its own (runs of entities recorded before issue 31, `service dryrun`, benchmarks). */
 export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
+  setHandler(scriptIncident, () => undefined);
+  return runSyncScript(input, { runId: workflowInfo().workflowId });
+}
+
+/** Where a sync run runs: its own workflow (`runSync`), or inside its sync entity's execution. */
+export interface SyncRunPlace {
+  /** The run's id: the records' run, the logs', the run history's. */
+  runId: string;
+  /** Inside the entity's execution (see SvcContext.inline). */
+  inline?: boolean;
+  fresh?: boolean;
+  /** The run took its fence already (the entity's `beginRun` that committed it). */
+  begun?: boolean;
+  onActive?: () => void;
+  stop?: RunStop;
+  /** Told the run's loop-protection budget, which says whether the script ran past it. */
+  budget?: (budget: ScriptBudget) => void;
+}
+
+/** A sync script's run: clear (a full resync), take the records' fence, the script, track deletes, count. */
+export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): Promise<SyncRunResult> {
   const { definition, connectionId } = input;
-  const info = workflowInfo();
+  const { runId } = place;
   const startedAt = new Date().toISOString();
   const full = definition.syncType === 'full' || input.mode !== 'incremental';
   const scope = { environmentId: definition.environmentId, integrationId: definition.integrationId, connectionId };
   const budget = createScriptBudget(definition.syncName);
+  place.budget?.(budget);
   const runtime = createSvc({
     budget,
     kind: 'sync',
     scope,
     scriptName: definition.syncName,
-    runId: info.workflowId,
+    runId,
     models: definition.models,
     options: input.options ?? {},
     lastSyncDate: full || !input.lastSyncDate ? undefined : new Date(input.lastSyncDate),
@@ -142,13 +174,16 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
       receivedAt: input.webhook.receivedAt,
     },
     recordValidation: definition.recordValidation,
+    ...(place.inline ? { inline: true } : {}),
+    ...(place.fresh === undefined ? {} : { fresh: place.fresh }),
+    ...(place.onActive ? { onActive: place.onActive } : {}),
   });
-  const syncScope = { ...scope, syncName: definition.syncName, runId: info.workflowId };
+  const syncScope = { ...scope, syncName: definition.syncName, runId };
 
   if (input.mode === 'full_refresh_and_clear_cache') {
     await runtime.step('clearRecords', 'clearCache', [syncScope]);
   }
-  await runtime.step('beginRun', 'beginRun', [syncScope]);
+  if (!place.begun) await runtime.step('beginRun', 'beginRun', [syncScope]);
   const queueId = input.webhook?.queueId;
   if (input.webhook?.stored && queueId !== undefined) {
     // A larger payload waited in the queue, not in the entity: the run loads it (src/webhooks/inboundQueue.ts).
@@ -160,7 +195,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
       });
     runtime.shape.webhook = { ...(runtime.shape.webhook as object), payload };
   }
-  await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined);
+  await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined, undefined, place.stop);
 
   const models: Record<string, WriteSummary> = {};
   for (const model of definition.models) {
@@ -178,7 +213,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
   await runtime.flushLogs();
   await runtime.finish();
   return {
-    runId: info.workflowId,
+    runId,
     mode: input.mode,
     full,
     startedAt,
@@ -191,6 +226,7 @@ export async function runSync(input: RunSyncInput): Promise<SyncRunResult> {
 
 /** One execution of an action: the script's output, or a failure of type `action_script_failure`. */
 export async function runAction(input: RunActionInput): Promise<unknown> {
+  setHandler(scriptIncident, () => undefined);
   const { definition, connectionId } = input;
   const budget = createScriptBudget(definition.actionName);
   const runtime = createSvc({

@@ -65,6 +65,11 @@ export interface ScriptRealm {
    * the script reports with such a code carries a code the runtime gave it, or it is the script's own.
    */
   issued(code: string): boolean;
+  /**
+   * Ends the run from outside (a runaway verdict): the script gets no further answer, so it never
+   * executes again, and the run fails with `failure`.
+   */
+  stop(failure: ApplicationFailure): void;
 }
 
 function describe(error: unknown): ScriptFailureDescription {
@@ -197,6 +202,11 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
 
   return {
     issued: (code) => issuedCodes.has(code),
+    stop(failure) {
+      if (broken) return;
+      broken = failure;
+      options.fatal(failure);
+    },
     async run(loaded, svcShape, inputJson) {
       const { code, budget: budgetName } =
         typeof loaded === 'string' ? { code: loaded, budget: '__svcBudgetUnused' } : loaded;

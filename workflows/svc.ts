@@ -138,6 +138,20 @@ export interface SvcContext {
   depth?: number | undefined;
   /** The sync's `record_validation` with the models it needs (src/config/checkRecord.ts). */
   recordValidation?: SyncDefinition['recordValidation'];
+  /**
+   * Runs inside the sync entity's execution (issue 31): the code version comes with the execution's
+   * input, so the run asks no `patched()` (each call upserts a search attribute on a fresh execution)
+   * and takes every rule as of today; the step ledger forgets its steps when the entity's next run
+   * begins (activities/runtime.ts beginRun), not by an ordinary activity at its end.
+   */
+  inline?: boolean;
+  /**
+   * Whether no other instance can have executed this run's steps (then they skip the ledger lookup on
+   * their first attempt). Default: this instance runs the execution from its first workflow task.
+   */
+  fresh?: boolean;
+  /** Told whenever the run issues a step or its script resumes (the entity's runaway watch). */
+  onActive?: () => void;
 }
 
 /** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
@@ -232,7 +246,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
   let ledgered = 0;
   // This instance runs the run's first workflow task itself (no replay, no earlier attempt): no
   // other instance can have executed any of its steps, so they need not ask the ledger first.
-  const fresh = !workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3;
+  const fresh = context.fresh ?? (!workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3);
+  const latest = context.inline === true;
   const validation = context.recordValidation;
   const validationModels = validation ? modelIndex(validation.models) : undefined;
 
@@ -268,9 +283,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // The script waits from here (the thread is no longer executing it). Only script operations are
     // refused once its budget ran out; the run's own steps go on.
     context.budget?.yielded(!overrides.bookkeeping);
+    context.onActive?.();
     guardHistory();
     // patched(): a run that started before the task cut replays its recorded tasks without it.
-    if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && patched(TASK_CUT_PATCH)) {
+    if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) {
       // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
       // activity is scheduled by the task's completion and runs after it (a timer would wait ~1 s).
       taskResultBytes = 0;
@@ -307,6 +323,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       return result;
     } finally {
       stepsInFlight.delete(index);
+      context.onActive?.();
       context.budget?.resumed();
     }
   }
@@ -532,6 +549,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       }
       throw error;
     } finally {
+      context.onActive?.();
       context.budget?.resumed();
     }
   }
@@ -600,6 +618,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
         await scriptSleep(ms);
       } finally {
         timers--;
+        context.onActive?.();
         context.budget?.resumed();
       }
     },
@@ -631,7 +650,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     operations: () => operations,
     flushLogs: () => flushLogs(true),
     async finish() {
-      if (ledgered === 0 || mode !== 'local' || !patched(TASK_CUT_PATCH)) return;
+      // Inside the entity the next run's first step forgets this one's (activities/runtime.ts beginRun).
+      if (latest || ledgered === 0 || mode !== 'local' || !patched(TASK_CUT_PATCH)) return;
       // An ordinary activity runs after the task that scheduled it is recorded, markers and all: then
       // nothing of the ledger is needed any more.
       await endTask.forgetSteps();

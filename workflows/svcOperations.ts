@@ -79,6 +79,8 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   forgetSteps: { ledgered: false },
   beginRun: { ledgered: false },
   loadQueuedWebhook: { ledgered: false },
+  // The sync entity asks it itself (workflows/manageSync.ts), never through svc.
+  committedRun: { ledgered: false },
   countRecords: { ledgered: false },
   writeLogs: { ledgered: false },
   getEnvironmentVariables: { ledgered: false },

@@ -145,6 +145,9 @@ export function recordedSteps(history: temporal.api.history.v1.IHistory): Record
 /** How the recorded run ended. */
 export function recordedOutcome(history: temporal.api.history.v1.IHistory): { ok: boolean; text: string } {
   for (const event of [...(history.events ?? [])].reverse()) {
+    // A run in its sync entity's execution (issue 31): the next execution's input carries its outcome.
+    const continued = event.workflowExecutionContinuedAsNewEventAttributes;
+    if (continued) return entityRunOutcome(jsonOf(continued.input?.payloads?.[0]));
     const completed = event.workflowExecutionCompletedEventAttributes;
     if (completed) return { ok: true, text: shorten(jsonOf(completed.result?.payloads?.[0])) };
     const failed = event.workflowExecutionFailedEventAttributes;
@@ -156,6 +159,19 @@ export function recordedOutcome(history: temporal.api.history.v1.IHistory): { ok
     if (event.workflowExecutionCanceledEventAttributes) return { ok: false, text: 'cancelled' };
   }
   return { ok: false, text: 'still running' };
+}
+
+/** The outcome of an entity's run, from the input it continued as new with (workflows/manageSync.ts). */
+function entityRunOutcome(input: unknown): { ok: boolean; text: string } {
+  const next = input as
+    | {
+        unfinished?: { record?: { error?: { code?: string; message?: string } | null } | null };
+        state?: { latestError?: { code?: string; message?: string } | null; latestResult?: unknown };
+      }
+    | undefined;
+  const error = next?.unfinished?.record?.error ?? next?.state?.latestError;
+  if (error) return { ok: false, text: `${error.code ?? ''}: ${error.message ?? ''}` };
+  return { ok: true, text: shorten(next?.state?.latestResult) };
 }
 
 function shorten(value: unknown): string {
@@ -307,7 +323,7 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
   const history = historyFromObject(run.history);
   const input = jsonOf(history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]) as
     { definition?: { integrationId?: string; syncName?: string; actionName?: string } } | undefined;
-  const kind = run.workflow_type === 'runSync' ? 'sync' : 'action';
+  const kind = run.workflow_type === 'runAction' ? 'action' : 'sync';
   const integration = input?.definition?.integrationId ?? '';
   const name = (kind === 'sync' ? input?.definition?.syncName : input?.definition?.actionName) ?? '';
 
@@ -345,7 +361,8 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
         replayName: 'service-replay',
       },
       history,
-      options.runId,
+      // A sync run in its entity's execution replays as that entity (its id names its steps' scope).
+      run.workflow_id ?? options.runId,
     );
   } catch (error) {
     replayError = error;

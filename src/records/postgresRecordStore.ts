@@ -263,13 +263,21 @@ export function createPostgresRecordStore({
     },
 
     async beginRun(options) {
-      await db.query(
-        `INSERT INTO record_sync_runs (environment_id, integration_id, connection_id, sync_name, run_id)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (environment_id, integration_id, connection_id, sync_name)
-         DO UPDATE SET run_id = excluded.run_id, started_at = now() WHERE record_sync_runs.run_id <> excluded.run_id`,
+      // One statement: the CTE reads the fence as it was before the upsert (one snapshot for both).
+      const { rows } = await db.query<{ run_id: string }>(
+        `WITH previous AS (
+           SELECT run_id FROM record_sync_runs
+            WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND sync_name = $4
+         ), taken AS (
+           INSERT INTO record_sync_runs (environment_id, integration_id, connection_id, sync_name, run_id)
+           VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (environment_id, integration_id, connection_id, sync_name)
+           DO UPDATE SET run_id = excluded.run_id, started_at = now() WHERE record_sync_runs.run_id <> excluded.run_id
+         )
+         SELECT run_id FROM previous WHERE run_id <> $5`,
         [options.environmentId, options.integrationId, options.connectionId, options.syncName, options.runId],
       );
+      return { previousRunId: rows[0]?.run_id ?? null };
     },
   };
 }

@@ -147,7 +147,12 @@ export interface RecordStore {
    * and connection fail with `run_superseded`; a batch of the old run already in flight finishes
    * before this returns. Idempotent for the same run. Syncs that never call it are not fenced.
    */
-  beginRun(options: SyncScope & { runId: string }): Promise<void>;
+  beginRun(options: SyncScope & { runId: string }): Promise<BeganRun>;
+}
+
+export interface BeganRun {
+  /** The run that held the fence before this one (null when none, or this run held it already). */
+  previousRunId: string | null;
 }
 
 export interface EraseSyncOptions {

@@ -211,3 +211,38 @@ export const ISOLATE_TIMEOUT_MS = 3000;
 export const THREAD_MARKS_DATA_KEY = 'integration-service.threadMarks';
 export const THREAD_MARK_BYTES = 1024;
 export const SCRIPT_INCIDENT_SIGNAL = 'scriptIncident';
+
+/**
+ * A sync run runs inside its sync entity's execution (issue 31): the runaway watchdog cannot terminate
+ * it without ending the sync, so it sends the entity this signal with its verdict, naming the
+ * execution (Temporal's run id) whose run it stops; the entity stops the run's script there and records
+ * the run as failed with the verdict's code and message.
+ */
+export const RUNAWAY_VERDICT_SIGNAL = 'runawayVerdict';
+
+export interface RunawayVerdictSignal {
+  /** Temporal's run id of the entity execution whose run is stopped; a verdict for another is ignored. */
+  runId: string;
+  code: 'script_timeout' | 'script_out_of_memory' | 'script_runaway';
+  message: string;
+}
+
+/**
+ * What the entity tells the worker process that executes its run (workflow sinks: nothing is written
+ * to the history): the run is under way on this worker, and when it has ended. The worker's run watch
+ * (src/temporal/runWatch.ts) checks the runs under way for a workflow task that keeps failing.
+ */
+// A type, not an interface: the SDK's Sinks constraint is an index signature.
+export type RunWatchSinks = {
+  runWatch: {
+    active(): void;
+    ended(): void;
+  };
+};
+
+/**
+ * The run model of the sync entity workflow (workflows/manageSync.ts), carried in its input: 2, each
+ * run inside the entity's own execution (issue 31). Executions that carry none run each run as a child
+ * `runSync` (version 1) and continue as new in this one.
+ */
+export const SYNC_ENTITY_VERSION = 2;

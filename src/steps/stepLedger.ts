@@ -60,7 +60,18 @@ export interface StepLedger extends Expiring {
   flush(runId: string): Promise<void>;
   /** Forgets the steps of a run below this index: Temporal holds their results now. */
   forget(runId: string, below: number): Promise<void>;
+  /**
+   * The value a run committed to at its start (step -1): `value` when this is the first commit of the
+   * run, else what the first commit stored (a run whose first workflow task is retried must take the
+   * decision its first attempt took, whatever it would decide now).
+   */
+  commit<T>(runId: string, value: T): Promise<T>;
+  /** What the run committed to, if it did. */
+  committed<T>(runId: string): Promise<T | null>;
 }
+
+/** The ledger's step of a run's commitment (RunCommit); below every step's index. */
+export const COMMIT_STEP = -1;
 
 const PURPOSE = 'step_outcome';
 
@@ -222,6 +233,29 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
       unrecorded.delete(runId);
       if (forgotten.size > FORGOTTEN_KEPT) forgotten.delete(forgotten.keys().next().value!);
       await db.query('DELETE FROM script_steps WHERE run_id = $1 AND step < $2', [runId, below]);
+    },
+
+    async committed<T>(runId: string): Promise<T | null> {
+      const { rows } = await db.query<{ result: T }>(
+        'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
+        [runId, COMMIT_STEP],
+      );
+      return rows[0]?.result ?? null;
+    },
+
+    async commit<T>(runId: string, value: T): Promise<T> {
+      // One statement: the insert's RETURNING, or (on conflict) the row as it was before it.
+      const { rows } = await db.query<{ result: T }>(
+        `WITH inserted AS (
+           INSERT INTO script_steps (run_id, step, result) VALUES ($1, $2, $3)
+           ON CONFLICT (run_id, step) DO NOTHING RETURNING result
+         )
+         SELECT result FROM inserted
+         UNION ALL
+         SELECT result FROM script_steps WHERE run_id = $1 AND step = $2`,
+        [runId, COMMIT_STEP, JSON.stringify(value)],
+      );
+      return rows[0]!.result;
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The history of one run (a `runSync` or `runAction` execution) with every payload decoded through
+ * The history of one run (its sync entity's execution, a `runSync` or a `runAction`) with every payload decoded through
  * the service's codecs (src/runtime/payloadStorage.ts: the claim check, then the encryption, the
  * reverse of their encoding order): inputs, results, local activity markers, failures'
  * encoded attributes, step summaries. What `service replay` replays (src/cli/replay.ts) without
@@ -18,8 +18,32 @@ import proto from '@temporalio/proto';
 import { ServiceError } from '../errors.js';
 import { redactValue, secretForms } from '../runtime/redaction.js';
 
-/** The workflow types whose histories a script author may replay. */
-export const REPLAYABLE_TYPES = ['runSync', 'runAction'] as const;
+/**
+ * The workflow types whose histories a script author may replay: a sync run is an execution of its
+ * sync entity (issue 31), or a `runSync` of its own (entities before that); an action run is a `runAction`.
+ */
+export const REPLAYABLE_TYPES = ['manageSync', 'runSync', 'runAction'] as const;
+
+/**
+ * The execution a run id names: `<entity id>:run:<Temporal run id>` is that execution of the entity
+ * (issue 31); any other id, or one that names no such execution, is a workflow id of its own.
+ */
+export async function runExecution(
+  client: Client,
+  runId: string,
+): Promise<{ handle: ReturnType<Client['workflow']['getHandle']>; workflowId: string }> {
+  // Temporal's run ids are UUIDs; anything else is not an execution's (and Temporal refuses to look it up).
+  const inline = /^(sync:.+):run:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(runId);
+  if (inline) {
+    const handle = client.workflow.getHandle(inline[1]!, inline[2]);
+    try {
+      if ((await handle.describe()).type === 'manageSync') return { handle, workflowId: inline[1]! };
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
+  return { handle: client.workflow.getHandle(runId), workflowId: runId };
+}
 
 /** A sync run's id (`sync:<env>:…:run:<unique>`) or an action run's (`action:<env>:…`) of the environment. */
 export function isRunOfEnvironment(runId: string, environmentId: string): boolean {
@@ -32,6 +56,8 @@ export function isRunOfEnvironment(runId: string, environmentId: string): boolea
 
 export interface DecodedRunHistory {
   runId: string;
+  /** The workflow id of the execution: the run id, or its sync entity's id (replay needs it). */
+  workflowId: string;
   workflowType: string;
   /** Temporal's execution status: COMPLETED, FAILED, RUNNING, TERMINATED, … */
   status: string;
@@ -74,7 +100,7 @@ export async function fetchDecodedRunHistory(
   }) => Promise<((value: unknown) => unknown) | undefined>,
 ): Promise<DecodedRunHistory> {
   if (!isRunOfEnvironment(runId, environmentId)) throw notFound(runId);
-  const handle = client.workflow.getHandle(runId);
+  const { handle, workflowId } = await runExecution(client, runId);
   let description;
   try {
     description = await handle.describe();
@@ -137,6 +163,7 @@ export async function fetchDecodedRunHistory(
   }
   return {
     runId,
+    workflowId,
     workflowType: description.type,
     status: description.status.name,
     history: historyToObject(history),

@@ -11,7 +11,7 @@
  * attribute that workflows/failureLog.ts adds, registered in the bundle by src/temporal/workflowBundle.ts.
  *
  * A second change keeps what a script read out of the worker's log: every line about a run of a script
- * (runSync, runAction; the run's failure and the failures of its activities) carries its error without
+ * (manageSync, runSync, runAction; the run's failure and the failures of its activities) carries its error without
  * the message and stack, which a script controls (`throw new Error(token)`, `null[token]()`), and a
  * failure type only when it has the shape of the service's codes. The run's error itself, with the
  * connection's credentials redacted, is where the environment's owner reads it: GET /sync/runs,
@@ -30,8 +30,11 @@ export const EXPECTED_FAILURE_TYPES: ReadonlySet<string> = new Set(['action_scri
 /** The SDK's message for a failed workflow execution (@temporalio/workflow logs.ts). */
 const WORKFLOW_FAILED = 'Workflow failed';
 
-/** The workflow types that run a deployed script: their errors may carry anything the script read. */
-export const SCRIPT_WORKFLOW_TYPES: ReadonlySet<string> = new Set(['runSync', 'runAction']);
+/**
+ * The workflow types that run a deployed script: their errors may carry anything the script read. The
+ * sync entity runs its runs' scripts in its own execution (issue 31).
+ */
+export const SCRIPT_WORKFLOW_TYPES: ReadonlySet<string> = new Set(['manageSync', 'runSync', 'runAction']);
 
 /** What stands in the log for a script run's error message. */
 export const WITHHELD =

@@ -10,10 +10,10 @@
  *
  * | calling workflow | parent                              | scope                                   |
  * | ---------------- | ----------------------------------- | --------------------------------------- |
- * | `manageSync`     | none (a client started it)          | its id `sync:<env>:<int>:<conn>:<sync>` |
+ * | `manageSync`     | none (a client started it)          | its id `sync:<env>:<int>:<conn>:<sync>`; its run (issue 31) is `<its id>:run:<its Temporal run id>` |
  * | `runSync`        | that entity, or none                | its id `<entity id>:run:<uuid>`          |
  * | `runAction`      | none                                | its id `action:<env>:<int>:<conn>:<name>:<uuid>` |
- * | `runAction`      | a verified `runSync` or `runAction` | its parent's, one level deeper          |
+ * | `runAction`      | a verified `manageSync`, `runSync` or `runAction` | its parent's, one level deeper |
  * | `deliverWebhook` | a verified `manageSync`, or none    | its id `<run id>:webhook`                |
  * | `deliverWebhook` | none                                | its id `event:<env>:<uuid>` (a connection event the service recorded) |
  * | `applyDeployment` | none                               | its id `deploy:<env>` (src/deploy/plan.ts)       |
@@ -146,7 +146,10 @@ export function createRunAuthorities({ client }: { client: Client }): RunAuthori
       if (caller.workflowId.startsWith(`${above.workflowId}:run:`)) return { ...above, ...self };
     } else if (type === 'deliverWebhook' && above.workflowType === 'manageSync') {
       return { ...above, ...self };
-    } else if (type === 'runAction' && (above.workflowType === 'runSync' || above.workflowType === 'runAction')) {
+    } else if (
+      type === 'runAction' &&
+      (above.workflowType === 'manageSync' || above.workflowType === 'runSync' || above.workflowType === 'runAction')
+    ) {
       if (above.depth + 1 > MAX_ACTION_DEPTH) {
         throw new ServiceError(
           'action_depth_exceeded',
@@ -236,6 +239,17 @@ export function requireSyncWebhook(authority: RunAuthority, claimed: ClaimedConn
   if (!own) throw scopeDenied(`workflow ${authority.workflowId} may deliver only the webhooks of its own sync`);
 }
 
+/**
+ * The run id of a verified caller that runs a script: an entity's run is named by the execution it runs
+ * in (`<entity id>:run:<Temporal run id>`, a value no script chooses); a `runSync` or `runAction` run is
+ * its workflow id.
+ */
+export function runIdOf(authority: RunAuthority): string {
+  return authority.workflowType === 'manageSync'
+    ? `${authority.workflowId}:run:${authority.runId}`
+    : authority.workflowId;
+}
+
 /** Refuses a sync scope (and run id) that is not the verified sync run's own. */
 export function requireSyncRun(
   authority: RunAuthority,
@@ -246,10 +260,10 @@ export function requireSyncRun(
   }
   const entity = syncEntityId(claimed);
   const own = authority.rootId === entity || authority.rootId.startsWith(`${entity}:run:`);
-  if (!own || authority.workflowType !== 'runSync') {
+  if (!own || (authority.workflowType !== 'runSync' && authority.workflowType !== 'manageSync')) {
     throw scopeDenied(`run ${authority.workflowId} may write only the records of its own sync`);
   }
-  if (claimed.runId !== undefined && claimed.runId !== authority.workflowId) {
-    throw scopeDenied(`run ${authority.workflowId} may write only as itself`);
+  if (claimed.runId !== undefined && claimed.runId !== runIdOf(authority)) {
+    throw scopeDenied(`run ${runIdOf(authority)} may write only as itself`);
   }
 }

@@ -13,10 +13,16 @@
  * such evidence and are left to continue; only after UNEXPLAINED_ATTEMPTS lost attempts in a row is
  * a run stopped without it.
  */
+import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import { ISOLATE_TIMEOUT_MS, SCRIPT_INCIDENT_SIGNAL } from '../runtime/definitions.js';
+import {
+  ISOLATE_TIMEOUT_MS,
+  RUNAWAY_VERDICT_SIGNAL,
+  SCRIPT_INCIDENT_SIGNAL,
+  type RunawayVerdictSignal,
+} from '../runtime/definitions.js';
 import { isIsolateTimeout } from '../sandbox/workerSide.js';
 
 /** Workflow task attempts after which the watchdog looks at a run's history: the first failure plus one retry. */
@@ -37,11 +43,139 @@ export interface RunawayVerdict {
  */
 export async function stopIfRunaway(client: Client, workflowId: string): Promise<RunawayVerdict | null> {
   const handle = client.workflow.getHandle(workflowId);
-  let attempt: number;
   try {
     const description = await handle.describe();
     // A worker process may have stopped it already (src/temporal/scriptThreads.ts).
     if (description.status.name === 'TERMINATED') return await verdictOfTermination(client, workflowId);
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  }
+  const verdict = await findRunaway(client, workflowId);
+  if (verdict) await terminateRunaway(client, workflowId, verdict);
+  return verdict;
+}
+
+/**
+ * Stops the run of a sync entity's execution (issue 31: the run runs in the entity's own execution,
+ * which must go on, so it is not terminated). The verdict goes to the execution as a signal; once the
+ * signal is in its history, the execution is reset to its first workflow task (Temporal's reset: a new
+ * execution that replays the history up to there and applies the signals received since, the verdict
+ * among them). Nothing of the run's script is replayed that way, whatever a stuck workflow task left in
+ * the history, and the entity, which sees the verdict before it chooses its run, fails the run at once
+ * with the verdict's code and message (workflows/manageSync.ts). A reset is one billable action.
+ */
+export async function stopEntityRun(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  verdict: RunawayVerdict,
+): Promise<void> {
+  const handle = client.workflow.getHandle(workflowId, runId);
+  const signalled = (events: HistoryEvents) =>
+    events.some((event) => event.workflowExecutionSignaledEventAttributes?.signalName === RUNAWAY_VERDICT_SIGNAL);
+  let events: HistoryEvents;
+  try {
+    events = (await handle.fetchHistory()).events ?? [];
+    // A reset keeps the execution's original run id: the verdict names the run across it.
+    const started = events[0]?.workflowExecutionStartedEventAttributes;
+    const original = started?.originalExecutionRunId || runId;
+    if (!signalled(events)) {
+      await handle.signal<[RunawayVerdictSignal]>(RUNAWAY_VERDICT_SIGNAL, { runId: original, ...verdict });
+    }
+    // A signal reaches the history once the workflow task under way ends (a stuck one times out).
+    const deadline = Date.now() + VERDICT_LANDING_MS;
+    while (!signalled(events)) {
+      if (Date.now() > deadline) throw new Error(`the verdict did not reach the history of ${workflowId} in time`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      events = (await handle.fetchHistory()).events ?? [];
+    }
+  } catch (error) {
+    // The execution ended meanwhile: nothing left to stop.
+    if (error instanceof WorkflowNotFoundError) return;
+    throw error;
+  }
+  if (!isOpen(events)) return;
+  const firstTask = events.find((event) => event.workflowTaskStartedEventAttributes)?.eventId;
+  if (firstTask === undefined || firstTask === null) return;
+  try {
+    await client.workflowService.resetWorkflowExecution({
+      namespace: client.options.namespace,
+      workflowExecution: { workflowId, runId },
+      reason: `${verdict.code}: stopping its run (the sync goes on)`,
+      workflowTaskFinishEventId: firstTask,
+      requestId: randomUUID(),
+    });
+  } catch (error) {
+    // Closed meanwhile (the run ended after all), or reset already by another worker's watch.
+    if (!isGrpcCode(error, [5, 9])) throw error;
+  }
+}
+
+/**
+ * Whether the run of a sync entity's execution is runaway, and whether the execution still runs. Its
+ * workflow task's attempt count alone does not tell (a workflow task that a local activity kept open
+ * completes on its heartbeat, which starts the count again), so the evidence is counted over the whole
+ * execution, which runs one run: every workflow task it lost (failed or timed out: those the history
+ * holds, and the attempts of the task under way before this one), at least RUNAWAY_ATTEMPTS, with an
+ * isolate timeout among the recorded failures (`script_timeout`), or INCIDENTS_TO_STOP incidents
+ * (`script_out_of_memory`), or UNEXPLAINED_ATTEMPTS of them (`script_runaway`).
+ */
+export async function findRunawayEntityRun(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ verdict: RunawayVerdict | null; running: boolean }> {
+  const handle = client.workflow.getHandle(workflowId, runId);
+  let attempt: number;
+  try {
+    const description = await handle.describe();
+    if (description.status.name !== 'RUNNING') return { verdict: null, running: false };
+    attempt = description.raw.pendingWorkflowTask?.attempt ?? 0;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return { verdict: null, running: false };
+    throw error;
+  }
+  const events = (await handle.fetchHistory()).events ?? [];
+  const recorded = events.filter(
+    (event) => event.workflowTaskFailedEventAttributes || event.workflowTaskTimedOutEventAttributes,
+  ).length;
+  // The task under way at attempt N follows N - 1 lost attempts, the first of which the history holds.
+  const lost = recorded + Math.max(0, attempt - 2);
+  if (lost < RUNAWAY_ATTEMPTS) return { verdict: null, running: true };
+  return { verdict: await verdictOf(client, events, lost, 'in all'), running: true };
+}
+
+/** How long stopEntityRun waits for its verdict to reach the history (a stuck task times out in 4 s). */
+const VERDICT_LANDING_MS = 60_000;
+
+function isOpen(events: HistoryEvents): boolean {
+  const last = events.at(-1);
+  return !(
+    last?.workflowExecutionCompletedEventAttributes ||
+    last?.workflowExecutionFailedEventAttributes ||
+    last?.workflowExecutionTerminatedEventAttributes ||
+    last?.workflowExecutionTimedOutEventAttributes ||
+    last?.workflowExecutionCanceledEventAttributes ||
+    last?.workflowExecutionContinuedAsNewEventAttributes
+  );
+}
+
+/** A gRPC error of one of these codes (5 NOT_FOUND, 9 FAILED_PRECONDITION, …). */
+function isGrpcCode(error: unknown, codes: number[]): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && codes.includes(code);
+}
+
+/**
+ * Whether a running workflow's task keeps failing with evidence of a runaway script in its history
+ * (see the file's comment); null for a healthy, finished or unknown one.
+ */
+async function findRunaway(client: Client, workflowId: string): Promise<RunawayVerdict | null> {
+  const handle = client.workflow.getHandle(workflowId);
+  let attempt: number;
+  try {
+    const description = await handle.describe();
     if (description.status.name !== 'RUNNING') return null;
     attempt = description.raw.pendingWorkflowTask?.attempt ?? 0;
   } catch (error) {
@@ -52,21 +186,29 @@ export async function stopIfRunaway(client: Client, workflowId: string): Promise
   // Only what happened since the run last made progress counts: an old incident or an interrupted
   // statement that a later workflow task got past is not evidence against it now.
   const events = sinceLastProgress((await handle.fetchHistory()).events ?? []);
+  return verdictOf(client, events, attempt, 'in a row');
+}
+
+/** The verdict `events` support, for a run whose workflow task was lost `lost` times; null for none. */
+async function verdictOf(
+  client: Client,
+  events: HistoryEvents,
+  lost: number,
+  how: 'in a row' | 'in all',
+): Promise<RunawayVerdict | null> {
   const incidents = events.filter(
     (event) => event.workflowExecutionSignaledEventAttributes?.signalName === SCRIPT_INCIDENT_SIGNAL,
   ).length;
-  const verdict =
-    isolateTimeoutVerdict(await taskFailureMessages(client, events), attempt) ??
+  return (
+    isolateTimeoutVerdict(await taskFailureMessages(client, events), lost) ??
     (incidents >= INCIDENTS_TO_STOP ? outOfMemoryVerdict(incidents) : null) ??
-    (attempt >= UNEXPLAINED_ATTEMPTS
+    (lost >= UNEXPLAINED_ATTEMPTS
       ? {
           code: 'script_runaway' as const,
-          message: `the run's workflow task was lost ${attempt} times in a row without a recorded cause (a worker that keeps dying?): run stopped`,
+          message: `the run's workflow task was lost ${lost} times ${how} without a recorded cause (a worker that keeps dying?): run stopped`,
         }
-      : null);
-  if (!verdict) return null;
-  await terminateRunaway(client, workflowId, verdict);
-  return verdict;
+      : null)
+  );
 }
 
 type HistoryEvents = NonNullable<
@@ -118,7 +260,12 @@ export async function convict(
   workflowId: string,
   evidence: { incidents: number; heavy: boolean },
 ): Promise<RunawayVerdict> {
-  const events = sinceLastProgress((await client.workflow.getHandle(workflowId).fetchHistory()).events ?? []);
+  // A sync entity runs its run in its own execution: that execution is stopped by signal, not terminated.
+  const description = await client.workflow.getHandle(workflowId).describe();
+  const entityRun = description.type === 'manageSync' ? description.runId : undefined;
+  const events = sinceLastProgress(
+    (await client.workflow.getHandle(workflowId, entityRun).fetchHistory()).events ?? [],
+  );
   const verdict: RunawayVerdict =
     isolateTimeoutVerdict(await taskFailureMessages(client, events), evidence.incidents) ??
     (evidence.heavy
@@ -127,7 +274,8 @@ export async function convict(
           code: 'script_runaway',
           message: `its worker died ${evidence.incidents} times while it was executing this script (a statement that never ends, or memory exhaustion): run stopped`,
         });
-  await terminateRunaway(client, workflowId, verdict);
+  if (entityRun !== undefined) await stopEntityRun(client, workflowId, entityRun, verdict);
+  else await terminateRunaway(client, workflowId, verdict);
   return verdict;
 }
 

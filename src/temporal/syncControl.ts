@@ -14,6 +14,7 @@ import { ApplicationFailure, TerminatedFailure, TimeoutFailure } from '@temporal
 import { RelayedError, ServiceError } from '../errors.js';
 import {
   RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  SYNC_ENTITY_VERSION,
   type ActionDefinition,
   type LoadedScript,
   type RunActionInput,
@@ -116,13 +117,15 @@ export function createSyncControl({ client, taskQueue, frequencyOf, scripts, onS
     const override = await frequencyOf?.(ref);
     // The entity takes a changed runsMs from `reconfigure` and moves its next run to last finish + it.
     const definition = override ? { ...given, runsMs: override.frequencyMs } : given;
-    const input: ManageSyncInput = { definition, connectionId, options };
+    const input: ManageSyncInput = { definition, connectionId, options, version: SYNC_ENTITY_VERSION };
     const workflowId = syncWorkflowId(ref);
     try {
       await client.workflow.start('manageSync', {
         taskQueue,
         workflowId,
         args: [input],
+        // A run's workflow task timeout: its runs run in its own execution (docs/architecture.md "Recovery").
+        workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
         staticSummary: `sync ${definition.syncName} for ${connectionId}`,
         ...(startedBy === undefined ? {} : { memo: { startedBy } }),
       });

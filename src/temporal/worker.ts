@@ -20,7 +20,8 @@ import {
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
 import { createLanes, type RunawayNotice } from './lanes.js';
 import { lineLog, log } from '../log.js';
-import { terminateRunaway } from './runaway.js';
+import { stopEntityRun, terminateRunaway } from './runaway.js';
+import { createRunWatch } from './runWatch.js';
 import { prepareThreadMarks, reportIncidents } from './scriptThreads.js';
 import { actionTaskQueue, watchTaskQueue } from '../../workflows/taskQueues.js';
 import { loadWorkflowBundle } from './workflowBundle.js';
@@ -49,10 +50,12 @@ export interface CreateWorkerOptions {
   tuning?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle'>>;
   /**
    * Told when a run's statement was interrupted by the isolate timeout (src/temporal/lanes.ts); the
-   * runtime's workers terminate the run with `script_timeout`. Without it the lanes only confine the
-   * environment.
+   * runtime's workers terminate the run with `script_timeout` (or, for a run inside its sync entity,
+   * stop that run and let the entity go on). Without it the lanes only confine the environment.
    */
   onRunaway?: ((notice: RunawayNotice) => void) | undefined;
+  /** The workflow sinks (createRuntimeWorkers adds its run watch's). */
+  sinks?: WorkerOptions['sinks'];
 }
 
 /**
@@ -106,6 +109,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     workflowBundle: options.workflowBundle ?? (await loadWorkflowBundle()),
     ...RUNTIME_WORKER_DEFAULTS,
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    ...(options.sinks ? { sinks: options.sinks } : {}),
     ...options.tuning,
   });
 }
@@ -146,15 +150,25 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
     namespace: options.namespace,
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
   });
+  // The sync runs this process executes inside their entities, watched for a runaway script
+  // (src/temporal/runWatch.ts).
+  const runWatch = createRunWatch(() => client);
+  const sinks = { ...runWatch.sinks, ...options.sinks };
   // A run whose statement the isolate timeout interrupted is stopped at once, with its verdict (read
-  // back by the sync entity and the action's caller: src/temporal/runaway.ts).
+  // back by the sync entity and the action's caller: src/temporal/runaway.ts). A run inside its sync
+  // entity is stopped without ending the entity (stopEntityRun).
   const onRunaway =
     options.onRunaway ??
     ((notice: RunawayNotice): void => {
-      void terminateRunaway(client, notice.workflowId, {
-        code: 'script_timeout',
+      const verdict = {
+        code: 'script_timeout' as const,
         message: `the script ran for more than ${ISOLATE_TIMEOUT_MS / 1000} s in one statement (or one flood of promise callbacks) without awaiting a svc operation: run stopped`,
-      }).then(
+      };
+      const stopped =
+        notice.workflowType === 'manageSync'
+          ? stopEntityRun(client, notice.workflowId, notice.runId, verdict)
+          : terminateRunaway(client, notice.workflowId, verdict);
+      void stopped.then(
         () =>
           log.info(
             { component: 'lanes', workflowId: notice.workflowId },
@@ -167,11 +181,12 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
           ),
       );
     });
-  const main = await createWorker({ ...options, workflowBundle, onRunaway });
+  const main = await createWorker({ ...options, workflowBundle, onRunaway, sinks });
   const actions = await createWorker({
     ...options,
     workflowBundle,
     onRunaway,
+    sinks,
     taskQueue: actionTaskQueue(options.taskQueue),
   });
   const watch = await Worker.create({
@@ -200,6 +215,7 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
       if (orphans.length > 0) await reportIncidents(client, orphans);
       if (shutdownRequested) return;
       const results = await Promise.allSettled(all.map((worker) => worker.run().finally(shutdown)));
+      runWatch.stop();
       const failed = results.find((result) => result.status === 'rejected');
       // After a workflow thread died the marks stay: the next process blames the run it was executing.
       // Any other end (a shutdown, a lost server) blames nobody.

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
 import { createWebhookActivities } from '../../activities/webhooks.js';
@@ -63,9 +63,10 @@ beforeAll(async () => {
     dataConverter: createDataConverter({ db: h.pool, encryptor: h.deps.encryptor }),
   });
 
-  // A real run's result, as the sync entity hands it over. Its own delivery (the sync entity starts
-  // one after every run; test/api/syncRuns.test.ts covers it) finds no URL yet and sends nothing, so
-  // the deliveries below are the ones this file starts.
+  // A real run's result, as the sync entity hands it over. With no webhook URL yet the entity records no
+  // delivery and starts no delivery workflow (issue 31: a run without webhooks pays nothing for them;
+  // test/api/syncRuns.test.ts covers its deliveries once there is a URL), so the deliveries below are
+  // the ones this file starts.
   await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
   const ref = { environmentId: h.envA.id, integrationId: INTEGRATION, connectionId: 'c1', syncName: 'issues' };
   result = await eventually(
@@ -73,18 +74,17 @@ beforeAll(async () => {
     45_000,
     'the sync run',
   );
-  const ownDelivery = await eventually(
-    async () => {
-      try {
-        return await serviceClient.workflow.getHandle<typeof deliverWebhook>(`${result.runId}:webhook`).result();
-      } catch {
-        return undefined;
-      }
-    },
+  await eventually(
+    async () =>
+      (await h.pool.query('SELECT 1 FROM sync_runs WHERE run_id = $1', [result.runId])).rowCount === 1
+        ? true
+        : undefined,
     45_000,
-    'the sync entity’s own delivery',
+    'the run in the run history',
   );
-  expect(ownDelivery).toEqual({ delivered: 0, failed: 0 });
+  await expect(serviceClient.workflow.getHandle(`${result.runId}:webhook`).describe()).rejects.toBeInstanceOf(
+    WorkflowNotFoundError,
+  );
   secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
   taskQueue = uniqueName('webhooks');
   // Bundled here from workflows/deliverWebhook.ts, until workflows/index.ts exports it.

@@ -4,6 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
+import { runExecution } from '../../src/temporal/decodedHistory.js';
 import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
@@ -36,8 +37,8 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 /** The task queue of each child workflow the run started, from its history. */
-async function childTaskQueues(h: RuntimeHarness, workflowId: string): Promise<string[]> {
-  const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+async function childTaskQueues(h: RuntimeHarness, runId: string): Promise<string[]> {
+  const history = await (await runExecution(h.client, runId)).handle.fetchHistory();
   return (history.events ?? [])
     .map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes?.taskQueue?.name)
     .filter((name): name is string => typeof name === 'string');
@@ -154,7 +155,7 @@ describe('the action task queue', () => {
     expect(status.latestError).toBeNull();
     expect(status.recordCount).toEqual({ Item: 1 });
     const runId = status.latestResult?.runId ?? '';
-    const run = await h.client.workflow.getHandle(runId).describe();
+    const run = await (await runExecution(h.client, runId)).handle.describe();
     expect(run.taskQueue).toBe(h.taskQueue);
     expect(await childTaskQueues(h, runId)).toEqual([queue]);
   }, 60_000);

@@ -10,38 +10,19 @@ import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { stack } from '../helpers/stack.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
+import { startCursorApi, syncDefinition, useRuntime } from './helpers.js';
 import { startWorkerProcess } from './processWorker.js';
 
 const TOTAL = 50_000;
 const PAGE = 100;
 const PAGES = TOTAL / PAGE;
 
-const cursorSync = bundle(`async function sync(svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${PAGE}, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, title: r.title, n: r.n })), 'Record');
-  }
-}`);
-
 describe('a sync survives SIGKILL of its worker process', () => {
   it('50,000 records, three kills: each stored once, each page fetched once but the one in flight at each kill, replay is deterministic', async () => {
     const h = await useRuntime({ worker: false });
-    const pageHits = new Map<number, number>();
-    const hitTimes: number[] = [];
-    const api = await startFakeApi((request, response) => {
-      const url = new URL(request.url ?? '/', 'http://x');
-      const start = Number(url.searchParams.get('cursor') ?? '0');
-      const limit = Number(url.searchParams.get('limit'));
-      pageHits.set(start, (pageHits.get(start) ?? 0) + 1);
-      hitTimes.push(Date.now());
-      const items = Array.from({ length: Math.min(limit, TOTAL - start) }, (_, i) => ({
-        id: `r${start + i}`,
-        title: `record ${start + i}`,
-        n: start + i,
-      }));
-      json(response, 200, { items, next: start + limit < TOTAL ? String(start + limit) : null });
-    });
-    const scriptHash = await h.scripts.put(cursorSync);
+    const { url, pageHits, hitTimes, script } = await startCursorApi(TOTAL, PAGE);
+    const api = { url };
+    const scriptHash = await h.scripts.put(script);
     const input: RunSyncInput = {
       definition: syncDefinition({ syncName: 'records', syncType: 'full', models: ['Record'], scriptHash }),
       connectionId: 'crash',

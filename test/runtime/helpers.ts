@@ -188,3 +188,35 @@ export function actionOutcomes(h: Pick<RuntimeHarness, 'client' | 'taskQueue' | 
     );
   };
 }
+
+/**
+ * A cursor-paginated fake API of `total` records (`GET /records?cursor=&limit=`), counting the requests
+ * of each page (by its cursor) and when they came, and the sync script that walks it at pages of
+ * `page`: the crash tests' (test/runtime/crash.test.ts, entityCrash.test.ts).
+ */
+export async function startCursorApi(
+  total: number,
+  page: number,
+): Promise<{ url: string; pageHits: Map<number, number>; hitTimes: number[]; script: string }> {
+  const pageHits = new Map<number, number>();
+  const hitTimes: number[] = [];
+  const api = await startFakeApi((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://x');
+    const start = Number(url.searchParams.get('cursor') ?? '0');
+    const limit = Number(url.searchParams.get('limit'));
+    pageHits.set(start, (pageHits.get(start) ?? 0) + 1);
+    hitTimes.push(Date.now());
+    const items = Array.from({ length: Math.min(limit, total - start) }, (_, i) => ({
+      id: `r${start + i}`,
+      title: `record ${start + i}`,
+      n: start + i,
+    }));
+    json(response, 200, { items, next: start + limit < total ? String(start + limit) : null });
+  });
+  const script = bundle(`async function sync(svc) {
+  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${page}, limitNameInRequest: 'limit' } })) {
+    await svc.batchSave(page.map((r) => ({ id: r.id, title: r.title, n: r.n })), 'Record');
+  }
+}`);
+  return { url: api.url, pageHits, hitTimes, script };
+}

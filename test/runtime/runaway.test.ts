@@ -54,6 +54,56 @@ describe('runaway scripts fail their own run with a clear error', () => {
     }
   }, 200_000);
 
+  // One statement that never ends has no loop to protect: the isolate timeout interrupts it and its
+  // workflow task fails again at every attempt. The run runs inside its sync entity (issue 31), so the
+  // worker's run watch (src/temporal/runWatch.ts) finds that in the entity's history and sends the
+  // entity its verdict, which stops the run there: the entity, and its schedule, go on.
+  it('a sync script stuck in one statement is stopped with script_timeout by its worker, and its sync goes on', async () => {
+    const h = await useRuntime({ worker: false });
+    const supervisor = superviseWorkers(h);
+    try {
+      const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+      const backtracks = await h.scripts.put(
+        bundle(`async function (svc) { await svc.getMetadata(); return /^(a+)+$/.test('a'.repeat(40) + '!'); }`),
+      );
+      const definition = syncDefinition({ syncName: 'backtracker', scriptHash: backtracks, runsMs: 3600_000 });
+      const ref = { ...definition, connectionId: 'c' };
+      await control.ensureSync(definition, 'c');
+      const status = await eventually<SyncStatus>(
+        async () => {
+          const current = await control.status(ref).catch(() => undefined);
+          return current?.latestError && current.status !== 'running' ? current : undefined;
+        },
+        150_000,
+        'the stuck sync to fail',
+      );
+      console.log(
+        `[runaway] one endless statement: worker deaths ${JSON.stringify(supervisor.deaths)}, error ${JSON.stringify(status.latestError)}`,
+      );
+      expect(status.latestError?.code).toMatch(/^script_(timeout|runaway)$/);
+      expect(status.latestError?.message).toMatch(/in one statement|a statement that never ends/);
+      // The entity goes on: idle (failed), its next run scheduled an interval after this one.
+      expect(status.status).toBe('failed');
+      expect(Date.parse(status.nextScheduledSyncAt ?? '')).toBeGreaterThan(Date.now() + 3000_000);
+      // The run history has it once the entity's next execution recorded it (the stopped one ended at once).
+      const recorded = await eventually(
+        async () => {
+          const { rows } = await h.pool.query<{ error_code: string }>(
+            'SELECT error_code FROM sync_runs WHERE connection_id = $1 AND sync_name = $2',
+            ['c', 'backtracker'],
+          );
+          return rows.length > 0 ? rows.map((row) => row.error_code) : undefined;
+        },
+        60_000,
+        'the stopped run in the run history',
+      );
+      expect(recorded).toEqual([status.latestError?.code]);
+      await control.stop(ref, 'test over');
+    } finally {
+      await supervisor.stop();
+    }
+  }, 200_000);
+
   it('a script that exhausts memory: the worker process dies (V8 heap limit), and after two deaths while it was executing the run is stopped', async () => {
     const h = await useRuntime({ worker: false });
     const supervisor = superviseWorkers(h, '--max-old-space-size=512');

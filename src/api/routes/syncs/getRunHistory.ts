@@ -11,7 +11,12 @@ export const runHistoryParams = z.object({ run_id: z.string().min(1).max(1000) }
 
 export const runHistorySchema = z.object({
   run_id: z.string(),
-  workflow_type: z.enum(['runSync', 'runAction']),
+  workflow_type: z
+    .enum(['manageSync', 'runSync', 'runAction'])
+    .describe(
+      'A sync run is the execution of its sync entity (`manageSync`) it ran in; before issue 31, a `runSync` of its own.',
+    ),
+  workflow_id: z.string().describe('The workflow id of that execution (the sync entity’s, or the run’s own).'),
   status: z.string().describe('Temporal’s status of the execution: COMPLETED, FAILED, RUNNING, TERMINATED, …'),
   history: z
     .record(z.string(), z.unknown())
@@ -63,6 +68,7 @@ export const getRunHistoryRoute = (deps: ApiDeps) =>
       return {
         run_id: decoded.runId,
         workflow_type: decoded.workflowType,
+        workflow_id: decoded.workflowId,
         status: decoded.status,
         history: decoded.history,
         payloads_withheld: decoded.payloadsWithheld,
