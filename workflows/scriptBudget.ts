@@ -45,7 +45,11 @@ export interface ScriptBudget {
 
 export function createScriptBudget(scriptName: string): ScriptBudget {
   const realm = hostRealm();
-  const { workflowId } = workflowInfo();
+  // The execution, not only the workflow: a sync entity runs a run per execution (issue 31), and a
+  // death blamed on one of its runs must not stop a later one (src/temporal/scriptThreads.ts blame).
+  const { workflowId: id, runId } = workflowInfo();
+  // Run id first: the mark is cut at its end when long (src/sandbox/hostRealm.ts).
+  const workflowId = `${runId}\t${id}`;
   let calls = 0;
   let since = realm.now();
   let lastLook = since;

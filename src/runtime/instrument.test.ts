@@ -79,4 +79,13 @@ describe('blame for a dead worker (thread marks)', () => {
     expect(blame(`\n\n0      `)).toBeUndefined();
     expect(blame('')).toBeUndefined();
   });
+
+  it("names the execution (run id, then workflow id) that a thread marks since issue 31, so that a sync entity's next run is never blamed for its previous one", () => {
+    expect(blame(`r1\tsync:e:i:c:s\n\n0`)).toEqual({ workflowId: 'sync:e:i:c:s', runId: 'r1', heavy: false });
+    expect(blame(`r1\tsync:a\nr2\tsync:hog\n${80 * 1024 * 1024}`)).toEqual({
+      workflowId: 'sync:hog',
+      runId: 'r2',
+      heavy: true,
+    });
+  });
 });

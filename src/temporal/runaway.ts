@@ -258,10 +258,13 @@ function isolateTimeoutVerdict(taskFailures: string[], attempts: number): Runawa
 export async function convict(
   client: Client,
   workflowId: string,
-  evidence: { incidents: number; heavy: boolean },
-): Promise<RunawayVerdict> {
-  // A sync entity runs its run in its own execution: that execution is stopped by signal, not terminated.
-  const description = await client.workflow.getHandle(workflowId).describe();
+  evidence: { incidents: number; heavy: boolean; runId?: string | undefined },
+): Promise<RunawayVerdict | null> {
+  // A sync entity runs its run in its own execution: that execution is stopped by signal, not
+  // terminated, and only that one: once it has ended (continued as new), its run is over and the
+  // entity's next run is not the one blamed.
+  const description = await client.workflow.getHandle(workflowId, evidence.runId).describe();
+  if (description.type === 'manageSync' && description.status.name !== 'RUNNING') return null;
   const entityRun = description.type === 'manageSync' ? description.runId : undefined;
   const events = sinceLastProgress(
     (await client.workflow.getHandle(workflowId, entityRun).fetchHistory()).events ?? [],

@@ -47,6 +47,8 @@ function alive(pid: number): boolean {
 /** A run blamed for a worker's death, and whether it had just filled the heap. */
 export interface Blamed {
   workflowId: string;
+  /** The execution that was executing (marks written since issue 31); absent: the workflow's current one. */
+  runId?: string | undefined;
   heavy: boolean;
   /** Incidents of this run on this host so far, this one included. */
   incidents: number;
@@ -58,8 +60,14 @@ export interface Blamed {
  */
 export function blame(mark: string): Omit<Blamed, 'incidents'> | undefined {
   const [executing = '', heaviest = '', grew = '0'] = mark.trimEnd().split('\n');
-  if (heaviest && Number(grew) >= HEAVY_BYTES) return { workflowId: heaviest, heavy: true };
-  return executing ? { workflowId: executing, heavy: false } : undefined;
+  if (heaviest && Number(grew) >= HEAVY_BYTES) return { ...execution(heaviest), heavy: true };
+  return executing ? { ...execution(executing), heavy: false } : undefined;
+}
+
+/** `<run id>\t<workflow id>` (a run id has no tab), or a workflow id alone (a mark of earlier code). */
+function execution(marked: string): { workflowId: string; runId?: string } {
+  const tab = marked.indexOf('\t');
+  return tab < 0 ? { workflowId: marked } : { runId: marked.slice(0, tab), workflowId: marked.slice(tab + 1) };
 }
 
 export interface ThreadMarks {
@@ -145,8 +153,10 @@ export function prepareThreadMarks(dir: string): ThreadMarks {
       const recent = Object.entries(counts).filter(([, entry]) => now - entry.at < INCIDENT_MEMORY_MS);
       counts = Object.fromEntries(recent.slice(-1000));
       for (const entry of blamed) {
-        const count = (counts[entry.workflowId]?.count ?? 0) + 1;
-        counts[entry.workflowId] = { count, at: now };
+        // Per execution: an entity's next run is another suspect.
+        const key = entry.runId === undefined ? entry.workflowId : `${entry.workflowId}\t${entry.runId}`;
+        const count = (counts[key]?.count ?? 0) + 1;
+        counts[key] = { count, at: now };
         entry.incidents = count;
       }
       // Replaced whole, so that a process that dies writing it leaves the previous counts.
@@ -169,16 +179,20 @@ export function prepareThreadMarks(dir: string): ThreadMarks {
 export async function reportIncidents(client: Client, blamed: Blamed[]): Promise<void> {
   const cause = 'a worker died while this run was executing its script or had just filled the heap';
   await Promise.all(
-    blamed.map(async ({ workflowId, incidents, heavy }) => {
+    blamed.map(async ({ workflowId, runId, incidents, heavy }) => {
       try {
         if (incidents >= INCIDENTS_TO_STOP) {
-          const verdict = await convict(client, workflowId, { incidents, heavy });
+          const verdict = await convict(client, workflowId, { incidents, heavy, runId });
+          if (!verdict) return;
           log.warn(
             { component: 'worker', workflowId },
             `[worker] run ${workflowId} stopped after ${incidents} worker deaths: ${verdict.code}`,
           );
         } else {
-          await client.workflow.getHandle(workflowId).signal<[ScriptIncident]>(SCRIPT_INCIDENT_SIGNAL, { cause });
+          // To the execution that was executing: one that ended since (its run with it) hears nothing.
+          await client.workflow
+            .getHandle(workflowId, runId)
+            .signal<[ScriptIncident]>(SCRIPT_INCIDENT_SIGNAL, { cause });
           log.warn(
             { component: 'worker', workflowId },
             `[worker] a worker died while run ${workflowId} was executing its script: incident recorded`,
