@@ -90,6 +90,18 @@ process.on('SIGTERM', () => {
   // A shutdown waits for the tasks in flight; a test that asked for it does not wait forever.
   setTimeout(() => orphaned('SIGTERM and no shutdown within 15 s'), 15_000).unref();
 });
+// WORKER_STANDBY=1: a warm standby (as src/main.ts keeps one): everything loaded, `standby` said, and
+// no polling until the parent writes `run` on the lifeline.
+if (process.env['WORKER_STANDBY'] === '1') {
+  process.stdout.write('standby\n');
+  await new Promise<void>((resolve) => {
+    let said = '';
+    process.stdin.on('data', (chunk: Buffer) => {
+      said += chunk.toString();
+      if (said.includes('run\n')) resolve();
+    });
+  });
+}
 const running = workers.run();
 process.stdout.write('ready\n');
 await running;
