@@ -20,8 +20,8 @@
  *   thread of its own that no calm environment's workflow lives on, and an activation of one of its
  *   workflows still on a shared lane is refused (`LaneMoveError`), which makes the worker evict it: its
  *   task is retried and replays on the penalty lane.
- * - **A runaway ends at its first interrupted statement.** An activation of a run (runSync, runAction)
- *   interrupted by the isolate timeout had its lane to itself for the whole timeout: the run's script
+ * - **A runaway ends at its first interrupted statement.** An activation of a run (runSync, runAction,
+ *   or a sync entity, which runs its sync's script in its own execution) interrupted by the isolate timeout had its lane to itself for the whole timeout: the run's script
  *   computed that long without awaiting a svc operation, past the 1 s of loop protection. `onRunaway`
  *   is told at once (the worker terminates the run with `script_timeout`); it no longer depends on the
  *   failure reaching the run's history before its workflow task times out.
@@ -79,6 +79,12 @@ export interface LaneOptions {
   /** A run's statement was interrupted: stop the run (the worker terminates it with its verdict). */
   onRunaway(notice: RunawayNotice): void;
   /**
+   * Is a sync run under way inside this sync entity's execution (issue 31; src/temporal/runWatch.ts)?
+   * Its long activations then heat its environment, as a run workflow's do; a waiting entity's (a long
+   * replay, a batch of signals) do not.
+   */
+  runsInEntity?: (workflowId: string, runId: string) => boolean;
+  /**
    * Does this activation start a workflow task (a signal, a timer, a child's or an activity's result,
    * the first task), rather than continue one (only local activities' results)?
    */
@@ -110,6 +116,9 @@ const SESSION_FOLLOW_UP_MS = 1_000;
 
 // The run workflows, whose scripts an interrupted statement convicts.
 const RUN_TYPES = new Set(['runSync', 'runAction']);
+// The sync entity, which runs its sync's script in its own execution (issue 31): an interrupted
+// statement there is its run's script too (nothing else of an entity computes for seconds).
+const ENTITY_TYPE = 'manageSync';
 
 interface Waiter {
   environmentId: string;
@@ -440,7 +449,9 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             log(`move ${info.workflowId} from lane ${lane.index}`, 'info');
             throw moved(lane, environmentId);
           }
-          const isRun = RUN_TYPES.has(info.workflowType);
+          const isRun =
+            RUN_TYPES.has(info.workflowType) ||
+            (info.workflowType === ENTITY_TYPE && (options.runsInEntity?.(info.workflowId, info.runId) ?? false));
           const release = await acquire(lane, environmentId, info.runId, options.startsTask(activation), isRun).catch(
             (error: unknown) => {
               if (error instanceof LaneMoveError) log(`rescue ${info.workflowId} from lane ${lane.index}`, 'info');
@@ -461,7 +472,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
               `interrupted ${info.workflowId} (environment ${environmentId || '(none)'}) on lane ${lane.index} after ${Math.round(now() - startedAt)} ms`,
               'warn',
             );
-            if (!RUN_TYPES.has(info.workflowType)) return;
+            if (!RUN_TYPES.has(info.workflowType) && info.workflowType !== ENTITY_TYPE) return;
             firstSeen(info.runId);
             stopped.add(info.runId);
             options.onRunaway({

@@ -22,6 +22,8 @@ export const WATCH_INTERVAL_MS = 5000;
 
 export interface RunWatch {
   sinks: InjectedSinks<RunWatchSinks>;
+  /** Whether a run is under way in this execution of a sync entity, here. */
+  watching(workflowId: string, runId: string): boolean;
   stop(): void;
 }
 
@@ -78,6 +80,7 @@ export function createRunWatch(client: () => Client, intervalMs = WATCH_INTERVAL
         },
       },
     },
+    watching: (workflowId, runId) => runs.has(key(workflowId, runId)),
     stop: () => clearInterval(timer),
   };
 }

@@ -56,6 +56,8 @@ export interface CreateWorkerOptions {
   onRunaway?: ((notice: RunawayNotice) => void) | undefined;
   /** The workflow sinks (createRuntimeWorkers adds its run watch's). */
   sinks?: WorkerOptions['sinks'];
+  /** Whether a sync entity's execution runs its script now (the run watch knows: src/temporal/lanes.ts). */
+  runsInEntity?: ((workflowId: string, runId: string) => boolean) | undefined;
 }
 
 /**
@@ -82,7 +84,10 @@ export const SHARED_WORKFLOW_THREADS = 2;
 const lanesLog = lineLog('lanes');
 
 /** The Worker class of the runtime: its workflow threads are lanes (src/temporal/lanes.ts). */
-function lanedWorker(onRunaway: CreateWorkerOptions['onRunaway']): typeof Worker {
+function lanedWorker(
+  onRunaway: CreateWorkerOptions['onRunaway'],
+  runsInEntity: CreateWorkerOptions['runsInEntity'],
+): typeof Worker {
   return workerClassWithThreads(
     SHARED_WORKFLOW_THREADS + 1,
     (creators) =>
@@ -93,6 +98,7 @@ function lanedWorker(onRunaway: CreateWorkerOptions['onRunaway']): typeof Worker
         startsTask: startsWorkflowTask,
         continuesTask: continuesWorkflowTask,
         onRunaway: onRunaway ?? (() => undefined),
+        ...(runsInEntity ? { runsInEntity } : {}),
         log: lanesLog,
       }),
     // The penalty lane's thread takes CPU time only when no other thread wants it.
@@ -101,7 +107,7 @@ function lanedWorker(onRunaway: CreateWorkerOptions['onRunaway']): typeof Worker
 }
 
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
-  return lanedWorker(options.onRunaway).create({
+  return lanedWorker(options.onRunaway, options.runsInEntity).create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
@@ -181,12 +187,14 @@ export async function createRuntimeWorkers(options: CreateWorkerOptions): Promis
           ),
       );
     });
-  const main = await createWorker({ ...options, workflowBundle, onRunaway, sinks });
+  const runsInEntity = (workflowId: string, runId: string): boolean => runWatch.watching(workflowId, runId);
+  const main = await createWorker({ ...options, workflowBundle, onRunaway, sinks, runsInEntity });
   const actions = await createWorker({
     ...options,
     workflowBundle,
     onRunaway,
     sinks,
+    runsInEntity,
     taskQueue: actionTaskQueue(options.taskQueue),
   });
   const watch = await Worker.create({
