@@ -575,7 +575,13 @@ export function createSvc(context: SvcContext): SvcRuntime {
     integration,
     async openPagination(config, pageInfo) {
       // patched(): runs that started before the provider's default pagination replay without its step.
-      const defaults = patched(PAGINATION_DEFAULTS_PATCH) ? (await integration()).pagination : undefined;
+      // A run inside its sync entity asks no patched() (its version is in its input: see `inline`): the
+      // marker of a patch asked amid a workflow task's local activities may fall in another task on
+      // replay than it did live (a task heartbeat cuts where the load puts it), so the replay took the
+      // step, or not, otherwise than the first attempt: its step numbers moved by one (a batchSave
+      // answered with a request's ledger row: `rows[0].saved` is null) or the replay failed as
+      // nondeterministic (test/chaos/scripts.test.ts).
+      const defaults = latest || patched(PAGINATION_DEFAULTS_PATCH) ? (await integration()).pagination : undefined;
       const id = ++paginationIds;
       const pages = paginate(
         (method, page, index) => request(method, page, index),
