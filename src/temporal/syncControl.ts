@@ -29,12 +29,20 @@ import type { ScriptStore } from '../runtime/scriptStore.js';
 import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
 import { syncWorkflowId } from './connection.js';
+import { entityStatusFromHistory } from './entityStatus.js';
 import { rootActionId } from './runAuthority.js';
 import { stopIfRunaway, type RunawayVerdict } from './runaway.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 
 // How often a caller waiting for an action checks that its script is not runaway.
 const ACTION_WATCH_INTERVAL_MS = 2000;
+
+/**
+ * How long a sync entity has to answer its `status` query before its status is read from its history
+ * instead: a waiting entity answers in milliseconds, one whose run's script holds its thread does not
+ * until that script awaits or is stopped (up to the isolate timeout, 3 s, plus the stop).
+ */
+export const STATUS_QUERY_MS = 5000;
 
 export interface SyncControlOptions {
   client: Client;
@@ -167,12 +175,22 @@ export function createSyncControl({ client, taskQueue, frequencyOf, scripts, onS
     /** An inbound webhook of a type the sync subscribes to; other types are ignored by the sync. */
     deliverWebhook: (ref: SyncRef, event: WebhookEvent) => signalExisting(ref, 'webhook', [event]),
 
+    /**
+     * The entity's answer to its `status` query; when it gives none within STATUS_QUERY_MS (its thread
+     * runs its run's script, which may be stuck until it is stopped, or no worker serves it now), the
+     * status its execution's history tells (src/temporal/entityStatus.ts).
+     */
     async status(ref: SyncRef): Promise<SyncStatus> {
       try {
-        return await handle(ref).query<SyncStatus>('status');
+        return await client.withDeadline(Date.now() + STATUS_QUERY_MS, () => handle(ref).query<SyncStatus>('status'));
       } catch (error) {
         if (error instanceof WorkflowNotFoundError) throw notFound(ref);
-        throw error;
+        try {
+          return await entityStatusFromHistory(client, syncWorkflowId(ref));
+        } catch (fallback) {
+          if (fallback instanceof WorkflowNotFoundError) throw notFound(ref);
+          throw error;
+        }
       }
     },
 

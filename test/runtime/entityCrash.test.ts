@@ -7,11 +7,12 @@
  * RunCommit) it would choose no run at all (paused), or the new script, leaving the first attempt's
  * steps orphaned. With it, the run that began goes on: each page fetched once but the one in flight at
  * each kill, each record stored once, one run in the run history, and the pause and the new script
- * applied after it.
+ * applied after it. While the worker is down the sync's status is still answered, from the entity's
+ * history (src/temporal/entityStatus.ts).
  */
 import { describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
-import { createSyncControl } from '../../src/temporal/syncControl.js';
+import { createSyncControl, STATUS_QUERY_MS } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectReplays, type History } from '../helpers/replay.js';
 import { bundle, startCursorApi, syncDefinition, useRuntime } from './helpers.js';
@@ -57,6 +58,18 @@ describe('a run inside its sync entity survives SIGKILL of its worker process', 
           // While the worker is down: a pause and a deploy of another script.
           await control.pause(ref);
           await control.ensureSync({ ...definition, scriptHash: await h.scripts.put(doNothing) }, ref.connectionId);
+        }
+        if (i === 1) {
+          // No worker serves the entity now, so it cannot answer its status query: the status is read
+          // from its execution's history (src/temporal/entityStatus.ts), the run and the pause in it.
+          const asked = Date.now();
+          const down = await control.status(ref);
+          expect({ status: down.status, paused: down.paused, executions: down.executions }).toEqual({
+            status: 'running',
+            paused: true,
+            executions: 1,
+          });
+          expect(Date.now() - asked).toBeLessThan(STATUS_QUERY_MS + 30_000);
         }
         worker = await startWorkerProcess({ databaseUrl: h.dbUrl, taskQueue: h.taskQueue, apiBaseUrl: api.url });
         await eventually(
