@@ -7,7 +7,7 @@
  * as systemd or Kubernetes would.
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, WorkflowFailedError } from '@temporalio/client';
@@ -208,6 +208,13 @@ export function superviseWorkers(
         ...options.env,
       });
       let output = '';
+      // CHAOS_WORKER_LOG=<file>: every worker's whole output goes there too (the supervisor keeps only
+      // the last lines of a dead one), to read what the workers did in a failed run.
+      const logFile = process.env['CHAOS_WORKER_LOG'];
+      if (logFile) {
+        child.stdout?.on('data', (chunk: Buffer) => appendFileSync(logFile, chunk));
+        child.stderr?.on('data', (chunk: Buffer) => appendFileSync(logFile, chunk));
+      }
       const entry = { child, ready: false };
       child.stdout?.on('data', (chunk: Buffer) => {
         output += chunk.toString();
