@@ -107,6 +107,11 @@ export function startsWorkflowTask(activation: unknown): boolean {
   return !(jobs.length > 0 && jobs.every((job) => job.resolveActivity?.isLocal === true));
 }
 
+/** Does this activation replay events of the history (Core's `isReplaying`), rather than run new work? */
+export function replaysHistory(activation: unknown): boolean {
+  return (activation as { isReplaying?: boolean | null }).isReplaying === true;
+}
+
 /** Does the workflow task go on after this activation's completion (it scheduled local activities)? */
 export function continuesWorkflowTask(completion: unknown): boolean {
   const commands =

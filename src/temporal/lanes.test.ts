@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createLanes,
   environmentOfWorkflow,
+  LaneExpiredError,
   LaneMoveError,
   LaneStoppedError,
   type LaneWorkflowInfo,
@@ -9,12 +10,14 @@ import {
 } from './lanes.js';
 
 /** A fake thread: each activation takes `ms` of its (fake) time, or fails with the isolate timeout. */
-type Step = { ms: number; interrupted?: boolean; continuation?: boolean; continues?: boolean };
+type Step = { ms: number; interrupted?: boolean; continuation?: boolean; continues?: boolean; replaying?: boolean };
 
 function harness(sharedLanes = 2, heavyActivationMs = 1000) {
   let clock = 0;
   const log: string[] = [];
   const runaways: RunawayNotice[] = [];
+  // The sync entities whose run is under way (what the run watch knows).
+  const entityRuns = new Set<string>();
   // Activations run when the test advances them: each waits for `finish(name)`.
   const pending = new Map<string, { resolve: (value: string) => void; reject: (error: Error) => void; step: Step }>();
   const creators = Array.from({ length: sharedLanes + 1 }, (_, lane) => ({
@@ -41,16 +44,23 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
     // A step of `continues` asks for the workflow's next activation within its task.
     startsTask: (activation) => !(activation as Step).continuation,
     continuesTask: (completion) => (completion as string).endsWith('+'),
+    replaying: (activation) => (activation as Step).replaying === true,
+    runsInEntity: (workflowId) => entityRuns.has(workflowId),
     now: () => clock,
   });
-  const info = (workflowId: string, workflowType = 'runAction'): { info: LaneWorkflowInfo } => ({
-    info: { workflowId, runId: `run-${workflowId}`, workflowType },
+  const info = (
+    workflowId: string,
+    workflowType = 'runAction',
+    taskTimeoutMs?: number,
+  ): { info: LaneWorkflowInfo } => ({
+    info: { workflowId, runId: `run-${workflowId}`, workflowType, taskTimeoutMs },
   });
   return {
     lanes,
     log,
     runaways,
-    create: (id: string, type?: string) => lanes.createWorkflow(info(id, type)),
+    entityRuns,
+    create: (id: string, type?: string, taskTimeoutMs?: number) => lanes.createWorkflow(info(id, type, taskTimeoutMs)),
     /** Lets `name`'s running activation end after its step's time. */
     async finish(name: string) {
       const running = pending.get(name);
@@ -201,6 +211,26 @@ describe('lanes', () => {
     expect(h.lanes.stats().hot).toEqual(['a']);
   });
 
+  it('an interrupted statement of a sync entity’s run convicts the run, unless the activation was replaying history', async () => {
+    const h = harness(2);
+    const replayed = await h.create('sync:a:i:c:replayed', 'manageSync');
+    const runaway = await h.create('sync:b:i:c:runaway', 'manageSync');
+    h.entityRuns.add('sync:a:i:c:replayed');
+    h.entityRuns.add('sync:b:i:c:runaway');
+    // A replay of a long history on a starved thread: interrupted, but its script had run fine before.
+    const first = replayed.activate({ ms: 3000, interrupted: true, replaying: true }).catch(() => undefined);
+    await h.tick();
+    await h.finish('sync:a:i:c:replayed');
+    await first;
+    expect(h.runaways).toEqual([]);
+    // New work of a run interrupted: the run's script computed past its budget.
+    const second = runaway.activate({ ms: 3000, interrupted: true }).catch(() => undefined);
+    await h.tick();
+    await h.finish('sync:b:i:c:runaway');
+    await second;
+    expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:b:i:c:runaway']);
+  });
+
   it('the penalty lane finishes a workflow task before it starts another', async () => {
     const h = harness(1);
     // Heat environment a.
@@ -225,6 +255,34 @@ describe('lanes', () => {
     expect(h.running()).toEqual(['action:a:i:c:x:2']);
     await h.finish('action:a:i:c:x:2');
     expect(await secondOutcome).toBe('interrupted');
+  });
+
+  it('an activation that waited past its workflow task’s timeout is not run; one still in time is', async () => {
+    const h = harness(1);
+    const busy = await h.create('sync:a:i:c:busy', 'manageSync', 4000);
+    const late = await h.create('sync:a:i:c:late', 'manageSync', 4000);
+    const fresh = await h.create('sync:a:i:c:fresh', 'manageSync', 4000);
+    // busy holds the only shared lane (a long replay); late's task arrives now, fresh's 1 s later.
+    const busyOutcome = busy.activate({ ms: 0 });
+    await h.tick();
+    const lateOutcome = late.activate({ ms: 0 }).catch((error: unknown) => error);
+    h.advance(1000);
+    const freshOutcome = fresh.activate({ ms: 0 });
+    await h.tick();
+    h.advance(3500);
+    await h.finish('sync:a:i:c:busy');
+    expect(await busyOutcome).toBe('sync:a:i:c:busy');
+    // 4.5 s after late's task began: the server gave it up, so it is not run; fresh has 0.5 s left.
+    expect(await lateOutcome).toBeInstanceOf(LaneExpiredError);
+    expect(h.running()).toEqual(['sync:a:i:c:fresh']);
+    await h.finish('sync:a:i:c:fresh');
+    expect(await freshOutcome).toBe('sync:a:i:c:fresh');
+    // A task of the late workflow's that arrives now is run.
+    const retried = late.activate({ ms: 0 });
+    await h.tick();
+    expect(h.running()).toEqual(['sync:a:i:c:late']);
+    await h.finish('sync:a:i:c:late');
+    expect(await retried).toBe('sync:a:i:c:late');
   });
 
   it('a run stopped for an interrupted statement is not run again (a task of its was already on its way)', async () => {

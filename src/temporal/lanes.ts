@@ -20,8 +20,13 @@
  *   thread of its own that no calm environment's workflow lives on, and an activation of one of its
  *   workflows still on a shared lane is refused (`LaneMoveError`), which makes the worker evict it: its
  *   task is retried and replays on the penalty lane.
- * - **A runaway ends at its first interrupted statement.** An activation of a run (runSync, runAction)
- *   interrupted by the isolate timeout had its lane to itself for the whole timeout: the run's script
+ * - **No work for a dead task.** An activation still waiting for its lane past its workflow task's
+ *   timeout (counted from when the task's first activation reached the lanes) is not run
+ *   (`LaneExpiredError`): the server gave the task up. A backlog longer than the timeout then still
+ *   completes tasks, instead of completing every one too late.
+ * - **A runaway ends at its first interrupted statement.** An activation of a run (runSync, runAction,
+ *   or a sync entity whose run is under way, unless the activation replayed history) interrupted by
+ *   the isolate timeout had its lane to itself for the whole timeout: the run's script
  *   computed that long without awaiting a svc operation, past the 1 s of loop protection. `onRunaway`
  *   is told at once (the worker terminates the run with `script_timeout`); it no longer depends on the
  *   failure reaching the run's history before its workflow task times out.
@@ -44,6 +49,8 @@ export interface LaneWorkflowInfo {
   runId: string;
   workflowType: string;
   root?: { workflowId: string } | undefined;
+  /** The execution's workflow task timeout: an activation still waiting past it is not run. */
+  taskTimeoutMs?: number | undefined;
 }
 
 /** The part of the SDK's `WorkflowCreator` a lane drives: one per workflow thread. */
@@ -91,6 +98,8 @@ export interface LaneOptions {
   startsTask(activation: unknown): boolean;
   /** Does the workflow task go on after this completion (it scheduled local activities)? */
   continuesTask(completion: unknown): boolean;
+  /** Does this activation replay events of the history (rather than run new work)? */
+  replaying?: (activation: unknown) => boolean;
   /**
    * Where the lanes say what they decide: where a workflow lives at `debug`, a workflow moved off a
    * lane at `info`, an interrupted statement at `warn`.
@@ -102,6 +111,17 @@ export interface LaneOptions {
 /** Thrown from an activation of a hot environment's workflow on a shared lane: the worker evicts it. */
 export class LaneMoveError extends Error {
   override name = 'LaneMoveError';
+}
+
+/**
+ * Thrown from an activation that waited for its lane past its workflow task's timeout: the server has
+ * given the task up (its completion would be refused), so the lane does not spend its time on it, and
+ * the worker evicts the workflow, which frees the task's retry (Core holds it until this activation
+ * ends). Under a backlog longer than the timeout, running such activations anyway would make every
+ * task of the lane complete too late (each replayed again by its retry): nothing would progress.
+ */
+export class LaneExpiredError extends Error {
+  override name = 'LaneExpiredError';
 }
 
 /** Thrown from an activation of a run already stopped for an interrupted statement: it is not run again. */
@@ -129,7 +149,9 @@ interface Waiter {
   run: boolean;
   /** When the lanes first saw its workflow run: the penalty lane serves the oldest first. */
   firstSeen: number;
-  grant: (verdict: 'run' | 'move') => void;
+  /** When its workflow task times out on the server (by this worker's clock, never earlier than the server's). */
+  deadline: number;
+  grant: (verdict: 'run' | 'move' | 'expired') => void;
 }
 
 /**
@@ -251,6 +273,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
       if (at - first <= 10 * 60_000) continue;
       seen.delete(runId);
       stopped.delete(runId);
+      taskStarts.delete(runId);
     }
     for (const [id, state] of environments) {
       if (state.hotUntil <= at && at - state.lastActive > Math.max(activeMs, 10 * decayMs) && state.onShared === 0) {
@@ -267,6 +290,12 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
   function dispatch(): void {
     for (const lane of lanes) {
       if (lane.running !== undefined || lane.waiting.length === 0) continue;
+      const at = now();
+      lane.waiting = lane.waiting.filter((waiter) => {
+        if (waiter.deadline > at) return true;
+        waiter.grant('expired');
+        return false;
+      });
       const next = lane.penalty ? sessionNext(lane) : fairest(lane);
       if (next === undefined) continue;
       const [waiter] = lane.waiting.splice(next, 1);
@@ -299,6 +328,8 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
   // When each workflow run was first seen (its order on the penalty lane, kept across the retries of
   // its tasks, so that a run whose turn was missed is first at the next); forgotten after 10 minutes.
   const seen = new Map<string, number>();
+  // When each workflow run's current workflow task began here (its first activation arrived).
+  const taskStarts = new Map<string, number>();
   // Runs stopped for an interrupted statement: a task of theirs that was already on its way is not run.
   const stopped = new Set<string>();
   function firstSeen(runId: string): number {
@@ -372,14 +403,21 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     runId: string,
     startsTask: boolean,
     run: boolean,
+    deadline: number,
   ): Promise<() => number> {
     stateOf(environmentId).lastActive = now();
     if (!lane.penalty && blocked(lane) && lane.running !== environmentId) throw moved(lane, environmentId);
-    const verdict = await new Promise<'run' | 'move'>((grant) => {
-      lane.waiting.push({ environmentId, runId, startsTask, run, firstSeen: firstSeen(runId), grant });
+    const waitedFrom = now();
+    const verdict = await new Promise<'run' | 'move' | 'expired'>((grant) => {
+      lane.waiting.push({ environmentId, runId, startsTask, run, firstSeen: firstSeen(runId), deadline, grant });
       dispatch();
     });
     if (verdict === 'move') throw moved(lane, environmentId);
+    if (verdict === 'expired') {
+      throw new LaneExpiredError(
+        `workflow thread ${lane.index}: this activation waited ${Math.round(now() - waitedFrom)} ms, past its workflow task's timeout; not run (the task's retry replays)`,
+      );
+    }
     const startedAt = now();
     let released = false;
     return () => {
@@ -451,9 +489,13 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           const isRun =
             RUN_TYPES.has(info.workflowType) ||
             (info.workflowType === ENTITY_TYPE && (options.runsInEntity?.(info.workflowId, info.runId) ?? false));
-          const release = await acquire(lane, environmentId, info.runId, options.startsTask(activation), isRun).catch(
+          const startsTask = options.startsTask(activation);
+          if (startsTask || !taskStarts.has(info.runId)) taskStarts.set(info.runId, now());
+          const deadline = taskStarts.get(info.runId)! + (info.taskTimeoutMs ?? Infinity);
+          const release = await acquire(lane, environmentId, info.runId, startsTask, isRun, deadline).catch(
             (error: unknown) => {
               if (error instanceof LaneMoveError) log(`rescue ${info.workflowId} from lane ${lane.index}`, 'info');
+              if (error instanceof LaneExpiredError) log(`expired ${info.workflowId} on lane ${lane.index}`, 'info');
               throw error;
             },
           );
@@ -464,6 +506,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             throw moved(lane, environmentId);
           }
           const startedAt = now();
+          const replaying = options.replaying?.(activation) ?? false;
           // An interrupted statement: the run's script computed past every budget with the lane to itself.
           const convict = (): void => {
             heat(environmentId);
@@ -471,11 +514,13 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
               `interrupted ${info.workflowId} (environment ${environmentId || '(none)'}) on lane ${lane.index} after ${Math.round(now() - startedAt)} ms`,
               'warn',
             );
-            // Not a sync entity's, even while its run is under way: its activation may be a replay of a
-            // long history on a starved thread (a test saw one interrupted after 4.3 s on the penalty
-            // lane, its run healthy). The run watch convicts an entity's run from its history
-            // (src/temporal/runWatch.ts), the thread marks after a worker death.
-            if (!RUN_TYPES.has(info.workflowType)) return;
+            // A sync entity's only while its run is under way and the activation ran new work: a replay
+            // of a long history on a starved thread may be interrupted too (a test saw one after 4.3 s on
+            // the penalty lane, its run healthy). Left unconvicted, a runaway entity run retried its task
+            // (3 s of a lane each time, some attempts aborting the worker process: 7 worker deaths in
+            // 4 minutes in test/chaos/scripts.test.ts) until the run watch or the thread marks stopped it.
+            const entityRun = info.workflowType === ENTITY_TYPE && isRun && !replaying;
+            if (!RUN_TYPES.has(info.workflowType) && !entityRun) return;
             firstSeen(info.runId);
             stopped.add(info.runId);
             options.onRunaway({
@@ -503,6 +548,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           try {
             await inner.dispose();
           } finally {
+            taskStarts.delete(info.runId);
             lane.workflows--;
           }
         },
