@@ -10,7 +10,7 @@ import { createDeployActivities, type DeployActivityDeps } from './deploy.js';
 import { createRuntimeActivities, type RunCommit, type RuntimeDeps } from './runtime.js';
 import { createSyncRunActivities } from './syncRuns.js';
 import { createWebhookActivities } from './webhooks.js';
-import { recordSyncDeliveries } from '../src/webhooks/deliveries.js';
+import { createWebhookDeliveryStore } from '../src/webhooks/deliveries.js';
 import { createWebhookSettingsStore } from '../src/webhooks/settings.js';
 
 export type { RuntimeDeps, ActionResolver } from './runtime.js';
@@ -60,7 +60,9 @@ export function createActivities({ db, runtime }: ActivityDeps) {
   const connections = runtime?.connections;
   const secretsOf = async (scope: ConnectionScope): Promise<string[]> =>
     (await connections?.credentialSecrets?.(scope).catch(() => undefined)) ?? [];
-  const webhookSettings = runtime ? createWebhookSettingsStore({ db, encryptor: runtime.encryptor }) : undefined;
+  const webhookDeliveries = runtime
+    ? createWebhookDeliveryStore({ db, settings: createWebhookSettingsStore({ db, encryptor: runtime.encryptor }) })
+    : undefined;
   return {
     ...createHealthActivities({ db }),
     ...(runtime && authorities
@@ -73,7 +75,7 @@ export function createActivities({ db, runtime }: ActivityDeps) {
             secretsOf,
             inboundQueue: runtime.inboundQueue,
             runSlots: runtime.runSlots,
-            recordDeliveries: (event, key) => recordSyncDeliveries(db, webhookSettings!, event, key),
+            recordDeliveries: (event, key) => webhookDeliveries!.record(event, key),
           }),
           ...createWebhookActivities({ db, encryptor: runtime.encryptor, authorities, secretsOf }),
           // A deploy's apply (workflows/applyDeployment.ts).

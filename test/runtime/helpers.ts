@@ -21,7 +21,7 @@ import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 import { deferCleanup } from '../helpers/cleanup.js';
-import { startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
+import { json, startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
 import { bundle } from '../helpers/scriptBundle.js';
 
 export { ENVIRONMENT, INTEGRATION, TestConnections };
