@@ -67,17 +67,20 @@ describe('the Temporal runtime logger', () => {
     const thrown = new Error(`the token is ${TOKEN}`);
     logger.warn('Workflow failed', { workflowType: 'runSync', [FAILURE_TYPE_ATTRIBUTE]: TOKEN, error: thrown });
     logger.warn('Activity failed', { workflowType: 'runAction', error: { name: TOKEN, code: 'script_error' } });
+    // A sync entity runs its sync's script in its own execution.
+    logger.warn('Workflow failed', { workflowType: 'manageSync', error: new TypeError(`the token is ${TOKEN}`) });
     expect(entries().map((entry) => [entry['level'], entry['error'], entry[FAILURE_TYPE_ATTRIBUTE]])).toEqual([
       ['warn', `Error: ${WITHHELD}`, '(withheld)'],
       ['warn', `error script_error: ${WITHHELD}`, undefined],
+      ['warn', `TypeError: ${WITHHELD}`, undefined],
     ]);
     expect(lines.join('')).not.toContain(TOKEN);
   });
 
   it('keeps the error of a run that is not a script run, and what is below the level is not written', () => {
     const { logger, entries } = capture('warn');
-    logger.info('Workflow started', { workflowType: 'manageSync' });
-    logger.warn('Workflow failed', { workflowType: 'manageSync', error: new TypeError('bad state') });
+    logger.info('Workflow started', { workflowType: 'deliverWebhook' });
+    logger.warn('Workflow failed', { workflowType: 'deliverWebhook', error: new TypeError('bad state') });
     expect(entries()).toHaveLength(1);
     expect(entries()[0]?.['error']).toMatchObject({ type: 'TypeError', message: 'bad state' });
   });
