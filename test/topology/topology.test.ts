@@ -83,10 +83,14 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 }, 120_000);
 
-/** The runSync executions, newest first, with the pids of the workers that took their workflow tasks. */
-async function runExecutions(): Promise<{ workflowId: string; runId: string; pids: number[] }[]> {
+/**
+ * The sync entities' executions (a run runs inside its entity's execution, one execution per run), of
+ * one connection or all, newest first, with the pids of the workers that took their workflow tasks.
+ */
+async function runExecutions(connection?: string): Promise<{ workflowId: string; runId: string; pids: number[] }[]> {
   const found: { workflowId: string; runId: string; pids: number[] }[] = [];
-  for await (const execution of temporal.workflow.list({ query: "WorkflowType = 'runSync'" })) {
+  for await (const execution of temporal.workflow.list({ query: "WorkflowType = 'manageSync'" })) {
+    if (connection !== undefined && !execution.workflowId.includes(`:${connection}:`)) continue;
     const history = await temporal.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
     const pids = (history.events ?? [])
       .map((event) => event.workflowTaskStartedEventAttributes?.identity)
@@ -112,7 +116,11 @@ describe('the production topology', () => {
     await trigger(api, 'kill');
     await until('page 6 of the run', () => fake.pagesSeen('kill') >= 6);
     // The worker running it: the one that took its latest workflow task.
-    const running = await eventually(async () => (await runExecutions())[0], 60_000, 'the runSync execution');
+    const running = await eventually(
+      async () => (await runExecutions('kill'))[0],
+      60_000,
+      'the sync entity execution of the run',
+    );
     const owner = running.pids.at(-1);
     const victim = topology.workers.find((worker) => worker.child.pid === owner);
     const survivor = topology.workers.find((worker) => worker !== victim)!;
@@ -127,8 +135,13 @@ describe('the production topology', () => {
     const run = await finishedRun(api, 'kill');
     const doneMs = Date.now() - killedAt;
     const repeated = await expectExact(fake, pool, 'kill', run, 1);
-    const [after] = await runExecutions();
-    expect(after!.pids.at(-1)).toBe(survivor.child.pid);
+    // The run's execution continued as new once the run was recorded: the newest one's first task.
+    const after = await eventually(
+      async () => (await runExecutions('kill')).find((execution) => execution.pids.length > 0),
+      60_000,
+      'a workflow task of the sync entity after the run',
+    );
+    expect(after.pids.at(-1)).toBe(survivor.child.pid);
     expect(alive(survivor) && alive(topology.api)).toBe(true);
     console.log(
       `[topology] worker killed at page ${requestsAtKill}: requests resumed ${resumedMs} ms after the kill on the other worker, ` +
@@ -153,7 +166,7 @@ describe('the production topology', () => {
     );
   }, 600_000);
 
-  it('rolling upgrade: a second worker build (runSync changed behind patched()) replaces the first while runs are in flight; every run completes', async () => {
+  it('rolling upgrade: a second worker build (manageSync changed behind patched()) replaces the first while runs are in flight; every run completes', async () => {
     const v2Bundle = join(scratch, 'v2', 'workflow-bundle.js');
     saveWorkflowBundle(await buildWorkflowBundle(V2_ENTRY), v2Bundle);
     const inFlight = ['up1', 'up2', 'up3'];
@@ -203,7 +216,7 @@ describe('the production topology', () => {
     );
     for await (const result of replays) expect(result.error, result.workflowId).toBeUndefined();
     console.log(
-      `[topology] rolling upgrade: ${inFlight.length} runs in flight; ${moved.length} runSync executions had workflow tasks on both builds; ` +
+      `[topology] rolling upgrade: ${inFlight.length} runs in flight; ${moved.length} sync entity executions had workflow tasks on both builds; ` +
         `pages fetched twice: ${repeats.join(', ')}; ${histories.length} histories replayed on the new build`,
     );
     for (const process of [topology.api, ...newWorkers]) expect(alive(process), process.name).toBe(true);
