@@ -172,7 +172,8 @@ describe('a worker process that gets SIGTERM during a request', () => {
     const runId = await eventually(
       async () => {
         for await (const run of temporal.workflow.list({
-          query: `WorkflowType = 'runSync' AND TaskQueue = '${taskQueue}'`,
+          // The run runs inside its sync entity's execution (one execution per run).
+          query: `WorkflowType = 'manageSync' AND TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`,
         }))
           return run.workflowId;
         return undefined;
