@@ -56,7 +56,7 @@ import { purgeExpired, temporalHorizon, type RetentionPolicy, type RetentionStor
 import { createRunHistory, runHistoryEnvironmentHoldings } from './runtime/runHistory.js';
 import { createRunSlots, runSlotEnvironmentHoldings } from './runtime/runSlots.js';
 import { createPostgresScriptStore, scriptEnvironmentHoldings } from './runtime/scriptStore.js';
-import { createStepLedger } from './steps/stepLedger.js';
+import { createStepLedger, readRunCommit } from './steps/stepLedger.js';
 import type { Settings } from './settings.js';
 import {
   checksConnection,
@@ -212,6 +212,7 @@ function composeParts(options: {
   const syncs = createSyncControl({
     client: temporal,
     taskQueue,
+    committedRun: (executionRunId) => readRunCommit(db, executionRunId),
     frequencyOf: (ref) => frequencies.get(ref),
     scripts,
     onStop: async (ref) => {

@@ -131,6 +131,19 @@ export async function onceInTransaction<T>(
   return result;
 }
 
+/**
+ * What a run committed to at its start (its commit step), if it did; the commit is stored in the clear
+ * (it names no credential), so reading it takes no key: SyncControl reads it for the status of an entity
+ * whose run began in a workflow task not yet recorded (src/temporal/entityStatus.ts).
+ */
+export async function readRunCommit<T>(db: Pool, runId: string): Promise<T | null> {
+  const { rows } = await db.query<{ result: T }>('SELECT result FROM script_steps WHERE run_id = $1 AND step = $2', [
+    runId,
+    COMMIT_STEP,
+  ]);
+  return rows[0]?.result ?? null;
+}
+
 export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encryptor }): StepLedger {
   // Per run (Temporal's run id): deferred outcomes by step, and the timer that writes them.
   const deferred = new Map<string, { rows: Map<number, string>; timer: NodeJS.Timeout | undefined }>();
@@ -235,13 +248,7 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
       await db.query('DELETE FROM script_steps WHERE run_id = $1 AND step < $2', [runId, below]);
     },
 
-    async committed<T>(runId: string): Promise<T | null> {
-      const { rows } = await db.query<{ result: T }>(
-        'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
-        [runId, COMMIT_STEP],
-      );
-      return rows[0]?.result ?? null;
-    },
+    committed: <T>(runId: string) => readRunCommit<T>(db, runId),
 
     async commit<T>(runId: string, value: T): Promise<T> {
       // One statement: the insert's RETURNING, or (on conflict) the row as it was before it.

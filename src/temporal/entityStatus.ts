@@ -9,7 +9,10 @@
  * order, applied by the same pure functions the workflow applies (workflows/syncEntity.ts). What the
  * history cannot say is what the workflow decided since; it says whether a run began in this execution
  * and has not ended (its `beginRun` step, or a child `runSync` of an older entity, without the step or
- * event that ends it), and that run is reported `running`.
+ * event that ends it), and that run is reported `running`. A run that began in a workflow task not yet
+ * recorded (its worker was killed in it: a task records its steps only when it completes or heartbeats)
+ * has no step in the history; its commit in Postgres (the step ledger's commit row, `committedRun`)
+ * says it began.
  */
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
@@ -27,7 +30,7 @@ import {
 } from '../../workflows/syncEntity.js';
 
 /** What a run was chosen from, as its `beginRun` step answers it (activities/runtime.ts RunCommit). */
-interface RunCommit {
+export interface RunCommit {
   events: number;
   at: number;
   created: number;
@@ -57,9 +60,13 @@ function eventTime(event: HistoryEvent): number {
 }
 
 /** The status of the entity's current execution as its history tells it (see the file's comment). */
-export async function entityStatusFromHistory(client: Client, workflowId: string): Promise<SyncStatus> {
-  const handle = client.workflow.getHandle(workflowId);
-  const events = (await handle.fetchHistory()).events ?? [];
+export async function entityStatusFromHistory(
+  client: Client,
+  workflowId: string,
+  committedRun?: (executionRunId: string) => Promise<RunCommit | null>,
+): Promise<SyncStatus> {
+  const { runId: executionRunId } = await client.workflow.getHandle(workflowId).describe();
+  const events = (await client.workflow.getHandle(workflowId, executionRunId).fetchHistory()).events ?? [];
   const converter = client.options.loadedDataConverter;
   const decode = <T>(payloads: Payload[] | null | undefined): Promise<T> =>
     decodeFromPayloadsAtIndex<T>(converter, 0, payloads);
@@ -75,6 +82,8 @@ export async function entityStatusFromHistory(client: Client, workflowId: string
   let entity = fresh(eventTime(started));
   const heard: SyncEntityEvent[] = [];
   let running = false;
+  // Whether the history holds a step or event of a run of this execution (begun or ended).
+  let runSeen = false;
   for (const event of events) {
     const signal = event.workflowExecutionSignaledEventAttributes;
     if (signal) {
@@ -90,6 +99,7 @@ export async function entityStatusFromHistory(client: Client, workflowId: string
       continue;
     }
     const step = localActivityType(event);
+    if (step === 'beginRun' || step === 'finishSyncRun' || step === 'recordSyncRun') runSeen = true;
     if (step === 'beginRun' && !running) {
       // Version 2: the run began, chosen from what its commit says (workflows/manageSync.ts RunCommit):
       // the execution's first `events` signals at the time `at`; the later ones arrived during it.
@@ -108,6 +118,20 @@ export async function entityStatusFromHistory(client: Client, workflowId: string
       // Version 1: the run's child.
       const chosen = nextStep(entity, eventTime(event), rules);
       if (chosen.step.type === 'startRun') entity = chosen.entity;
+      running = true;
+    }
+  }
+  if (!runSeen && committedRun) {
+    // The run may have begun in a workflow task that is not recorded (its worker was killed, or the task
+    // is still going): its beginRun committed in Postgres all the same. A run that also ended in that
+    // unrecorded task is reported running until the task is recorded (or done again by another worker).
+    const commit = await committedRun(executionRunId);
+    if (commit) {
+      const chosen = choose(heard, commit);
+      if (chosen.step.type === 'startRun') {
+        entity = chosen.entity;
+        for (const later of heard.slice(commit.events)) entity = applyEvent(entity, later);
+      }
       running = true;
     }
   }

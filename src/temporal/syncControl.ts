@@ -29,7 +29,7 @@ import type { ScriptStore } from '../runtime/scriptStore.js';
 import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
 import { syncWorkflowId } from './connection.js';
-import { entityStatusFromHistory } from './entityStatus.js';
+import { entityStatusFromHistory, type RunCommit } from './entityStatus.js';
 import { rootActionId } from './runAuthority.js';
 import { stopIfRunaway, type RunawayVerdict } from './runaway.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
@@ -66,6 +66,14 @@ export interface SyncControlOptions {
    * outside Temporal goes too (its queued webhooks, src/webhooks/inboundQueue.ts).
    */
   onStop?: (ref: SyncRef) => Promise<void>;
+  /**
+   * What an entity execution's run committed to at its start (its `beginRun` step, kept in the step
+   * ledger: StepLedger.committed), by the execution's run id. The status read from history uses it when
+   * the run began in a workflow task not yet recorded (its worker was killed meanwhile, or the task is
+   * still going): the history holds no `beginRun` step then, Postgres does.
+   * @default none: such a run is not seen until its task is recorded
+   */
+  committedRun?: (executionRunId: string) => Promise<RunCommit | null>;
 }
 
 /**
@@ -89,7 +97,14 @@ const DEFAULT_ACTION_TIMEOUT_MS = 5 * 60_000;
 export type ActionOutcome =
   { ok: true; output: unknown } | { ok: false; body: { error_type: 'action_script_failure'; payload: unknown } };
 
-export function createSyncControl({ client, taskQueue, frequencyOf, scripts, onStop }: SyncControlOptions) {
+export function createSyncControl({
+  client,
+  taskQueue,
+  frequencyOf,
+  scripts,
+  onStop,
+  committedRun,
+}: SyncControlOptions) {
   const loader = scripts ? createScriptLoader(scripts) : undefined;
   /** The action's bundle when it is small enough to go with the input; otherwise the run loads it. */
   async function inlineScript(definition: ActionDefinition): Promise<LoadedScript | undefined> {
@@ -186,7 +201,7 @@ export function createSyncControl({ client, taskQueue, frequencyOf, scripts, onS
       } catch (error) {
         if (error instanceof WorkflowNotFoundError) throw notFound(ref);
         try {
-          return await entityStatusFromHistory(client, syncWorkflowId(ref));
+          return await entityStatusFromHistory(client, syncWorkflowId(ref), committedRun);
         } catch (fallback) {
           if (fallback instanceof WorkflowNotFoundError) throw notFound(ref);
           throw error;

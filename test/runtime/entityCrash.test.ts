@@ -12,6 +12,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
+import { readRunCommit } from '../../src/steps/stepLedger.js';
 import { createSyncControl, STATUS_QUERY_MS } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectReplays, type History } from '../helpers/replay.js';
@@ -27,7 +28,11 @@ const doNothing = bundle(`async function sync() {}`);
 describe('a run inside its sync entity survives SIGKILL of its worker process', () => {
   it('20,000 records, three kills (the first before its first workflow task completed, with a pause and a deploy meanwhile): the run that began goes on, exactly', async () => {
     const h = await useRuntime({ worker: false });
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const control = createSyncControl({
+      client: h.client,
+      taskQueue: h.taskQueue,
+      committedRun: (executionRunId) => readRunCommit(h.pool, executionRunId),
+    });
     const { url, pageHits, script } = await startCursorApi(TOTAL, PAGE);
     const api = { url };
     const definition = syncDefinition({
@@ -61,7 +66,9 @@ describe('a run inside its sync entity survives SIGKILL of its worker process', 
         }
         if (i === 1) {
           // No worker serves the entity now, so it cannot answer its status query: the status is read
-          // from its execution's history (src/temporal/entityStatus.ts), the run and the pause in it.
+          // from its execution's history (src/temporal/entityStatus.ts), the pause in it, and the run:
+          // its beginRun step in the history, or, when the workflow task that began it after the first
+          // kill is not recorded yet (a task records its steps every few seconds), its commit in Postgres.
           const asked = Date.now();
           const down = await control.status(ref);
           expect({ status: down.status, paused: down.paused, executions: down.executions }).toEqual({
