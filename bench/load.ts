@@ -5,7 +5,7 @@
  * One worker process (the service's own, SERVICE_ROLE=worker) and the API in this process over an
  * ephemeral dev stack. A deployment with one sync at a 5-minute interval; N connections imported
  * through the API; then a second deploy adds a second sync to all of them (its time is measured).
- * From Temporal's visibility, each entity's scheduled second run against its plan (the end of the first
+ * From the service's run history (sync_runs), each entity's scheduled second run against its plan (the end of the first
  * run plus the interval): the delay p50/p99/max. The worker's RSS and
  * CPU are sampled from /proc throughout. Last, bursts of 50 concurrent POST /action/trigger: p50, p99,
  * errors, and the sync runs open when each burst starts.
@@ -155,7 +155,6 @@ async function main(): Promise<void> {
     await service.start();
     const baseUrl = service.apiUrl ?? '';
     const { connections, deployments } = service.parts;
-    const { temporal } = service;
     const { environment, secretKey } = await connections.environments.create({ name: 'load' });
     const api = createClient({ baseUrl, secretKey });
     await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
@@ -178,20 +177,25 @@ async function main(): Promise<void> {
     const deployS = (Date.now() - started) / 1000;
     log(`deploy adding a second sync to all ${N} connections: ${round(deployS, 1)} s`);
 
-    // The runs, from Temporal's visibility (querying 2N entities one by one would load the worker we
-    // measure): each entity's run workflows are `<entity id>:run:<uuid>`. An entity plans its next run
-    // at the end of the last one plus the interval (nextRunAt = finishedAt + runs); the child's close
-    // time is a few ms before the entity's finishedAt, so the delay below errs on the long side.
+    // The runs, from the service's run history (sync_runs; querying 2N entities one by one would load
+    // the worker we measure). A run is its entity's execution (issue 31), so Temporal's visibility lists
+    // executions, not runs. An entity plans its next run at the end of the last one plus the interval
+    // (nextRunAt = finishedAt + runs).
     const entities = 2 * N;
     const intervalMs = MINUTES * 60_000;
     const runsByEntity = async (): Promise<Map<string, { start: number; close: number }[]>> => {
       const map = new Map<string, { start: number; close: number }[]>();
-      for await (const run of temporal.workflow.list({ query: "WorkflowType = 'runSync'" })) {
-        if (!run.closeTime) continue;
-        const entity = run.workflowId.split(':run:')[0]!;
+      const { rows } = await db.query<{
+        connection_id: string;
+        sync_name: string;
+        started_at: Date;
+        finished_at: Date;
+      }>('SELECT connection_id, sync_name, started_at, finished_at FROM sync_runs');
+      for (const run of rows) {
+        const entity = `${run.connection_id}:${run.sync_name}`;
         map.set(entity, [
           ...(map.get(entity) ?? []),
-          { start: run.startTime.getTime(), close: run.closeTime.getTime() },
+          { start: run.started_at.getTime(), close: run.finished_at.getTime() },
         ]);
       }
       return map;
@@ -242,8 +246,9 @@ async function main(): Promise<void> {
     // shared the sync runs' task queue (they have a queue of their own, workflows/taskQueues.ts).
     const openSyncRuns: number[] = [];
     for (let burst = 0; burst < ACTION_BURSTS; burst++) {
-      const open = await temporal.workflow.count("WorkflowType = 'runSync' AND ExecutionStatus = 'Running'");
-      openSyncRuns.push(open.count);
+      // Each sync run holds a run slot from its beginRun step until it is recorded (src/runtime/runSlots.ts).
+      const open = await db.query<{ n: string }>("SELECT count(*) AS n FROM run_slots WHERE kind = 'sync'");
+      openSyncRuns.push(Number(open.rows[0]!.n));
       await Promise.all(
         Array.from({ length: 50 }, async (_, i) => {
           const t = performance.now();
