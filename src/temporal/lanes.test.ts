@@ -285,6 +285,22 @@ describe('lanes', () => {
     expect(await retried).toBe('sync:a:i:c:late');
   });
 
+  it('a run’s activation that waited past its workflow task’s timeout is still run (a runaway is convicted only when it runs)', async () => {
+    const h = harness(1);
+    const busy = await h.create('sync:a:i:c:busy', 'manageSync', 4000);
+    const runaway = await h.create('action:a:i:c:x:1', 'runAction', 4000);
+    const busyOutcome = busy.activate({ ms: 0 });
+    await h.tick();
+    const runawayOutcome = runaway.activate({ ms: 3000, interrupted: true }).catch((error: unknown) => error);
+    h.advance(4500);
+    await h.finish('sync:a:i:c:busy');
+    expect(await busyOutcome).toBe('sync:a:i:c:busy');
+    expect(h.running()).toEqual(['action:a:i:c:x:1']);
+    await h.finish('action:a:i:c:x:1');
+    await runawayOutcome;
+    expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['action:a:i:c:x:1']);
+  });
+
   it('a run stopped for an interrupted statement is not run again (a task of its was already on its way)', async () => {
     const h = harness(1);
     const runaway = await h.create('action:a:i:c:x:1');
