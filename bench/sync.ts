@@ -2,7 +2,8 @@
  * Sync throughput (issues 5, 31). `npx tsx bench/sync.ts [--records N] [--page N] [--rounds N] [--normal]`.
  *
  * A sync script pages through a fake API on loopback with `svc.get` and saves each page with
- * `svc.batchSave` (every call a durable step: a local activity), against a raw Postgres upsert of the
+ * `svc.batchSave` (every call a durable step: a local activity), run as production runs a scheduled
+ * run (inside its sync entity's execution, `manageSync`: bench/syncHarness.ts runEntitySync), against a raw Postgres upsert of the
  * same records in the same batches from this one process, in the same run. Workers and client use the
  * production data converter (every payload encrypted, then claim-checked; src/service.ts), and the
  * step ledger encrypts what it keeps, as in production. `--rounds` times (default 3): the sync, then
@@ -17,12 +18,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { Encryptor } from '../src/connections/encryption.js';
-import { syncRunId } from '../src/temporal/runAuthority.js';
-import type { OperationMode, RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
+import type { OperationMode } from '../src/runtime/definitions.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { formatCount, line, summarize, timed } from './lib/stats.js';
 import { RAW_TABLE_SQL, rawUpsert, recordsApi, syntheticRecord } from './lib/syncRecords.js';
-import { bundle, productionConverter, startRuntimeBench } from './syncHarness.js';
+import { bundle, productionConverter, runEntitySync, startRuntimeBench } from './syncHarness.js';
 
 const normal = process.argv.includes('--normal');
 const { records, page, rounds } = positiveIntegerFlags(
@@ -53,12 +53,12 @@ try {
     );
   const runSync = async (mode: OperationMode, total = records) => {
     const scriptHash = await scriptFor(total);
-    const input: RunSyncInput = {
+    const input = {
       definition: {
         environmentId: 'bench',
         integrationId: 'bench-api',
         syncName: `records-${mode}`,
-        syncType: 'incremental',
+        syncType: 'incremental' as const,
         runsMs: 86_400_000,
         autoStart: true,
         trackDeletes: false,
@@ -67,16 +67,11 @@ try {
         webhookSubscriptions: [],
       },
       connectionId: `bench-${randomUUID()}`,
-      mode: 'incremental',
       options: { operationMode: mode },
     };
-    return timed(() =>
-      bench.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
-        taskQueue: bench.taskQueue,
-        workflowId: syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID()),
-        args: [input],
-      }),
-    );
+    // As production runs a scheduled run: inside its sync entity's execution (workflows/manageSync.ts).
+    const { result, ms } = await runEntitySync(bench, input);
+    return { result, ms };
   };
 
   // Raw: the same records, the same batches, one INSERT … ON CONFLICT per batch into an equivalent

@@ -14,13 +14,22 @@ import { createActivities } from '../activities/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { startStack } from '../src/devstack/index.js';
-import type { ActionDefinition } from '../src/runtime/definitions.js';
+import {
+  RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  SYNC_ENTITY_VERSION,
+  type ActionDefinition,
+  type RunOptions,
+  type SyncDefinition,
+  type SyncRunResult,
+  type SyncStatus,
+} from '../src/runtime/definitions.js';
 import { outboundPolicy } from '../src/runtime/outbound.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import { createDataConverter, createEncryptionCodec } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../src/runtime/scriptStore.js';
 import { createSyncControl } from '../src/temporal/syncControl.js';
-import { connectTemporal, connectWorker } from '../src/temporal/connection.js';
+import { connectTemporal, connectWorker, syncWorkflowId } from '../src/temporal/connection.js';
+import type { ManageSyncInput } from '../workflows/manageSync.js';
 import { bundleWorkflows, createRuntimeWorkers, type RuntimeWorkers } from '../src/temporal/worker.js';
 import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js';
 
@@ -148,4 +157,50 @@ export function serviceSyncControl(bench: Pick<RuntimeBench, 'client' | 'taskQue
 /** A script bundle in the compiled format from the source of its default-exported function. */
 export function bundle(functionSource: string): string {
   return `"use strict";\nmodule.exports.default = ${functionSource};\n`;
+}
+
+/**
+ * One sync run as production runs a scheduled one (issue 31's run model): inside the first execution
+ * of a new sync entity (`manageSync`, auto-start: its first run starts at once), its steps local
+ * activities of that execution. Timed from the entity's start to the run's row in the run history
+ * (written by the run's last step, `finishSyncRun`; polled every 5 ms), so it covers what a `runSync`
+ * workflow's start-to-result covered, plus the run's record. The entity is terminated afterwards.
+ * Returns the run's result (the entity's `latestResult`) and the execution that ran it.
+ */
+export async function runEntitySync(
+  bench: Pick<RuntimeBench, 'client' | 'pool' | 'taskQueue'>,
+  given: { definition: SyncDefinition; connectionId: string; options?: RunOptions; timeoutMs?: number },
+): Promise<{ result: SyncRunResult; ms: number; workflowId: string; runId: string }> {
+  const { definition, connectionId } = given;
+  const input: ManageSyncInput = { definition, connectionId, options: given.options, version: SYNC_ENTITY_VERSION };
+  const workflowId = syncWorkflowId({ ...definition, connectionId });
+  const started = performance.now();
+  const handle = await bench.client.workflow.start('manageSync', {
+    taskQueue: bench.taskQueue,
+    workflowId,
+    args: [input],
+    // As src/temporal/syncControl.ts starts an entity.
+    workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
+  });
+  const deadline = started + (given.timeoutMs ?? 600_000);
+  try {
+    for (;;) {
+      const { rows } = await bench.pool.query<{ status: string; error_message: string | null }>(
+        'SELECT status, error_message FROM sync_runs WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND sync_name = $4',
+        [definition.environmentId, definition.integrationId, connectionId, definition.syncName],
+      );
+      const row = rows[0];
+      if (row) {
+        const ms = performance.now() - started;
+        if (row.status !== 'success') throw new Error(`the run failed: ${row.error_message ?? 'no message'}`);
+        const status = await handle.query<SyncStatus>('status');
+        if (!status.latestResult) throw new Error('the entity reports no result of its run');
+        return { result: status.latestResult, ms, workflowId, runId: handle.firstExecutionRunId };
+      }
+      if (performance.now() > deadline) throw new Error(`the run of ${workflowId} did not finish in time`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  } finally {
+    await handle.terminate('benchmark run done').catch(() => undefined);
+  }
 }

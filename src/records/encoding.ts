@@ -2,7 +2,7 @@
  * How records become rows: their key (`id` as text), their canonical JSON and its hash, and the
  * opaque page cursor. Pure functions, so the Postgres store and its benchmark share one definition.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ServiceError } from '../errors.js';
 
 /** Longest accepted `id`, in characters: it is part of a btree key, which Postgres caps near 2.7 kB. */
@@ -112,7 +112,8 @@ function canonical(input: unknown, seen: Set<object>, top: boolean): string | un
 
 /** md5 of the canonical JSON, in uuid form (16 bytes in the table). Not a security boundary: change detection only. */
 export function contentHash(json: string): string {
-  const hex = createHash('md5').update(json).digest('hex');
+  // The one-shot hash: no Hash object per record (a third of the store's JavaScript work per batch).
+  const hex = hash('md5', json, 'hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 

@@ -81,7 +81,7 @@ export function createPostgresRecordStore({
       const prepared = prepareRecords(options);
       if (prepared.length === 0) return zeroSummary();
       try {
-        // One batch, one statement (records_save, migration 20261124080000): the step's ledger row,
+        // One batch, one statement (records_save_page, migration 20261127160000): the step's ledger row,
         // the run fence, the scope lock and the writes in a single round trip.
         if (prepared.length <= chunkSize) return (await saveChunk(db, options, prepared, options.step)).summary;
         // A larger batch: still one transaction (all or nothing), a statement per chunk, so that no
@@ -345,7 +345,7 @@ function prepareRecords(options: SaveRecordsOptions): PreparedRecord[] {
 }
 
 /**
- * Writes one chunk under the scope lock (records_save): inserts the new records, rewrites the changed
+ * Writes one chunk under the scope lock (records_save_page): inserts the new records, rewrites the changed
  * ones and only stamps the run on the unchanged ones. `at` is the batch's timestamp when an earlier
  * chunk of the same batch took one, so every record of a batch carries the same one.
  */
@@ -357,7 +357,7 @@ async function saveChunk(
   at?: string,
 ): Promise<{ summary: WriteSummary; at: string | undefined }> {
   const { rows } = await db.query<{ saved: WriteSummary & { at?: string } }>(
-    'SELECT records_save($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS saved',
+    'SELECT records_save_page($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS saved',
     [
       ...scopeParams(options),
       options.syncName,
@@ -367,7 +367,8 @@ async function saveChunk(
       at ?? null,
       chunk.map((record) => record.key),
       chunk.map((record) => record.hash),
-      chunk.map((record) => record.json),
+      // One JSON array of the canonical texts (records_save_page takes each element's text as given).
+      `[${chunk.map((record) => record.json).join(',')}]`,
       step?.earlier?.length ? step.earlier.map((row) => row.step) : null,
       step?.earlier?.length ? step.earlier.map((row) => row.outcome) : null,
     ],
@@ -379,7 +380,7 @@ async function saveChunk(
   };
 }
 
-/** The store's own errors, raised by records_save with SQLSTATEs of their own. */
+/** The store's own errors, raised by records_save_page with SQLSTATEs of their own. */
 function storeError(error: unknown, scope: SyncScope & { runId: string }): unknown {
   const code = (error as { code?: unknown }).code;
   if (code === 'SV001') {

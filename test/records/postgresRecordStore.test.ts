@@ -199,6 +199,44 @@ describe('saving', () => {
     expect(again.unchanged).toBe(2);
     expect((await readAll(where, 'Issue', { ids: [awkward] })).map((r) => r.id)).toEqual([awkward]);
   });
+
+  it('finds what the previous statement (records_save, text[]) stored unchanged, byte for byte (rolling upgrade)', async () => {
+    const where = scope();
+    const awkward = 'tab\there\nnew line\\back\\slash "quoted" \r é 日本 😀 \u0000';
+    const records = [
+      { id: 'a', text: awkward, nested: { z: 1, a: [awkward, null, 2.5] } },
+      { id: 7, list: [{ b: true, a: false }] },
+    ];
+    // What a worker of the previous version stores: the same canonical texts and hashes, as text[].
+    const { canonicalRecordJson, contentHash } = await import('../../src/records/encoding.js');
+    const texts = records.map((record, index) => canonicalRecordJson(record, { index, model: 'Issue' }));
+    await pool.query('SELECT records_save($1, $2, $3, $4, $5, $6, NULL, NULL, NULL, $7, $8, $9)', [
+      where.environmentId,
+      where.integrationId,
+      where.connectionId,
+      'Issue',
+      where.syncName,
+      'r1',
+      ['a', '7'],
+      texts.map(contentHash),
+      texts,
+    ]);
+    const before = await pool.query<{ id: string; data: string }>(
+      'SELECT id, data::text AS data FROM records WHERE scope_id = (SELECT scope_id FROM record_scopes WHERE connection_id = $1) ORDER BY id',
+      [where.connectionId],
+    );
+    const again = await store.saveRecords({ ...where, model: 'Issue', runId: 'r1', records });
+    expect(again).toEqual({ added: 0, updated: 0, deleted: 0, unchanged: 2 });
+    // And the new statement stores the very texts the previous one did.
+    const fresh = scope();
+    await store.saveRecords({ ...fresh, model: 'Issue', runId: 'r1', records });
+    const after = await pool.query<{ id: string; data: string }>(
+      'SELECT id, data::text AS data FROM records WHERE scope_id = (SELECT scope_id FROM record_scopes WHERE connection_id = $1) ORDER BY id',
+      [fresh.connectionId],
+    );
+    expect(after.rows).toEqual(before.rows);
+    expect(before.rows.map((row) => row.data)).toEqual([texts[1], texts[0]]); // ordered by id: '7', 'a'
+  });
 });
 
 describe('deleting', () => {
