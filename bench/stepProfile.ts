@@ -4,8 +4,9 @@
  * [--bytes N] [--rounds N] [--variants a,b,…]`.
  *
  * The sync of bench/sync.ts (svc.paginate over a fake API on loopback, svc.batchSave per page) run as
- * production runs it: the payload codecs of src/main.ts (encryption, then claim check) and a 5 s
- * workflow task timeout (the run workflow's). Records are ~`--bytes` of JSON each.
+ * production runs it: inside its sync entity's execution (`manageSync`, its 4 s workflow task timeout;
+ * bench/syncHarness.ts runEntitySync), with the payload codecs of src/main.ts (encryption, then claim
+ * check). Records are ~`--bytes` of JSON each.
  *
  * 1. Profile (variant `base`, first round): the per-page breakdown from bench/lib/stepProbe.ts:
  *    time in the worker's main thread per activation and per local activity, Core's time between
@@ -22,14 +23,12 @@ import proto from '@temporalio/proto';
 import { DefaultLogger } from '@temporalio/worker';
 import { Encryptor } from '../src/connections/encryption.js';
 import { createEncryptionCodec } from '../src/runtime/payloadStorage.js';
-import type { RunSyncInput, SyncRunResult } from '../src/runtime/definitions.js';
-import { syncRunId } from '../src/temporal/runAuthority.js';
 import { connectTemporal } from '../src/temporal/connection.js';
 import { cpuDelta, cpuSnapshot, parentOf, type CpuSnapshot } from './lib/cpu.js';
 import { installStepProbe, type ProbeReport, type SpanStats } from './lib/stepProbe.js';
 import { formatCount, line, nowMs, timed } from './lib/stats.js';
 import { RAW_TABLE_SQL, rawUpsert, recordsApi, syntheticRecord } from './lib/syncRecords.js';
-import { bundle, startRuntimeBench, type WorkerVariant } from './syncHarness.js';
+import { bundle, RunTimedOut, runEntitySync, startRuntimeBench, type WorkerVariant } from './syncHarness.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -41,8 +40,6 @@ const { values: flags } = parseArgs({
     'no-profile': { type: 'boolean', default: false },
     /** The variant whose first round is profiled. */
     'profile-variant': { type: 'string', default: 'base' },
-    /** The run's workflow task timeout: 4 s as the sync entity sets it; bench/sync.ts leaves Temporal's 10 s. */
-    'task-timeout': { type: 'string', default: '5000' },
   },
 });
 const number = (name: string, raw: string | undefined): number => {
@@ -54,7 +51,6 @@ const records = number('records', flags.records);
 const page = number('page', flags.page);
 const bytes = number('bytes', flags.bytes);
 const rounds = number('rounds', flags.rounds);
-const taskTimeoutMs = number('task-timeout', flags['task-timeout']);
 if (records > 50_000) throw new Error('--records is capped at 50,000 (issue 17: bounded benchmark runs)');
 
 const probe = installStepProbe();
@@ -232,49 +228,42 @@ async function rawRate(): Promise<number> {
 const STALL_MS = 90_000;
 
 class Stalled extends Error {}
+type Execution = { workflowId: string; runId: string };
 
-async function runSync(variant: Variant, total = records): Promise<{ rate: number; workflowId: string }> {
+/** One run, as production runs a scheduled one: inside its sync entity's execution (bench/syncHarness.ts). */
+async function runSync(variant: Variant, total = records): Promise<{ rate: number; execution: Execution }> {
   const connectionId = `bench-${randomUUID()}`;
   const script = total === records ? scripts.measured : scripts.warmUp;
-  const input: RunSyncInput = {
-    definition: {
-      environmentId: 'bench',
-      integrationId: 'bench-api',
-      syncName: 'records',
-      syncType: 'incremental',
-      runsMs: 86_400_000,
-      autoStart: true,
-      trackDeletes: false,
-      models: ['Record'],
-      scriptHash: variant.overlap ? script.overlap : script.sequential,
-      webhookSubscriptions: [],
-    },
-    connectionId,
-    mode: 'incremental',
-    options: { operationMode: 'local' },
+  const definition = {
+    environmentId: 'bench',
+    integrationId: 'bench-api',
+    syncName: 'records',
+    syncType: 'incremental' as const,
+    runsMs: 86_400_000,
+    autoStart: true,
+    trackDeletes: false,
+    models: ['Record'],
+    scriptHash: variant.overlap ? script.overlap : script.sequential,
+    webhookSubscriptions: [],
   };
-  const workflowId = syncRunId({ ...input.definition, connectionId }, randomUUID());
-  const { result, ms } = await timed(async () => {
-    const handle = await bench.client.workflow.start<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
-      taskQueue: bench.taskQueue,
-      workflowId,
-      args: [input],
-      // As the sync entity starts its runs (src/temporal/syncControl.ts, workflows/manageSync.ts).
-      workflowTaskTimeout: taskTimeoutMs,
+  let run: Awaited<ReturnType<typeof runEntitySync>>;
+  try {
+    run = await runEntitySync(bench, {
+      definition,
+      connectionId,
+      options: { operationMode: 'local' },
+      timeoutMs: STALL_MS,
     });
-    let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), STALL_MS)));
-    const outcome = await Promise.race([handle.result(), stalled]).finally(() => clearTimeout(timer));
-    if (outcome !== 'stalled') return outcome;
-    const timedOut = await workflowTaskTimeouts(workflowId);
-    await handle.terminate('stalled (bench/stepProfile.ts)');
+  } catch (error) {
+    if (!(error instanceof RunTimedOut)) throw error;
+    const timedOut = await workflowTaskTimeouts(error.execution);
     throw new Stalled(
       `stalled: not finished in ${STALL_MS / 1000} s (${timedOut} workflow tasks timed out; ${completionsTooLarge} completions refused as larger than gRPC's 4 MiB so far) — terminated`,
     );
-  });
-  const added = result.models['Record']?.added ?? 0;
+  }
+  const added = run.models['Record']?.added ?? 0;
   if (added !== total) throw new Error(`the sync added ${added} records, expected ${total}`);
-  return { rate: total / (ms / 1000), workflowId };
+  return { rate: total / (run.ms / 1000), execution: { workflowId: run.workflowId, runId: run.runId } };
 }
 
 // History reads on a connection of their own: one page (one batch of events) of a run's history can
@@ -284,13 +273,13 @@ const historyConnection = await connectTemporal({ address: bench.temporalAddress
 });
 
 /** A run's history, page by page. */
-async function historyEvents(workflowId: string): Promise<proto.temporal.api.history.v1.IHistoryEvent[]> {
+async function historyEvents(execution: Execution): Promise<proto.temporal.api.history.v1.IHistoryEvent[]> {
   const events: proto.temporal.api.history.v1.IHistoryEvent[] = [];
   let nextPageToken: Uint8Array | undefined;
   do {
     const response = await historyConnection.workflowService.getWorkflowExecutionHistory({
       namespace: bench.client.options.namespace,
-      execution: { workflowId },
+      execution,
       maximumPageSize: 100,
       ...(nextPageToken ? { nextPageToken } : {}),
     });
@@ -300,9 +289,9 @@ async function historyEvents(workflowId: string): Promise<proto.temporal.api.his
   return events;
 }
 
-async function workflowTaskTimeouts(workflowId: string): Promise<number> {
+async function workflowTaskTimeouts(execution: Execution): Promise<number> {
   const { EventType } = proto.temporal.api.enums.v1;
-  return (await historyEvents(workflowId)).filter(
+  return (await historyEvents(execution)).filter(
     (event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
   ).length;
 }
@@ -315,8 +304,8 @@ async function useVariant(variant: Variant): Promise<void> {
 }
 
 /** Local-activity markers per workflow task completion, from the run's history. */
-async function markersPerCompletion(workflowId: string) {
-  const events = await historyEvents(workflowId);
+async function markersPerCompletion(execution: Execution) {
+  const events = await historyEvents(execution);
   const { temporal } = proto;
   const EventType = temporal.api.enums.v1.EventType;
   const completions: { markers: number; bytes: number }[] = [];
@@ -470,7 +459,7 @@ try {
         continue;
       }
       const rate = (copies * records) / ((nowMs() - windowStart) / 1000);
-      const workflowId = runs[0]!.workflowId;
+      const execution = runs[0]!.execution;
       // For --cpu-prof: the measured window on the monotonic clock the profiles use (µs).
       if (profile)
         console.log(`  measured window (hrtime µs): ${Math.round(windowStart * 1000)}–${Math.round(nowMs() * 1000)}`);
@@ -479,7 +468,7 @@ try {
       if (profile) {
         printProfile(report, rate);
         printCpu(cpu);
-        const completions = await markersPerCompletion(workflowId);
+        const completions = await markersPerCompletion(execution);
         const withMarkers = completions.filter((c) => c.markers > 0);
         const maxBytes = Math.max(0, ...withMarkers.map((c) => c.bytes));
         const maxMarkers = Math.max(0, ...withMarkers.map((c) => c.markers));

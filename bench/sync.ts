@@ -70,8 +70,7 @@ try {
       options: { operationMode: mode },
     };
     // As production runs a scheduled run: inside its sync entity's execution (workflows/manageSync.ts).
-    const { result, ms } = await runEntitySync(bench, input);
-    return { result, ms };
+    return runEntitySync(bench, input);
   };
 
   // Raw: the same records, the same batches, one INSERT … ON CONFLICT per batch into an equivalent
@@ -108,7 +107,7 @@ try {
   let local: Awaited<ReturnType<typeof runSync>> | undefined;
   for (let round = 1; round <= rounds; round++) {
     local = await runSync('local');
-    const added = local.result.models['Record']?.added ?? 0;
+    const added = local.models['Record']?.added ?? 0;
     if (added !== records) throw new Error(`the sync added ${added} records, expected ${records}`);
     const floor = await floorRun();
     const rawAfter = await rawRun();
@@ -125,7 +124,7 @@ try {
     console.log(
       line(
         'sync, svc operations as local activities',
-        `${formatCount(localRate)} records/s (${(local.ms / 1000).toFixed(2)} s, ${local.result.operations} operations)`,
+        `${formatCount(localRate)} records/s (${(local.ms / 1000).toFixed(2)} s, ${pages} pages)`,
       ),
     );
     console.log(line('ratio sync / raw', (localRate / rawRate).toFixed(3)));
