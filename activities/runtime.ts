@@ -27,7 +27,11 @@ import { sendRequest } from '../src/runtime/http.js';
 import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
-import { createStepLedger, type StepKey } from '../src/steps/stepLedger.js';
+import { createStepLedger, onceInTransaction, type StepKey } from '../src/steps/stepLedger.js';
+import { inTransaction } from '../src/db/pool.js';
+import { assertRunOwnsSync } from '../src/records/postgresRecordStore.js';
+import type { Checkpoint } from '../src/syncs/checkpoint.js';
+import { CheckpointStore } from '../src/syncs/checkpointStore.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../src/runtime/svcTypes.js';
 import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
@@ -170,6 +174,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
   }
 
   const scripts = createScriptLoader(deps.scripts);
+  const checkpoints = new CheckpointStore(db);
 
   return {
     /**
@@ -247,13 +252,25 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
     },
 
-    /** `track_deletes` after a successful full run. */
+    /**
+     * `track_deletes` after a successful full run, and `svc.trackDeletesEnd`. `alsoSeenBy`: the earlier
+     * executions of the same run (issue 32), which can only be executions of the calling sync entity.
+     */
     async markUnseenDeleted(
-      input: SyncScope & { model: string; runId: string },
+      input: SyncScope & { model: string; runId: string; alsoSeenBy?: string[] | undefined },
       step?: StepRef,
     ): Promise<WriteSummary> {
       return translated(async () => {
-        requireSyncRun(await caller(), input);
+        const run = await caller();
+        requireSyncRun(run, input);
+        const entityRuns = `${run.workflowId}:run:`;
+        for (const earlier of input.alsoSeenBy ?? []) {
+          if (run.workflowType !== 'manageSync' || !earlier.startsWith(entityRuns)) {
+            throw scopeDenied(
+              `run ${input.runId} may count as seen only the saves of its own earlier executions, not ${earlier}`,
+            );
+          }
+        }
         const key = await stepKey(step);
         return ledger.withDeferred(key.runId, (earlier) =>
           records.markUnseenDeleted({ ...input, step: { ...key, earlier } }),
@@ -285,6 +302,48 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         // it cleared; one of its own workflow begins after).
         if (input.runId !== undefined) await records.beginRun({ ...input, runId: input.runId });
         return erased;
+      });
+    },
+
+    /**
+     * svc.getCheckpoint (issue 32). Its answer goes to the step ledger with the run's next write: a step
+     * executed again after a crash answers what the first execution read, even if a later step of the
+     * first attempt saved another checkpoint since.
+     */
+    async getCheckpoint(input: SyncScope & { runId: string }, step?: StepRef): Promise<Checkpoint | null> {
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        const key = await stepKey(step);
+        const recalled = mayRepeat(step) ? await ledger.recall<Checkpoint | null>(key) : undefined;
+        if (recalled?.ok) return recalled.value;
+        const stored = await checkpoints.get(input);
+        const value = stored?.checkpoint ?? null;
+        ledger.defer(key, { ok: true, value });
+        return value;
+      });
+    },
+
+    /**
+     * svc.saveCheckpoint and svc.clearCheckpoint (`checkpoint` null): once per step, in the transaction
+     * that takes the ledger row, fenced like a record write (a superseded run may not move it).
+     */
+    async saveCheckpoint(
+      input: SyncScope & { runId: string },
+      checkpoint: Checkpoint | null,
+      step?: StepRef,
+    ): Promise<number> {
+      return translated(async () => {
+        requireSyncRun(await caller(), input);
+        const key = await stepKey(step);
+        return ledger.withDeferred(key.runId, (earlier) =>
+          inTransaction(db, (client) =>
+            onceInTransaction(client, { ...key, earlier }, async () => {
+              await assertRunOwnsSync(client, input, input.runId);
+              if (checkpoint === null) return (await checkpoints.clear(input, client)) ? 1 : 0;
+              return checkpoints.save(input, checkpoint, client);
+            }),
+          ),
+        );
       });
     },
 

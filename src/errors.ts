@@ -66,6 +66,12 @@ export const ERROR_CODES = {
     run: 'operation',
     meaning: 'svc.batchSave or svc.batchDelete got more records than one call takes (a run’s failure).',
   },
+  checkpoint_not_advancing: {
+    status: 500,
+    run: 'run',
+    meaning:
+      'A run that continued in a next execution made no progress: same checkpoint, nothing saved (a run’s failure).',
+  },
   client_secret_required: {
     status: 400,
     meaning: 'The change sends the OAuth client secret to another endpoint and must give the secret again.',
@@ -151,6 +157,11 @@ export const ERROR_CODES = {
   invalid_admin_key: { status: 401, meaning: 'This is not the service admin key.' },
   invalid_argument: { status: 500, meaning: 'A command-line option has a value that cannot be read.' },
   invalid_authorization: { status: 401, meaning: 'The Authorization header is not `Bearer <key>`.' },
+  invalid_checkpoint: {
+    status: 500,
+    run: 'operation',
+    meaning: 'svc.saveCheckpoint was given no valid checkpoint (a run’s failure).',
+  },
   invalid_config: {
     status: 422,
     otherStatuses: [400],

@@ -57,6 +57,7 @@ import { createRunHistory, runHistoryEnvironmentHoldings } from './runtime/runHi
 import { createRunSlots, runSlotEnvironmentHoldings } from './runtime/runSlots.js';
 import { createPostgresScriptStore, scriptEnvironmentHoldings } from './runtime/scriptStore.js';
 import { createStepLedger, readRunCommit } from './steps/stepLedger.js';
+import { CheckpointStore, checkpointEnvironmentHoldings } from './syncs/checkpointStore.js';
 import type { Settings } from './settings.js';
 import {
   checksConnection,
@@ -132,6 +133,8 @@ export interface ServiceParts {
   webhookDeliveries: WebhookDeliveryStore;
   /** Per-connection sync frequencies. */
   syncFrequencies: SyncFrequencyStore;
+  /** The checkpoints sync scripts saved. */
+  checkpoints: CheckpointStore;
   /** What createActivities takes besides the pool. */
   runtime: NonNullable<ActivityDeps['runtime']>;
 }
@@ -195,6 +198,7 @@ function composeParts(options: {
       runHistoryEnvironmentHoldings,
       scriptEnvironmentHoldings,
       runSlotEnvironmentHoldings,
+      checkpointEnvironmentHoldings,
     ],
   });
   const records = createPostgresRecordStore({ db });
@@ -286,6 +290,7 @@ function composeParts(options: {
     webhookSettings,
     webhookDeliveries,
     syncFrequencies: frequencies,
+    checkpoints: new CheckpointStore(db),
     runtime,
   };
 }
@@ -388,6 +393,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       runHistory: parts.runHistory,
       syncs: parts.syncs,
       syncFrequencies: parts.syncFrequencies,
+      checkpoints: parts.checkpoints,
       temporal,
       deployments: parts.deployments,
       generated: createGeneratedRouting({ deployments: overrides.apiDeps?.deployments ?? parts.deployments }),

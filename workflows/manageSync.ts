@@ -58,6 +58,7 @@ import {
   type SyncStatus,
 } from '../src/runtime/definitions.js';
 import { runSyncScript, type runSync } from './runScript.js';
+import { chainOutcome, continuationOf, type RunContinuation } from './runContinuation.js';
 import type { ScriptBudget } from './scriptBudget.js';
 import { watchTaskQueue } from './taskQueues.js';
 import {
@@ -155,6 +156,8 @@ export interface ManageSyncInput {
    * execution records it (the run history, the outbound webhook) before anything else.
    */
   unfinished?: SyncEntityEnd | undefined;
+  /** The run under way continues in this execution (issue 32, workflows/runChain.ts): it starts at once. */
+  continuation?: RunContinuation | undefined;
 }
 
 export async function manageSync(input: ManageSyncInput): Promise<void> {
@@ -163,7 +166,11 @@ export async function manageSync(input: ManageSyncInput): Promise<void> {
 }
 
 /** The next execution of the entity, in this code's run model. */
-function continueEntity(entity: SyncEntity, unfinished?: SyncEntityEnd): Promise<never> {
+function continueEntity(
+  entity: SyncEntity,
+  unfinished?: SyncEntityEnd,
+  continuation?: RunContinuation,
+): Promise<never> {
   // The workflow task timeout of a run (4 s): a dead worker's run is taken over that soon.
   return makeContinueAsNewFunc<typeof manageSync>({ workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS })({
     definition: entity.definition,
@@ -172,6 +179,7 @@ function continueEntity(entity: SyncEntity, unfinished?: SyncEntityEnd): Promise
     state: entity.state,
     version: SYNC_ENTITY_VERSION,
     ...(unfinished ? { unfinished } : {}),
+    ...(continuation ? { continuation } : {}),
   });
 }
 
@@ -250,7 +258,14 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
     chosenAgain = true;
     return chosen.step;
   };
-  for (;;) {
+  // ---- issue 32: a run that continues from the previous execution is the run of this one, at once.
+  const continued = input.continuation;
+  if (continued) {
+    step = { type: 'startRun', input: continued.input, summary: continued.summary };
+    entity = { ...entity, run: continued.run };
+  }
+  // ---- end issue 32
+  while (!step) {
     const decided = nextStep(entity, Date.now(), rules);
     entity = decided.entity;
     const next = decided.step;
@@ -289,12 +304,13 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
     began = error instanceof Error ? error : new Error(String(error));
   }
   const committed = began instanceof Error ? tentative : began;
-  if (!chosenAgain && (committed.events !== tentative.events || committed.at !== tentative.at)) {
+  if (!continued && !chosenAgain && (committed.events !== tentative.events || committed.at !== tentative.at)) {
     step = choose(committed) ?? step;
   }
   // Signals after the committed ones arrived, for the run, during it.
   if (chosenAgain) for (const event of received.slice(committed.events)) entity = applyEvent(entity, event);
-  entity = runStarted(entity, runId);
+  // A continued run keeps the id of its first execution (issue 32): one run for the API and webhooks.
+  if (!continued) entity = runStarted(entity, runId);
   // The worker executing the run watches it (src/temporal/runWatch.ts); a worker that takes it over
   // after a replay tells its own, at the run's first live step.
   let watched = false;
@@ -324,6 +340,7 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
       budget: (given) => {
         budget = given;
       },
+      chain: { executions: continued?.executions ?? [], canContinue: true, ...continued?.handOff },
     });
     outcome = { ok: true, result };
   } catch (error) {
@@ -338,6 +355,14 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   }
   stopRun = null;
   if (watched) runWatch.ended();
+  // ---- issue 32: the run continues in the next execution, or its executions' totals are its outcome.
+  const next = continuationOf(entity, step, runId, outcome, continued);
+  if (next) {
+    await condition(allHandlersFinished);
+    return continueEntity(entity, undefined, next);
+  }
+  if (continued) outcome = chainOutcome(entity, outcome, runId, continued);
+  // ---- end issue 32
   const ended = runEnded(entity, outcome, Date.now(), rules);
   entity = ended.entity;
   await condition(allHandlersFinished);

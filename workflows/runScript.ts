@@ -24,6 +24,7 @@ import {
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
 import { createSvc, OperationError, type SvcRuntime } from './svc.js';
+import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
 
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
 
@@ -147,6 +148,8 @@ export interface SyncRunPlace {
   stop?: RunStop;
   /** Told the run's loop-protection budget, which says whether the script ran past it. */
   budget?: (budget: ScriptBudget) => void;
+  /** The run's earlier executions when it continues past one (issue 32); a run of its own workflow cannot. */
+  chain?: ChainContext;
 }
 
 /** A sync script's run: clear (a full resync), take the records' fence, the script, track deletes, count. */
@@ -158,7 +161,10 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   const scope = { environmentId: definition.environmentId, integrationId: definition.integrationId, connectionId };
   const budget = createScriptBudget(definition.syncName);
   place.budget?.(budget);
+  const chain = new ExecutionChain(place.chain ?? { executions: [], canContinue: false });
+  const firstExecution = chain.index === 0;
   const runtime = createSvc({
+    chain,
     budget,
     kind: 'sync',
     scope,
@@ -180,7 +186,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   });
   const syncScope = { ...scope, syncName: definition.syncName, runId };
 
-  if (input.mode === 'full_refresh_and_clear_cache') {
+  if (input.mode === 'full_refresh_and_clear_cache' && firstExecution) {
     await runtime.step('clearRecords', 'clearCache', [syncScope]);
   }
   if (!place.begun) await runtime.step('beginRun', 'beginRun', [syncScope]);
@@ -195,7 +201,28 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
       });
     runtime.shape.webhook = { ...(runtime.shape.webhook as object), payload };
   }
-  await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined, undefined, place.stop);
+  // A full resync starts from the beginning: the sync's checkpoint goes (issue 32).
+  if (input.mode !== 'incremental' && firstExecution) {
+    await runtime.step('saveCheckpoint', 'clearCheckpoint (full resync)', [syncScope, null]);
+  }
+  try {
+    await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined, undefined, place.stop);
+  } catch (error) {
+    if (!(error instanceof ApplicationFailure && error.type === RUN_CONTINUES)) throw error;
+    // Ended at a step boundary so that the run continues in the entity's next execution (workflows/runChain.ts).
+    await runtime.flushLogs();
+    return {
+      runId,
+      mode: input.mode,
+      full,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      models: { ...runtime.summaries },
+      recordCounts: {},
+      operations: runtime.operations(),
+      continuation: chain.handOff(),
+    };
+  }
 
   const models: Record<string, WriteSummary> = {};
   for (const model of definition.models) {
@@ -203,9 +230,19 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   }
   // Deletes are inferred only from a complete picture: a successful run of a full sync. A webhook
   // run sees one event, not the data set, so it never infers deletes.
-  if (definition.syncType === 'full' && definition.trackDeletes && !input.webhook) {
+  // A run that continued past one execution saw the data set across all of them (issue 32); one that
+  // began from a checkpoint an earlier run saved did not see it whole itself, so it infers nothing.
+  if (definition.syncType === 'full' && definition.trackDeletes && !input.webhook && !chain.sawEverything) {
+    runtime.bufferLog(
+      'warn',
+      'track_deletes: this run resumed from a checkpoint an earlier run saved, so it did not see every record itself and marks none deleted; clear the checkpoint at the end of a full pass (svc.clearCheckpoint)',
+    );
+  } else if (definition.syncType === 'full' && definition.trackDeletes && !input.webhook) {
+    const earlier = chain.context.executions;
     for (const model of definition.models) {
-      const marked = await runtime.step('markUnseenDeleted', `trackDeletes ${model}`, [{ ...syncScope, model }]);
+      const marked = await runtime.step('markUnseenDeleted', `trackDeletes ${model}`, [
+        { ...syncScope, model, ...(earlier.length > 0 ? { alsoSeenBy: earlier } : {}) },
+      ]);
       models[model] = { ...models[model]!, deleted: models[model]!.deleted + marked.deleted };
     }
   }

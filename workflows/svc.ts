@@ -34,6 +34,8 @@ import {
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate, queryRecord, type Page } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
+import type { Checkpoint } from '../src/syncs/checkpoint.js';
+import { addSummary, SOFT_SHARE, wroteAny, type ExecutionChain } from './runChain.js';
 import type { SvcShape } from './realm/types.js';
 import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
 import {
@@ -152,6 +154,8 @@ export interface SvcContext {
   fresh?: boolean;
   /** Told whenever the run issues a step or its script resumes (the entity's runaway watch). */
   onActive?: () => void;
+  /** A sync run's chain of executions (issue 32, workflows/runChain.ts): checkpoints, continuation, tracked deletes. */
+  chain?: ExecutionChain;
 }
 
 /** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
@@ -188,16 +192,6 @@ function resultBytes(result: unknown): number {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function addSummary(into: Record<string, WriteSummary>, model: string, summary: WriteSummary): void {
-  const current = into[model] ?? { added: 0, updated: 0, deleted: 0, unchanged: 0 };
-  into[model] = {
-    added: current.added + summary.added,
-    updated: current.updated + summary.updated,
-    deleted: current.deleted + summary.deleted,
-    unchanged: current.unchanged + summary.unchanged,
-  };
 }
 
 /** The application failure of a failed step: wrapped in an ActivityFailure, or bare (local activities). */
@@ -263,6 +257,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
     const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
     if (events > eventBudget || info.historySize > HISTORY_BYTE_BUDGET) {
+      // A run that continues in a next execution (issue 32) still flushes its logs in this one.
+      if (context.chain?.continuing) return;
+      const usage = `${operations} svc operations, ${events} events, ${Math.round(info.historySize / 1024 / 1024)} MiB`;
+      if (context.chain) throw context.chain.atLimit(wroteAny(summaries), usage);
       throw ApplicationFailure.create({
         type: 'run_history_limit' satisfies RunErrorCode,
         nonRetryable: true,
@@ -272,6 +270,21 @@ export function createSvc(context: SvcContext): SvcRuntime {
           'Save records in larger batches, fetch larger pages, or split the sync (docs/architecture.md).',
       });
     }
+  }
+
+  // Issue 32: past SOFT_SHARE of the history budget, or past the execution's time limit, a run that
+  // checkpoints continues in a next execution after its next saveCheckpoint.
+  const executionStartedAt = Date.now();
+  function nearLimit(): boolean {
+    const info = workflowInfo();
+    const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
+    const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
+    const timeLimit = context.options.executionTimeLimitMs;
+    return (
+      events > eventBudget * SOFT_SHARE ||
+      info.historySize > HISTORY_BYTE_BUDGET * SOFT_SHARE ||
+      (timeLimit !== undefined && Date.now() - executionStartedAt >= timeLimit)
+    );
   }
 
   async function run<K extends keyof RuntimeActivities>(
@@ -482,6 +495,54 @@ export function createSvc(context: SvcContext): SvcRuntime {
     }
   }
 
+  function chainOf(what: string): ExecutionChain {
+    if (context.kind !== 'sync' || !context.chain) {
+      throw new OperationError('invalid_operation', `svc.${what} is only available in sync scripts, not in actions`);
+    }
+    return context.chain;
+  }
+
+  /** svc.getCheckpoint / saveCheckpoint / clearCheckpoint (issue 32). */
+  async function checkpoint(what: 'get' | 'save' | 'clear', value: Checkpoint | null): Promise<Checkpoint | null> {
+    const chain = chainOf(`${what}Checkpoint`);
+    if (what === 'get') {
+      const found = await simple('getCheckpoint', 'getCheckpoint', [writeScope]);
+      chain.read(found);
+      return found;
+    }
+    await simple('saveCheckpoint', `${what}Checkpoint`, [writeScope, what === 'save' ? value : null]);
+    chain.saved(what === 'save' ? value : null);
+    // Ends the execution here when it is near a limit: the run continues from this very checkpoint.
+    const ends = what === 'save' ? chain.afterSave(nearLimit(), wroteAny(summaries)) : undefined;
+    if (ends) throw ends;
+    return null;
+  }
+
+  /** svc.trackDeletesStart / trackDeletesEnd (issue 32): a pass over a model that may span executions. */
+  async function trackDeletes(what: 'start' | 'end', model: unknown): Promise<void> {
+    const chain = chainOf(`trackDeletes${what === 'start' ? 'Start' : 'End'}`);
+    if (typeof model !== 'string' || !context.models.includes(model)) {
+      throw new OperationError(
+        'invalid_operation',
+        `svc.trackDeletes${what === 'start' ? 'Start' : 'End'}: model ${JSON.stringify(model)} is not an output of sync ${context.scriptName} (outputs: ${context.models.join(', ')})`,
+      );
+    }
+    if (what === 'start') return chain.trackStart(model);
+    const earlier = chain.trackEnd(model);
+    if (earlier === undefined) {
+      // The pass began in an earlier run (resumed from its checkpoint): its saves are not this run's to count.
+      bufferLog(
+        'warn',
+        `svc.trackDeletesEnd('${model}'): no trackDeletesStart('${model}') in this run, so no record is marked deleted`,
+      );
+      return;
+    }
+    const summary = await simple('markUnseenDeleted', `trackDeletesEnd ${model}`, [
+      { ...writeScope, model, ...(earlier.length > 0 ? { alsoSeenBy: earlier } : {}) },
+    ]);
+    addSummary(summaries, model, summary);
+  }
+
   /** The field's format lets a call name an integration and a connection: only the run's own are accepted. */
   function ownScope(what: string, providerConfigKey: unknown, connectionId: unknown): void {
     const named = (value: unknown): boolean => value !== undefined && value !== null && value !== '';
@@ -573,6 +634,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     triggerAction,
     ownScope,
     integration,
+    checkpoint,
+    trackDeletes,
     async openPagination(config, pageInfo) {
       // patched(): runs that started before the provider's default pagination replay without its step.
       // A run inside its sync entity asks no patched() (its version is in its input: see `inline`): the

@@ -24,6 +24,7 @@ import type {
 } from '../src/runtime/public.js';
 import type { HttpMethod, IntegrationDescription } from '../src/runtime/svcTypes.js';
 import type { RealmMember, RealmShape } from './realm/types.js';
+import { checkCheckpoint, type Checkpoint } from '../src/syncs/checkpoint.js';
 
 /**
  * A failed `svc` operation, as the script sees it; `code` is the failure type the run fails with, one of
@@ -75,6 +76,8 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   saveRecords: { ledgered: true },
   deleteRecords: { ledgered: true },
   markUnseenDeleted: { ledgered: true },
+  getCheckpoint: { ledgered: true },
+  saveCheckpoint: { ledgered: true },
   clearRecords: { ledgered: true },
   forgetSteps: { ledgered: false },
   beginRun: { ledgered: false },
@@ -117,6 +120,10 @@ export interface OperationRuntime {
   nextPage(id: unknown): Promise<{ done: boolean; value: unknown; onPage?: unknown }>;
   /** A durable timer (setTimeout). */
   sleep(ms: unknown): Promise<void>;
+  /** svc.getCheckpoint / saveCheckpoint / clearCheckpoint (workflows/runChain.ts). */
+  checkpoint(what: 'get' | 'save' | 'clear', value: Checkpoint | null): Promise<Checkpoint | null>;
+  /** svc.trackDeletesStart / trackDeletesEnd. */
+  trackDeletes(what: 'start' | 'end', model: unknown): Promise<void>;
 }
 
 /** Any entry of the table (each is checked against SvcOperation<its arguments> where it is written). */
@@ -351,6 +358,40 @@ export const SVC_OPERATIONS = {
     check: (args) => [args[0], args[1]],
     run: (runtime, records, model) => runtime.write('batchDelete', records, model),
   } satisfies SvcOperation<[unknown, unknown]>,
+  // Issue 32: a run's resumable state, and delete tracking over a pass that may span executions.
+  getCheckpoint: {
+    realm: 'call',
+    check: noArgs,
+    run: (runtime) => runtime.checkpoint('get', null),
+  } satisfies SvcOperation<[]>,
+  saveCheckpoint: {
+    realm: 'call',
+    check: (args): [Checkpoint] => {
+      const checked = checkCheckpoint(args[0]);
+      if (!checked.ok) throw new OperationError('invalid_checkpoint', `svc.saveCheckpoint: ${checked.problem}`);
+      return [checked.checkpoint];
+    },
+    run: async (runtime, checkpoint) => {
+      await runtime.checkpoint('save', checkpoint);
+    },
+  } satisfies SvcOperation<[Checkpoint]>,
+  clearCheckpoint: {
+    realm: 'call',
+    check: noArgs,
+    run: async (runtime) => {
+      await runtime.checkpoint('clear', null);
+    },
+  } satisfies SvcOperation<[]>,
+  trackDeletesStart: {
+    realm: 'call',
+    check: (args) => [args[0]],
+    run: (runtime, model) => runtime.trackDeletes('start', model),
+  } satisfies SvcOperation<[unknown]>,
+  trackDeletesEnd: {
+    realm: 'call',
+    check: (args) => [args[0]],
+    run: (runtime, model) => runtime.trackDeletes('end', model),
+  } satisfies SvcOperation<[unknown]>,
   // setTimeout in the script's realm: a durable timer.
   sleep: {
     realm: 'internal',

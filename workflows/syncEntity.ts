@@ -72,7 +72,9 @@ export type SyncEntityEvent =
 
 /** How a run ended, as the driver saw it. */
 export type SyncRunOutcome =
-  { ok: true; result: SyncRunResult } | { ok: false; error: { code: string; message: string } };
+  | { ok: true; result: SyncRunResult }
+  /** `executions`: those of a run that continued past one (issue 32). */
+  | { ok: false; error: { code: string; message: string }; executions?: string[] | undefined };
 
 /**
  * Rules that changed while entities were running (Temporal's `patched`). Each is asked only where its
@@ -292,6 +294,8 @@ export function runEnded(
     error,
   };
   if (run.webhook?.queueId !== undefined) record.webhookQueueId = run.webhook.queueId;
+  const executions = outcome.ok ? outcome.result.executions : outcome.executions;
+  if (executions) record.executions = executions;
   const notify = {
     environmentId: definition.environmentId,
     integrationId: definition.integrationId,

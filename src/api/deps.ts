@@ -18,6 +18,7 @@ import type { RunSlots } from '../runtime/runSlots.js';
 import type { SyncControl } from '../temporal/syncControl.js';
 import type { DashboardOptions } from '../dashboard/index.js';
 import type { ReadinessCheck, ReadinessChecks } from '../health.js';
+import type { CheckpointStore } from '../syncs/checkpointStore.js';
 import type { WebhookDeliveryStore } from '../webhooks/deliveries.js';
 import type { InboundSignatureStore } from '../webhooks/inboundSignatures.js';
 import type { InboundWebhookQueue } from '../webhooks/inboundQueue.js';
@@ -50,6 +51,8 @@ export interface ApiDeps {
   syncs: SyncControl;
   /** Per-connection sync frequencies (PUT /sync/update-connection-frequency, GET /sync/status). */
   syncFrequencies: SyncFrequencyStore;
+  /** The checkpoints sync scripts saved (GET and DELETE /sync/checkpoint). */
+  checkpoints: CheckpointStore;
   /** The Temporal client with the runtime's data converter: it decodes run histories (GET /runs/:run_id/history). */
   temporal: Client;
   deployments: Deployments;

@@ -10,7 +10,15 @@ import ts from 'typescript';
 import type { ProjectProblem, ScriptKind } from './project.js';
 import { forbiddenImportMessage, isAllowedPackage, resolveProjectImport } from './scriptModules.js';
 
-const SYNC_ONLY_HELPERS = new Set(['batchSave', 'batchDelete']);
+const SYNC_ONLY_HELPERS = new Set([
+  'batchSave',
+  'batchDelete',
+  'getCheckpoint',
+  'saveCheckpoint',
+  'clearCheckpoint',
+  'trackDeletesStart',
+  'trackDeletesEnd',
+]);
 
 export interface ScriptCheckInput {
   /** Absolute path of the script. */

@@ -14,6 +14,7 @@ import type { syncTriggerBody } from '../api/routes/syncs/postSyncTrigger.js';
 import type { metadataBody, recordsPageSchema, syncActionResult, syncSelectionBody } from '../api/routes/shared.js';
 import type { syncStatusQuery, syncStatusSchema } from '../api/routes/syncs/getSyncStatus.js';
 import type { syncRunsQuery, syncRunsSchema } from '../api/routes/syncs/getSyncRuns.js';
+import type { syncCheckpointQuery, syncCheckpointSchema } from '../api/routes/syncs/getSyncCheckpoint.js';
 import type { runHistorySchema } from '../api/routes/syncs/getRunHistory.js';
 import type { connectionRecordSchema, connectionSummarySchema } from '../api/routes/connections/connectionView.js';
 import type { connectionsQuery } from '../api/routes/connections/getConnections.js';
@@ -234,6 +235,12 @@ export function createClient(options: ClientOptions) {
         call<{ syncs: SyncStatus[] }>('GET', '/sync/status', {
           query: { ...query, syncs: query.syncs === '*' ? '*' : query.syncs },
         }),
+      /** The checkpoint a sync's script saved for one connection (GET /sync/checkpoint). */
+      checkpoint: (query: z.input<typeof syncCheckpointQuery>) =>
+        call<z.output<typeof syncCheckpointSchema>>('GET', '/sync/checkpoint', { query: query as Query }),
+      /** Resets it: the sync's next run starts from the beginning (DELETE /sync/checkpoint). */
+      resetCheckpoint: (query: z.input<typeof syncCheckpointQuery>) =>
+        call<{ deleted: boolean }>('DELETE', '/sync/checkpoint', { query: query as Query }),
       /** Recent runs, newest first (GET /sync/runs). */
       runs: (query: z.input<typeof syncRunsQuery>) =>
         call<{ runs: SyncRun[] }>('GET', '/sync/runs', { query: query as Query }),

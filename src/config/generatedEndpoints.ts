@@ -21,6 +21,8 @@ export const BUILTIN_ENDPOINTS: readonly { method: string; path: string }[] = [
   { method: 'GET', path: '/sync/status' },
   { method: 'PUT', path: '/sync/update-connection-frequency' },
   { method: 'GET', path: '/sync/runs' },
+  { method: 'GET', path: '/sync/checkpoint' },
+  { method: 'DELETE', path: '/sync/checkpoint' },
   { method: 'GET', path: '/runs/:run_id/history' },
   { method: 'GET', path: '/connections' },
   { method: 'POST', path: '/connections' },

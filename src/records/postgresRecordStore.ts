@@ -149,8 +149,8 @@ export function createPostgresRecordStore({
           const result = await client.query(
             `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
              last_action = 'DELETED', position = nextval('record_positions')
-           WHERE scope_id = $1 AND sync_name = $2 AND deleted_at IS NULL AND last_run_id <> $3`,
-            [scopeId, options.syncName, options.runId],
+           WHERE scope_id = $1 AND sync_name = $2 AND deleted_at IS NULL AND last_run_id <> ALL($3::text[])`,
+            [scopeId, options.syncName, [options.runId, ...(options.alsoSeenBy ?? [])]],
           );
           return { ...zeroSummary(), deleted: result.rowCount ?? 0 };
         }),
@@ -202,6 +202,17 @@ export function createPostgresRecordStore({
             ...(connection === undefined ? [] : [connection]),
           ],
         );
+        // Its checkpoints go with its records (issue 32): a sync added again starts from the beginning.
+        await client.query(
+          `DELETE FROM sync_checkpoints WHERE environment_id = $1 AND integration_id = $2 AND sync_name = $3
+             ${connection === undefined ? '' : 'AND connection_id = $4'}`,
+          [
+            options.environmentId,
+            options.integrationId,
+            options.syncName,
+            ...(connection === undefined ? [] : [connection]),
+          ],
+        );
         // Only the scopes this sync wrote into; a scope no other sync wrote into is detached whole.
         const scopes = await client.query<{ scope_id: string; shared: boolean }>(
           `SELECT s.scope_id,
@@ -244,6 +255,10 @@ export function createPostgresRecordStore({
         await client.query(
           `UPDATE record_sync_runs SET run_id = '${ERASED_RUN}'
             WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3`,
+          [options.environmentId, options.integrationId, options.connectionId],
+        );
+        await client.query(
+          'DELETE FROM sync_checkpoints WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3',
           [options.environmentId, options.integrationId, options.connectionId],
         );
         const scopes = await client.query<{ scope_id: string }>(
@@ -435,7 +450,7 @@ async function lockScope(
 }
 
 /** Refuses the write when another run has begun for this sync and connection (see RecordStore.beginRun). */
-async function assertRunOwnsSync(client: PoolClient, scope: SyncScope, runId: string): Promise<void> {
+export async function assertRunOwnsSync(client: PoolClient, scope: SyncScope, runId: string): Promise<void> {
   // FOR SHARE: concurrent batches of the owning run proceed together, and beginRun (an update of
   // this row) waits until they commit, so no batch of a superseded run lands after it returns.
   const owner = await client.query<{ run_id: string }>(

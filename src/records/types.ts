@@ -115,7 +115,16 @@ export interface RecordStore {
    * did not save is marked deleted. Never called for a failed or cancelled run.
    */
   markUnseenDeleted(
-    options: SyncScope & { model: string; runId: string; step?: WriteStep | undefined },
+    options: SyncScope & {
+      model: string;
+      runId: string;
+      step?: WriteStep | undefined;
+      /**
+       * Earlier executions of the same run (issue 32: a run that continued in next executions): a record
+       * one of them saved counts as seen too.
+       */
+      alsoSeenBy?: readonly string[] | undefined;
+    },
   ): Promise<WriteSummary>;
   listRecords(options: ListRecordsOptions): Promise<RecordPage>;
   /**

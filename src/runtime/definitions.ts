@@ -64,6 +64,12 @@ export interface RunOptions {
    * 51,200). Lower it only to test the guard. @default 48000
    */
   historyEventBudget?: number;
+  /**
+   * A sync run that checkpoints continues in a next execution after its first saveCheckpoint past this
+   * many ms of its execution (issue 32; docs/scripts.md "Resumable syncs"). Unset: only the history
+   * budget ends an execution.
+   */
+  executionTimeLimitMs?: number;
 }
 
 export interface RunSyncInput {
@@ -130,6 +136,23 @@ export interface SyncRunResult {
   recordCounts: Record<string, number>;
   /** How many `svc` operations the run took (requests, saves, …): the history budget in use. */
   operations: number;
+  /**
+   * A run that continued past one execution (issue 32): the run id of each of its executions, oldest
+   * first, the last the one that finished it. Absent for a run of one execution.
+   */
+  executions?: string[] | undefined;
+  /** Set only on the way from an execution that ends so that its run continues to the entity (workflows/runChain.ts). */
+  continuation?: ChainHandOff | undefined;
+}
+
+/** What an execution of a run that continues hands the next one (workflows/runChain.ts). */
+export interface ChainHandOff {
+  /** The checkpoint as the execution left it (src/syncs/checkpoint.ts checkpointKey), for the next one's progress check. */
+  checkpoint: string | null;
+  /** Per model, the index in the chain's executions of the one whose script called trackDeletesStart. */
+  tracking: Record<string, number>;
+  /** The run began from a checkpoint an earlier run saved: it did not see the whole data set itself. */
+  inherited: boolean;
 }
 
 export type SyncStatusName = 'running' | 'idle' | 'paused' | 'failed';

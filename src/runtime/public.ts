@@ -381,7 +381,39 @@ export interface ServiceSync extends ServiceAction {
    * @example await svc.batchDelete([{ id: '42' }], 'Issue');
    */
   batchDelete<T extends object>(records: T[], modelType: string): Promise<void>;
+
+  /**
+   * The checkpoint this sync last saved for this connection, or null (the first run, after
+   * `clearCheckpoint`, after a full resync). A run that nears its execution's limits continues in a
+   * next execution, which starts the script again: read the checkpoint first and go on from it
+   * (docs/scripts.md "Resumable syncs").
+   * @example const checkpoint = await svc.getCheckpoint<{ cursor: string }>();
+   */
+  getCheckpoint<T extends Checkpoint = Checkpoint>(): Promise<T | null>;
+  /**
+   * Saves where the sync has got to: a flat object of strings, numbers and booleans (at most 16 keys,
+   * strings of at most 4000 characters). Save it after the `batchSave` of the page it points past: a
+   * run is continued in a next execution only right after a `saveCheckpoint`, or at the history limit
+   * when it has one.
+   * @example await svc.batchSave(page.items, 'Issue'); await svc.saveCheckpoint({ cursor: page.next });
+   */
+  saveCheckpoint<T extends Checkpoint = Checkpoint>(checkpoint: T): Promise<void>;
+  /** Forgets the checkpoint: the next run starts from the beginning (a full sync calls it at its end). */
+  clearCheckpoint(): Promise<void>;
+  /**
+   * Starts a pass over the whole of a model: every record of it that no execution of this run saves
+   * before `trackDeletesEnd(model)` is then marked deleted. For an incremental sync that does a full
+   * pass now and then; `track_deletes: true` does the same for a whole full sync.
+   */
+  trackDeletesStart(modelType: string): Promise<void>;
+  /** Ends the pass `trackDeletesStart(model)` began in this run: marks the records it did not save deleted. */
+  trackDeletesEnd(modelType: string): Promise<void>;
 }
+
+/** A checkpoint's values (svc.saveCheckpoint). */
+export type CheckpointValue = string | number | boolean;
+/** A checkpoint: a flat object, at most 16 keys. */
+export type Checkpoint = Record<string, CheckpointValue>;
 
 /**
  * Thrown by an action script to fail with a payload the caller receives as

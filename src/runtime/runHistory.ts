@@ -22,6 +22,8 @@ export interface SyncRunRecord {
   error: { code: string; message: string } | null;
   /** The queued webhook (src/webhooks/inboundQueue.ts) the run handled: recording the run removes it. */
   webhookQueueId?: string | undefined;
+  /** A run that continued past one execution (issue 32): the run id of each, oldest first. */
+  executions?: string[] | undefined;
 }
 
 export interface ListSyncRunsOptions {
@@ -46,6 +48,7 @@ interface SyncRunRow {
   models: Record<string, WriteSummary>;
   error_code: string | null;
   error_message: string | null;
+  executions: string[] | null;
 }
 
 export function createRunHistory({ db }: { db: Pool }) {
@@ -54,8 +57,8 @@ export function createRunHistory({ db }: { db: Pool }) {
     async record(run: SyncRunRecord): Promise<boolean> {
       const { rowCount } = await db.query(
         `INSERT INTO sync_runs (run_id, environment_id, integration_id, connection_id, sync_name, mode, status,
-                                started_at, finished_at, models, error_code, error_message)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (run_id) DO NOTHING`,
+                                started_at, finished_at, models, error_code, error_message, executions)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (run_id) DO NOTHING`,
         [
           run.runId,
           run.environmentId,
@@ -69,6 +72,7 @@ export function createRunHistory({ db }: { db: Pool }) {
           JSON.stringify(run.models),
           run.error?.code ?? null,
           run.error?.message ?? null,
+          run.executions ? JSON.stringify(run.executions) : null,
         ],
       );
       return rowCount === 1;
@@ -96,6 +100,7 @@ export function createRunHistory({ db }: { db: Pool }) {
         finishedAt: row.finished_at.toISOString(),
         models: row.models,
         error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
+        ...(row.executions ? { executions: row.executions } : {}),
       }));
     },
 

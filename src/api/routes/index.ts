@@ -28,6 +28,8 @@ import { getRecordsRoute } from './records/getRecords.js';
 import { getReferenceRoute } from './service/getReference.js';
 import { getRunHistoryRoute } from './syncs/getRunHistory.js';
 import { getSyncRunsRoute } from './syncs/getSyncRuns.js';
+import { getSyncCheckpointRoute } from './syncs/getSyncCheckpoint.js';
+import { deleteSyncCheckpointRoute } from './syncs/deleteSyncCheckpoint.js';
 import { getSyncStatusRoute } from './syncs/getSyncStatus.js';
 import { getWebhookDeliveriesRoute } from './webhooks/getWebhookDeliveries.js';
 import { getWebhookSettingsRoute } from './webhooks/getWebhookSettings.js';
@@ -68,6 +70,8 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getSyncStatusRoute(deps),
     putSyncConnectionFrequencyRoute(deps),
     getSyncRunsRoute(deps),
+    getSyncCheckpointRoute(deps),
+    deleteSyncCheckpointRoute(deps),
     getRunHistoryRoute(deps),
     getConnectionsRoute(deps),
     postConnectionsRoute(deps),

@@ -27,6 +27,11 @@ export const syncRunsSchema = z.object({
       duration_ms: z.number(),
       models: z.record(z.string(), writeSummary),
       error: z.object({ code: z.string(), message: z.string() }).nullable(),
+      executions: z
+        .array(z.string())
+        .describe(
+          'The run’s executions, oldest first: one, unless the run continued past the limits of one (checkpoints, docs/scripts.md "Resumable syncs"). Each is a run id of GET /runs/:run_id/history and of the logs.',
+        ),
     }),
   ),
 });
@@ -60,6 +65,7 @@ export const getSyncRunsRoute = (deps: ApiDeps) =>
           duration_ms: Date.parse(run.finishedAt) - Date.parse(run.startedAt),
           models: run.models,
           error: run.error,
+          executions: run.executions ?? [run.runId],
         })),
       };
     },
