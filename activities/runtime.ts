@@ -408,6 +408,9 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         const previousExecution = `${run.workflowId}:run:`;
         if (run.workflowType === 'manageSync' && began.previousRunId?.startsWith(previousExecution)) {
           await ledger.forget(began.previousRunId.slice(previousExecution.length), 2_147_483_647);
+          // An execution whose run continues in this one (issue 32) ended without recording a run, so
+          // without giving its slot back: this one holds the run's slot from now on.
+          await deps.runSlots?.release(began.previousRunId);
         }
         return committed;
       });

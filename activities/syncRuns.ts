@@ -75,7 +75,8 @@ export function createSyncRunActivities({
     const stored = await runHistory.record({ ...row, error: await redactedError(run.error, run, secretsOf) });
     // Counted by the write that stored the run: a replayed or retried record counts nothing.
     if (stored) countFinishedRun(run);
-    await runSlots?.release(run.runId);
+    // A run that continued past one execution (issue 32) holds its slot under its last execution's id.
+    for (const id of new Set([run.runId, ...(run.executions ?? [])])) await runSlots?.release(id);
     // The webhook is handled (or its run failed for good): it waits no more. A run that could not
     // begin (its environment busy) handled nothing: the entity queues the webhook again.
     if (webhookQueueId !== undefined && run.error?.code !== 'environment_busy') {

@@ -1,0 +1,249 @@
+/**
+ * A backfill past one execution's history bound (issue 32). `npx tsx bench/backfill.ts [--records N]
+ * [--page N] [--kills N] [--raw N]`.
+ *
+ * A sync entity (workflows/manageSync.ts, the production run model) runs a resumable sync script
+ * (docs/scripts.md "Resumable syncs": `svc.get` of a page by cursor, `svc.batchSave`, `svc.saveCheckpoint`)
+ * over a fake API on loopback serving N records (default 1,000,000) at pages of 100 (10,000 pages: past
+ * the ~9,500 pages one execution holds, docs/architecture.md), with the default history budget. The
+ * worker runs in a process of its own (test/runtime/workerProcess.ts, the production data converter's
+ * claim check) and is SIGKILLed `--kills` times (default 2) at evenly spread pages, a warm standby taking
+ * over each time. Prints the time, the executions of the run, Temporal Cloud's billable actions of all
+ * of them (src/temporal/billableActions.ts), the pages fetched twice, and checks records == source, each
+ * stored once, one run in the run history. The physical limit in the same run: the same records upserted
+ * raw into Postgres in the same pages from this process (`--raw` records, default 100,000, scaled to N),
+ * and the ratio.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
+import { startStack } from '../src/devstack/index.js';
+import { createDataConverter } from '../src/runtime/payloadStorage.js';
+import { createPostgresScriptStore } from '../src/runtime/scriptStore.js';
+import { billableActions } from '../src/temporal/billableActions.js';
+import { connectTemporal } from '../src/temporal/connection.js';
+import { createSyncControl } from '../src/temporal/syncControl.js';
+import { bundleWorkflows } from '../src/temporal/worker.js';
+import { spawnWorkerProcess } from '../test/runtime/workerSpawn.js';
+import { positiveIntegerFlags } from './lib/flags.js';
+import { formatCount, line } from './lib/stats.js';
+import { RAW_TABLE_SQL, rawUpsert, syntheticRecord } from './lib/syncRecords.js';
+import { bundle } from './syncHarness.js';
+
+const { records, page, kills, raw } = positiveIntegerFlags(
+  { records: 1_000_000, page: 100, kills: 2, raw: 100_000 },
+  process.argv.slice(2),
+);
+const pages = Math.ceil(records / page);
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' ');
+console.log(
+  `backfill: ${formatCount(records)} records at pages of ${page} (${formatCount(pages)} pages), ${kills} SIGKILLs of the worker; load ${load()}`,
+);
+
+const stack = await startStack({ ephemeral: true, database: 'bench_backfill' });
+const pool = createPool({ url: stack.postgres.url, max: 4, applicationName: 'bench-backfill' });
+const dir = mkdtempSync(join(tmpdir(), 'bench-backfill-'));
+const workers = new Set<ReturnType<typeof spawnWorkerProcess>>();
+const server = createServer((request, response) => {
+  const url = new URL(request.url ?? '/', 'http://x');
+  const start = Number(url.searchParams.get('cursor') ?? '0');
+  hits.set(start, (hits.get(start) ?? 0) + 1);
+  const items = Array.from({ length: Math.max(0, Math.min(page, records - start)) }, (_, i) =>
+    syntheticRecord(start + i),
+  );
+  response.writeHead(200, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ items, next: start + page < records ? String(start + page) : null }));
+});
+const hits = new Map<number, number>();
+try {
+  await migrate(pool);
+  const workflowBundle = join(dir, 'workflows.js');
+  writeFileSync(workflowBundle, (await bundleWorkflows()).code);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const taskQueue = `backfill-${randomBytes(4).toString('hex')}`;
+
+  /** A worker process (test/runtime/workerProcess.ts) that says `standby` and polls once told `run`. */
+  const standby = async () => {
+    const child = spawnWorkerProcess({
+      ...process.env,
+      DATABASE_URL: stack.postgres.url,
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_NAMESPACE: stack.temporal.namespace,
+      TASK_QUEUE: taskQueue,
+      WORKFLOW_BUNDLE: workflowBundle,
+      API_BASE_URL: apiUrl,
+      SERVICE_THREAD_MARKS_DIR: join(dir, 'threads'),
+      WORKER_STANDBY: '1',
+    });
+    workers.add(child);
+    child.once('exit', () => workers.delete(child));
+    let output = '';
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('standby\n')) resolve();
+      });
+      child.once('exit', () => reject(new Error(`worker exited before standby:\n${output}`)));
+    });
+    return {
+      child,
+      run: () => {
+        child.stdin?.write('run\n');
+      },
+    };
+  };
+
+  const clientConnection = await connectTemporal({ address: stack.temporal.address });
+  const client = new Client({
+    connection: clientConnection,
+    namespace: stack.temporal.namespace,
+    dataConverter: createDataConverter({ db: pool }),
+  });
+  const scripts = createPostgresScriptStore({ db: pool });
+  const scriptHash = await scripts.put(
+    bundle(`async function (svc) {
+  const checkpoint = await svc.getCheckpoint();
+  let cursor = checkpoint ? checkpoint.cursor : '0';
+  for (;;) {
+    const res = await svc.get({ endpoint: '/records', params: { cursor } });
+    await svc.batchSave(res.data.items, 'Record');
+    if (res.data.next === null) break;
+    cursor = res.data.next;
+    await svc.saveCheckpoint({ cursor });
+  }
+  await svc.clearCheckpoint();
+}`),
+    'bench',
+  );
+  const definition = {
+    environmentId: 'bench',
+    integrationId: 'bench-api',
+    syncName: 'backfill',
+    syncType: 'full' as const,
+    runsMs: 30 * 86_400_000,
+    autoStart: true,
+    trackDeletes: true,
+    models: ['Record'],
+    scriptHash,
+    webhookSubscriptions: [],
+  };
+  const ref = { ...definition, connectionId: 'backfill' };
+  const control = createSyncControl({ client, taskQueue });
+
+  let worker = await standby();
+  worker.run();
+  let next = standby();
+  const started = Date.now();
+  const workflowId = await control.ensureSync(definition, ref.connectionId);
+  const killAt = Array.from({ length: kills }, (_, i) => Math.floor((pages * (i + 1)) / (kills + 1)));
+  const recoveries: number[] = [];
+  for (const at of killAt) {
+    while (hits.size < at) await new Promise((resolve) => setTimeout(resolve, 20));
+    worker.child.kill('SIGKILL');
+    const killed = Date.now();
+    const fetched = [...hits.values()].reduce((a, b) => a + b, 0);
+    worker = await next;
+    worker.run();
+    next = standby();
+    while ([...hits.values()].reduce((a, b) => a + b, 0) === fetched)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    recoveries.push(Date.now() - killed);
+    console.log(
+      `  killed at page ${formatCount(at)}: requests again after ${((Date.now() - killed) / 1000).toFixed(1)} s; load ${load()}`,
+    );
+  }
+  let status = await control.status(ref);
+  while (status.finishedAt === null || status.status === 'running') {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    status = await control.status(ref);
+  }
+  const ms = Date.now() - started;
+  if (status.latestError) throw new Error(`the run failed: ${JSON.stringify(status.latestError)}`);
+  const executions = status.latestResult?.executions ?? [status.latestResult?.runId ?? ''];
+
+  // The run's executions' histories: events and billable actions.
+  let events = 0;
+  let actions = 0;
+  for (const id of executions) {
+    const history = await client.workflow.getHandle(workflowId, id.slice(`${workflowId}:run:`.length)).fetchHistory();
+    events += history.events?.length ?? 0;
+    actions += billableActions(history.events ?? []).total;
+  }
+  const stored = await pool.query<{ n: string; ids: string; live: string }>(
+    "SELECT count(*) AS n, count(DISTINCT id) AS ids, count(*) FILTER (WHERE deleted_at IS NULL) AS live FROM records WHERE sync_name = 'backfill'",
+  );
+  const runs = await pool.query<{ n: string }>("SELECT count(*) AS n FROM sync_runs WHERE sync_name = 'backfill'");
+  const twice = [...hits.values()].filter((n) => n > 1).length;
+  const models = status.latestResult?.models['Record'];
+
+  // The physical limit: the same records in the same pages, upserted raw from this process.
+  await pool.query(RAW_TABLE_SQL);
+  const rawPages = Math.ceil(Math.min(raw, records) / page);
+  const rawStarted = Date.now();
+  for (let p = 0; p < rawPages; p++) {
+    await rawUpsert(
+      pool,
+      'raw',
+      Array.from({ length: page }, (_, i) => syntheticRecord(p * page + i)),
+    );
+  }
+  const rawMs = ((Date.now() - rawStarted) * records) / (rawPages * page);
+
+  console.log(line('time', `${(ms / 1000).toFixed(1)} s (${formatCount((records / ms) * 1000)} records/s)`));
+  console.log(line('executions of the run', `${executions.length} (one run in the run history: ${runs.rows[0]?.n})`));
+  console.log(line('history events, all executions', formatCount(events)));
+  console.log(
+    line(
+      'billable actions, all executions',
+      `${formatCount(actions)} (${(actions / executions.length).toFixed(1)} per execution)`,
+    ),
+  );
+  console.log(line('worker recoveries', recoveries.map((r) => `${(r / 1000).toFixed(1)} s`).join(', ')));
+  console.log(
+    line('pages fetched', `${formatCount(hits.size)} of ${formatCount(pages)}, ${twice} twice (bound: 1 per kill)`),
+  );
+  console.log(
+    line(
+      'records stored',
+      `${stored.rows[0]?.n} rows, ${stored.rows[0]?.ids} ids, ${stored.rows[0]?.live} live; source ${records}`,
+    ),
+  );
+  console.log(line('run result', JSON.stringify(models)));
+  console.log(
+    line(
+      'raw upsert (physical limit)',
+      `${(rawMs / 1000).toFixed(1)} s for ${formatCount(records)} (measured on ${formatCount(rawPages * page)})`,
+    ),
+  );
+  console.log(line('ratio backfill ÷ raw time', (ms / rawMs).toFixed(2)));
+  console.log(`load at the end: ${load()}`);
+  const exact =
+    Number(stored.rows[0]?.n) === records &&
+    Number(stored.rows[0]?.ids) === records &&
+    Number(stored.rows[0]?.live) === records &&
+    hits.size === pages &&
+    twice <= kills &&
+    models?.added === records &&
+    Number(runs.rows[0]?.n) === 1;
+  console.log(exact ? 'EXACT: records == source, each once' : 'NOT EXACT');
+  await control.stop(ref, 'bench over');
+  await clientConnection.close();
+  if (!exact) process.exitCode = 1;
+} finally {
+  for (const child of workers) child.kill('SIGKILL');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await pool.end();
+  await stack.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
