@@ -15,7 +15,7 @@
  * and the ratio.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -36,8 +36,8 @@ import { formatCount, line } from './lib/stats.js';
 import { RAW_TABLE_SQL, rawUpsert, syntheticRecord } from './lib/syncRecords.js';
 import { bundle } from './syncHarness.js';
 
-const { records, page, kills, raw } = positiveIntegerFlags(
-  { records: 1_000_000, page: 100, kills: 2, raw: 100_000 },
+const { records, page, kills, raw, budget } = positiveIntegerFlags(
+  { records: 1_000_000, page: 100, kills: 2, raw: 100_000, budget: 48_000 },
   process.argv.slice(2),
 );
 const pages = Math.ceil(records / page);
@@ -88,7 +88,11 @@ try {
     workers.add(child);
     child.once('exit', () => workers.delete(child));
     let output = '';
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      // What the workers say of failed workflow tasks, for a run that does not end.
+      appendFileSync(join(dir, '..', `bench-backfill-${taskQueue}.log`), chunk);
+    });
     await new Promise<void>((resolve, reject) => {
       child.stdout?.on('data', (chunk: Buffer) => {
         output += chunk.toString();
@@ -145,7 +149,12 @@ try {
   worker.run();
   let next = standby();
   const started = Date.now();
-  const workflowId = await control.ensureSync(definition, ref.connectionId);
+  // --budget lowers the history budget (events) of each execution, to show continuation at a smaller size.
+  const workflowId = await control.ensureSync(
+    definition,
+    ref.connectionId,
+    budget === 48_000 ? undefined : { historyEventBudget: budget },
+  );
   const killAt = Array.from({ length: kills }, (_, i) => Math.floor((pages * (i + 1)) / (kills + 1)));
   const recoveries: number[] = [];
   for (const at of killAt) {
@@ -163,10 +172,12 @@ try {
       `  killed at page ${formatCount(at)}: requests again after ${((Date.now() - killed) / 1000).toFixed(1)} s; load ${load()}`,
     );
   }
-  let status = await control.status(ref);
-  while (status.finishedAt === null || status.status === 'running') {
+  // A query fails while the entity's workflow task is being retried after a kill: ask again.
+  const statusNow = () => control.status(ref).catch(() => undefined);
+  let status = await statusNow();
+  while (!status || status.finishedAt === null || status.status === 'running') {
     await new Promise((resolve) => setTimeout(resolve, 500));
-    status = await control.status(ref);
+    status = await statusNow();
   }
   const ms = Date.now() - started;
   if (status.latestError) throw new Error(`the run failed: ${JSON.stringify(status.latestError)}`);

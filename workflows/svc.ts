@@ -260,7 +260,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
       // A run that continues in a next execution (issue 32) still flushes its logs in this one.
       if (context.chain?.continuing) return;
       const usage = `${operations} svc operations, ${events} events, ${Math.round(info.historySize / 1024 / 1024)} MiB`;
-      if (context.chain) throw context.chain.atLimit(wroteAny(summaries), usage);
+      // A run inside its sync entity may continue from a checkpoint; a run of its own workflow cannot.
+      if (context.chain?.context.canContinue) throw context.chain.atLimit(wroteAny(summaries), usage);
       throw ApplicationFailure.create({
         type: 'run_history_limit' satisfies RunErrorCode,
         nonRetryable: true,
