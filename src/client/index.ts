@@ -237,10 +237,10 @@ export function createClient(options: ClientOptions) {
         }),
       /** The checkpoint a sync's script saved for one connection (GET /sync/checkpoint). */
       checkpoint: (query: z.input<typeof syncCheckpointQuery>) =>
-        call<z.output<typeof syncCheckpointSchema>>('GET', '/sync/checkpoint', { query: query as Query }),
+        call<z.output<typeof syncCheckpointSchema>>('GET', '/sync/checkpoint', { query: query }),
       /** Resets it: the sync's next run starts from the beginning (DELETE /sync/checkpoint). */
       resetCheckpoint: (query: z.input<typeof syncCheckpointQuery>) =>
-        call<{ deleted: boolean }>('DELETE', '/sync/checkpoint', { query: query as Query }),
+        call<{ deleted: boolean }>('DELETE', '/sync/checkpoint', { query: query }),
       /** Recent runs, newest first (GET /sync/runs). */
       runs: (query: z.input<typeof syncRunsQuery>) =>
         call<{ runs: SyncRun[] }>('GET', '/sync/runs', { query: query as Query }),
