@@ -64,6 +64,8 @@ export interface RuntimeDeps {
   runSlots?: RunSlots | undefined;
   /** Sync runs one environment may have going at once. @default 100 */
   syncRunConcurrency?: number | undefined;
+  /** SYNC_EXECUTION_TIME_LIMIT in ms, handed to each run with its script (LoadedScript). Absent: none. */
+  executionTimeLimitMs?: number | undefined;
 }
 
 // A sync run past its environment's bound tries to begin again after this (its step is tried 10
@@ -184,7 +186,9 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      */
     async loadScript(hash: string): Promise<LoadedScript> {
       const run = await translated(caller);
-      return translated(() => scripts.load(hash, run.environmentId));
+      const script = await translated(() => scripts.load(hash, run.environmentId));
+      const limit = deps.executionTimeLimitMs;
+      return limit === undefined ? script : { ...script, executionTimeLimitMs: limit };
     },
 
     /**

@@ -178,6 +178,7 @@ function composeParts(options: {
   log?: (message: string) => void;
   inboundQueueLimits?: InboundQueueLimits;
   syncRunConcurrency?: number;
+  executionTimeLimitMs?: number | null;
 }): ServiceParts {
   const { db, encryptor, temporal, taskQueue } = options;
   // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
@@ -272,6 +273,7 @@ function composeParts(options: {
     inboundQueue,
     runSlots,
     ...(options.syncRunConcurrency === undefined ? {} : { syncRunConcurrency: options.syncRunConcurrency }),
+    ...(options.executionTimeLimitMs == null ? {} : { executionTimeLimitMs: options.executionTimeLimitMs }),
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
     // The apply workflow's activities (activities/deploy.ts).
@@ -364,6 +366,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       catalog: overrides.catalog ?? loadProviderCatalog({ extraFile: settings.SERVICE_PROVIDERS_FILE }),
       ...(overrides.log ? { log: overrides.log } : {}),
       syncRunConcurrency: settings.SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT,
+      executionTimeLimitMs: settings.SYNC_EXECUTION_TIME_LIMIT,
       inboundQueueLimits: {
         ...DEFAULT_INBOUND_QUEUE_LIMITS,
         syncBytes: settings.WEBHOOK_QUEUE_SYNC_BYTES,

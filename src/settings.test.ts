@@ -46,4 +46,16 @@ describe('settings', () => {
     expect(loadSettings({ SERVICE_THREAD_MARKS_DIR: '/tmp/marks' }).SERVICE_THREAD_MARKS_DIR).toBe('/tmp/marks');
     expect(() => loadSettings({ SERVICE_CALLBACK_URL: 'not a url' })).toThrow(/SERVICE_CALLBACK_URL/);
   });
+
+  it('reads SYNC_EXECUTION_TIME_LIMIT as ms (30 min by default), `none` as no limit, and refuses anything else naming it', () => {
+    expect(loadSettings({}).SYNC_EXECUTION_TIME_LIMIT).toBe(1_800_000);
+    expect(loadSettings({ SYNC_EXECUTION_TIME_LIMIT: '2h' }).SYNC_EXECUTION_TIME_LIMIT).toBe(7_200_000);
+    expect(loadSettings({ SYNC_EXECUTION_TIME_LIMIT: ' None ' }).SYNC_EXECUTION_TIME_LIMIT).toBeNull();
+    expect(loadSettings({ SYNC_EXECUTION_TIME_LIMIT: '' }).SYNC_EXECUTION_TIME_LIMIT).toBe(1_800_000);
+    for (const bad of ['5s', '25h', '30', 'soon']) {
+      expect(() => loadSettings({ SYNC_EXECUTION_TIME_LIMIT: bad }), bad).toThrow(
+        /SYNC_EXECUTION_TIME_LIMIT.*expected a duration from 10s to 24h/s,
+      );
+    }
+  });
 });

@@ -37,6 +37,29 @@ function retention(fallback: string, min: number, minText: string) {
     });
 }
 
+/** SYNC_EXECUTION_TIME_LIMIT: a duration in the ms notation from 10 s to 24 h, or `none` (null). */
+export function executionTimeLimit(fallback: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((text, ctx): number | null => {
+      // Empty is unset (Compose passes `${VAR:-}` as '').
+      const value = text.trim() || fallback;
+      if (/^none$/i.test(value)) return null;
+      const millis = /^\d+(\.\d+)?\s*(ms|s|m|h|seconds?|minutes?|hours?)$/i.test(value)
+        ? ms(value as ms.StringValue)
+        : Number.NaN;
+      if (!Number.isFinite(millis) || millis < 10_000 || millis > 24 * 3_600_000) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a duration from 10s to 24h such as "30m" or "2h", or "none"; got "${text}"`,
+        });
+        return z.NEVER;
+      }
+      return millis;
+    });
+}
+
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
@@ -199,6 +222,14 @@ export const settingsSchema = z.object({
    * begin (retried for about 90 s), then fails with `environment_busy` and runs again soon.
    */
   SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT: z.coerce.number().int().min(1).default(100),
+  /**
+   * How long one execution of a sync run that checkpoints may go on (issue 32): past it, the run ends
+   * the execution after its next `svc.saveCheckpoint` and continues at once in a next one. It bounds
+   * the history a worker replays to take a run over (after a crash, or when the run leaves its cache).
+   * A worker setting: each execution takes the value of the worker that loads its script. `none`:
+   * only the history budget ends an execution.
+   */
+  SYNC_EXECUTION_TIME_LIMIT: executionTimeLimit('30m'),
   /**
    * Token requests the background refresher has in flight at once, per worker process, and of those
    * one environment's at most (src/connections/tokenRefresher.ts).

@@ -98,6 +98,7 @@ async function execute(
   try {
     const loaded =
       preloaded ?? (await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]));
+    runtime.useExecutionTimeLimit(loaded.executionTimeLimitMs);
     const realm = createScriptRealm({
       scriptName: name,
       budget,

@@ -172,6 +172,8 @@ export interface SvcRuntime {
   flushLogs: () => Promise<void>;
   /** Ends the run's use of the step ledger: its results are made durable, then the ledger forgets them. */
   finish: () => Promise<void>;
+  /** The worker's time limit per execution, from the loaded script (the run's options win over it). */
+  useExecutionTimeLimit: (ms: number | undefined) => void;
   /** Runs one bookkeeping step of the run (not a script operation) with the same mode and budget. */
   step: <K extends keyof RuntimeActivities>(
     name: K,
@@ -276,11 +278,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // Issue 32: past SOFT_SHARE of the history budget, or past the execution's time limit, a run that
   // checkpoints continues in a next execution after its next saveCheckpoint.
   const executionStartedAt = Date.now();
+  let workerTimeLimit: number | undefined;
   function nearLimit(): boolean {
     const info = workflowInfo();
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
     const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
-    const timeLimit = context.options.executionTimeLimitMs;
+    const timeLimit = context.options.executionTimeLimitMs ?? workerTimeLimit;
     return (
       events > eventBudget * SOFT_SHARE ||
       info.historySize > HISTORY_BYTE_BUDGET * SOFT_SHARE ||
@@ -727,5 +730,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
       await endTask.forgetSteps();
     },
     step: (name, summary, args) => simple(name, summary, args, true),
+    useExecutionTimeLimit: (ms) => {
+      workerTimeLimit = ms;
+    },
   };
 }

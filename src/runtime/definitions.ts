@@ -91,6 +91,12 @@ export interface LoadedScript {
   code: string;
   /** The name of the loop-protection function the code calls. */
   budget: string;
+  /**
+   * The loading worker's SYNC_EXECUTION_TIME_LIMIT in ms (issue 32): a sync run's execution continues
+   * in a next one after its first saveCheckpoint past it, unless the run's options set their own.
+   * Absent: no limit (`none`, or a bundle loaded by an older worker).
+   */
+  executionTimeLimitMs?: number;
 }
 
 /**

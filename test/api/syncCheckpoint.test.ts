@@ -1,7 +1,8 @@
 /**
  * Checkpoints through the API (issue 32): GET /sync/checkpoint shows what a sync's script saved with
  * svc.saveCheckpoint, DELETE /sync/checkpoint resets it (the next run's getCheckpoint answers null), a
- * full resync clears it, and unknown syncs and connections are 404s.
+ * full resync clears it, and unknown syncs and connections are 404s. The server's
+ * SYNC_EXECUTION_TIME_LIMIT cuts a run that checkpoints into executions of one run.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundle, deployRequest, INTEGRATION } from './fixtures.js';
@@ -11,6 +12,20 @@ import { apiFailure, deployWithConnection, eventually, startApiHarness, type Api
 const COUNTING = bundle(`async function (svc) {
   const checkpoint = await svc.getCheckpoint();
   await svc.saveCheckpoint({ runs: (checkpoint ? checkpoint.runs : 0) + 1, at: 'page-' + ((checkpoint ? checkpoint.runs : 0) + 1), done: false });
+}`);
+
+// Twelve pages, a second apart, each saved and checkpointed: about 13 s, past a 10 s limit per execution.
+const PAGES = 12;
+const SLOW = bundle(`async function (svc) {
+  const checkpoint = await svc.getCheckpoint();
+  let page = checkpoint ? checkpoint.page : 0;
+  while (page < ${PAGES}) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    page++;
+    await svc.batchSave([{ id: 'p' + page, title: 'page ' + page }], 'Issue');
+    await svc.saveCheckpoint({ page });
+  }
+  await svc.clearCheckpoint();
 }`);
 
 let h: ApiHarness;
@@ -34,7 +49,8 @@ async function runOnce(mode?: 'full_refresh'): Promise<void> {
 }
 
 beforeAll(async () => {
-  h = await startApiHarness();
+  // The shortest limit the setting takes: the slow sync's run is cut once (SYNC_EXECUTION_TIME_LIMIT).
+  h = await startApiHarness({ settings: { SYNC_EXECUTION_TIME_LIMIT: '10s' } });
   const request = deployRequest();
   await deployWithConnection(h, 'k1', 'c1');
   await h.deploy(h.envA.id, {
@@ -89,5 +105,28 @@ describe('GET and DELETE /sync/checkpoint', () => {
     });
     expect(await apiFailure(h.anonymous.syncs.checkpoint(query))).toMatchObject({ status: 401 });
     expect((await apiFailure(h.apiB.syncs.checkpoint(query))).status).toBe(404);
+  });
+
+  it('a run past SYNC_EXECUTION_TIME_LIMIT continues in a next execution: one run, each record once', async () => {
+    const request = deployRequest();
+    await h.deploy(h.envA.id, {
+      ...request,
+      scripts: request.scripts.map((script) => (script.name === 'issues' ? { ...script, code: SLOW } : script)),
+    });
+    await runOnce('full_refresh');
+    const [run] = (await h.api.syncs.runs({ provider_config_key: INTEGRATION, syncs: 'issues' })).runs;
+    expect(run).toMatchObject({ status: 'success' });
+    // Cut by the server's setting, not by the history budget (a dozen pages are far from it).
+    expect(run?.executions.length).toBeGreaterThanOrEqual(2);
+    const page = await h.api.records.list({
+      connectionId: 'c1',
+      providerConfigKey: INTEGRATION,
+      model: 'Issue',
+      limit: 100,
+    });
+    expect(page.records.map((record) => record.id).sort()).toEqual(
+      Array.from({ length: PAGES }, (_, i) => `p${i + 1}`).sort(),
+    );
+    expect((await h.api.syncs.checkpoint(query)).checkpoint).toBeNull();
   });
 });
