@@ -139,6 +139,17 @@ export function interruptedByIsolateTimeout(completion: unknown): boolean {
   return data != null && ISOLATE_TIMEOUT_FAILURE.test(Buffer.from(data).toString('utf8'));
 }
 
+/**
+ * The failed completion of an interrupted activation that replayed history, with `message` as its
+ * failure in place of the isolate timeout (src/temporal/lanes.ts `replayInterruption`): the server
+ * records it as the failed workflow task, and it is not taken for a runaway script's evidence.
+ */
+export function withReplayFailure(completion: unknown, message: string): unknown {
+  const failed = (completion as { failed?: object | null }).failed;
+  if (!failed) return completion;
+  return { ...(completion as object), failed: { ...failed, failure: { message, source: 'TypeScriptSDK' } } };
+}
+
 /** The operating system's ids of this process's threads (Linux: /proc/self/task); empty elsewhere. */
 function osThreads(): number[] {
   try {

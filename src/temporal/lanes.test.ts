@@ -45,6 +45,7 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
     startsTask: (activation) => !(activation as Step).continuation,
     continuesTask: (completion) => (completion as string).endsWith('+'),
     replaying: (activation) => (activation as Step).replaying === true,
+    replayInterruption: (_completion, message) => `replayed: ${message}`,
     runsInEntity: (workflowId) => entityRuns.has(workflowId),
     now: () => clock,
   });
@@ -218,16 +219,17 @@ describe('lanes', () => {
     h.entityRuns.add('sync:a:i:c:replayed');
     h.entityRuns.add('sync:b:i:c:runaway');
     // A replay of a long history on a starved thread: interrupted, but its script had run fine before.
+    // Its failed task says so instead of an isolate timeout, which the run watch would take as evidence.
     const first = replayed.activate({ ms: 3000, interrupted: true, replaying: true }).catch(() => undefined);
     await h.tick();
     await h.finish('sync:a:i:c:replayed');
-    await first;
+    expect(await first).toMatch(/^replayed: the replay of sync:a:i:c:replayed's history was interrupted after 3000 ms/);
     expect(h.runaways).toEqual([]);
     // New work of a run interrupted: the run's script computed past its budget.
     const second = runaway.activate({ ms: 3000, interrupted: true }).catch(() => undefined);
     await h.tick();
     await h.finish('sync:b:i:c:runaway');
-    await second;
+    expect(await second).toBe('interrupted');
     expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:b:i:c:runaway']);
   });
 

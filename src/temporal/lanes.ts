@@ -104,6 +104,12 @@ export interface LaneOptions {
   /** Does this activation replay events of the history (rather than run new work)? */
   replaying?: (activation: unknown) => boolean;
   /**
+   * The completion to answer instead of an interrupted one that replayed history and convicted nobody:
+   * its failure must not read as an isolate timeout, since the run watch takes an isolate timeout
+   * recorded in the execution's history as evidence against its script (src/temporal/runaway.ts).
+   */
+  replayInterruption?: (completion: unknown, message: string) => unknown;
+  /**
    * Where the lanes say what they decide: where a workflow lives at `debug`, a workflow moved off a
    * lane at `info`, an interrupted statement at `warn`.
    */
@@ -130,6 +136,11 @@ export class LaneExpiredError extends Error {
 /** Thrown from an activation of a run already stopped for an interrupted statement: it is not run again. */
 export class LaneStoppedError extends Error {
   override name = 'LaneStoppedError';
+}
+
+/** An activation replaying history was interrupted: the task is retried; its script is not to blame. */
+export class ReplayInterruptedError extends Error {
+  override name = 'ReplayInterruptedError';
 }
 
 // A session of the penalty lane lasts at most the workflow task timeout of a run (4 s), and waits this
@@ -512,7 +523,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           const startedAt = now();
           const replaying = options.replaying?.(activation) ?? false;
           // An interrupted statement: the run's script computed past every budget with the lane to itself.
-          const convict = (): void => {
+          const convict = (): boolean => {
             heat(environmentId);
             log(
               `interrupted ${info.workflowId} (environment ${environmentId || '(none)'}) on lane ${lane.index} after ${Math.round(now() - startedAt)} ms`,
@@ -524,7 +535,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             // (3 s of a lane each time, some attempts aborting the worker process: 7 worker deaths in
             // 4 minutes in test/chaos/scripts.test.ts) until the run watch or the thread marks stopped it.
             const entityRun = info.workflowType === ENTITY_TYPE && isRun && !replaying;
-            if (!RUN_TYPES.has(info.workflowType) && !entityRun) return;
+            if (!RUN_TYPES.has(info.workflowType) && !entityRun) return false;
             firstSeen(info.runId);
             stopped.add(info.runId);
             options.onRunaway({
@@ -534,14 +545,25 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
               environmentId,
               ranMs: now() - startedAt,
             });
+            return true;
           };
+          // A replay that convicted nobody leaves no isolate timeout in the history: the run watch
+          // counts one there as evidence against the script (a continued run's long execution, taken
+          // over after a SIGKILL at load ~30, was stopped script_timeout that way; issue 32).
+          const replayMessage = () =>
+            `the replay of ${info.workflowId}'s history was interrupted after ${Math.round(now() - startedAt)} ms ` +
+            'on a busy workflow thread (not the script computing): the workflow task is retried';
           try {
             const completion = await inner.activate(activation);
-            if (options.interrupted(completion)) convict();
-            else if (lane.session?.runId === info.runId) lane.session.continues = options.continuesTask(completion);
+            if (options.interrupted(completion)) {
+              if (!convict() && replaying && options.replayInterruption) {
+                return options.replayInterruption(completion, replayMessage()) as C;
+              }
+            } else if (lane.session?.runId === info.runId) lane.session.continues = options.continuesTask(completion);
             return completion;
           } catch (error) {
-            if (options.isIsolateTimeout(error)) convict();
+            if (options.isIsolateTimeout(error) && !convict() && replaying)
+              throw new ReplayInterruptedError(replayMessage());
             throw error;
           } finally {
             if (release() >= heavyMs && isRun) heat(environmentId);
