@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
-import { EnvironmentStore } from '../src/connections/environmentStore.js';
+import { createEnvironmentStore } from '../src/connections/environmentStore.js';
 import { createPool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
 import { freePort } from '../src/devstack/process.js';
@@ -114,7 +114,7 @@ describe('createFirst', () => {
     const pool = createPool({ url, max: 20 });
     try {
       await migrate(pool);
-      const store = new EnvironmentStore(pool);
+      const store = createEnvironmentStore({ db: pool });
       // Every connection open before the calls start, so that they really overlap.
       const clients = await Promise.all(Array.from({ length: 20 }, () => pool.connect()));
       for (const client of clients) client.release();

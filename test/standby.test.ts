@@ -12,7 +12,7 @@ import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
-import { EnvironmentStore } from '../src/connections/environmentStore.js';
+import { createEnvironmentStore } from '../src/connections/environmentStore.js';
 import { freePort } from '../src/devstack/process.js';
 import { connectTemporal } from '../src/temporal/connection.js';
 import { eventually } from './helpers/eventually.js';
@@ -43,7 +43,7 @@ beforeAll(async () => {
   taskQueue = env['TEMPORAL_TASK_QUEUE']!;
   service = startService(env);
   await service.waitFor(/^ready\. Ctrl-C stops everything\./m, 300_000, 'the service to be ready');
-  const { secretKey } = await new EnvironmentStore(pool).create({ name: 'standby' });
+  const { secretKey } = await createEnvironmentStore({ db: pool }).create({ name: 'standby' });
   api = createClient({ baseUrl: `http://127.0.0.1:${port}`, secretKey });
   connection = await connectTemporal({ address: stack().temporalAddress });
   await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });

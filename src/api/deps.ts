@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import type { Encryptor } from '../connections/encryption.js';
 import type { EnvironmentStore } from '../connections/environmentStore.js';
-import type { PostgresEnvironmentVariableStore } from '../connections/environmentVariableStore.js';
+import type { EnvironmentVariableManager } from '../connections/environmentVariableStore.js';
 import type { IntegrationStore } from '../connections/integrationStore.js';
 import type { OAuthFlow } from '../connections/oauthFlow.js';
 import type { SyncFrequencyStore } from '../connections/syncFrequencyStore.js';
@@ -43,7 +43,7 @@ export interface ApiDeps {
   environments: EnvironmentStore;
   connections: ConnectionManager;
   integrations: IntegrationStore;
-  variables: PostgresEnvironmentVariableStore;
+  variables: EnvironmentVariableManager;
   records: RecordStore;
   logs: ScriptLogStore;
   /** The history of sync runs (GET /sync/runs). */

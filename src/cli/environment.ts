@@ -4,7 +4,7 @@
  * migrations first (under the same advisory lock as every process, so it also works before the first
  * start), and prints a new key alone on stdout, once: only its hash is stored.
  */
-import { EnvironmentStore } from '../connections/environmentStore.js';
+import { createEnvironmentStore } from '../connections/environmentStore.js';
 import { createPool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
 import { isServiceError } from '../errors.js';
@@ -44,7 +44,7 @@ export async function environmentCommand(args: readonly string[], io: CliIo): Pr
   const db = createPool({ url, max: 2, applicationName: 'integration-service-cli' });
   try {
     await migrate(db);
-    const environments = new EnvironmentStore(db);
+    const environments = createEnvironmentStore({ db });
     if (sub === 'list') {
       for (const environment of await environments.list()) {
         io.out(`${environment.name}\t${environment.id}\t${environment.publicKey}\t${environment.createdAt}\n`);

@@ -19,7 +19,12 @@ import type { IntegrationStore } from './integrationStore.js';
 import type { Fetch } from './oauth2.js';
 import { validateConnectionConfig } from './providers/catalog.js';
 import { invalidInput, refreshFailed } from './connectionErrors.js';
-import { ConnectionStore, type ConnectionFilter, type ConnectionSummary } from './connectionStore.js';
+import {
+  createConnectionStore,
+  type ConnectionFilter,
+  type ConnectionStore,
+  type ConnectionSummary,
+} from './connectionStore.js';
 import { credentialSecretForms, importConnectionInput, isMinted, type ImportConnectionInput } from './credentials.js';
 import { RefreshClaimSystem, type ClaimOptions, type RefreshClaim } from './refreshClaims.js';
 import { authorizeRequest } from './requestAuthorizer.js';
@@ -77,7 +82,7 @@ export class PostgresConnectionService implements ConnectionManager {
     };
     this.publicUrl = deps.publicUrl;
     const resources = this.resources;
-    this.store = new ConnectionStore(resources);
+    this.store = createConnectionStore(resources);
     this.tokenRefresh = new TokenRefreshSystem({ resources, store: this.store });
     this.refreshClaims = new RefreshClaimSystem({ resources, store: this.store, tokenRefresh: this.tokenRefresh });
   }

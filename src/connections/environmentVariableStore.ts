@@ -15,29 +15,28 @@ const variableName = z
 /** Large enough for a certificate or a JSON service-account key; bounded so one variable cannot fill a page. */
 const MAX_VALUE_BYTES = 64 * 1024;
 
-export class PostgresEnvironmentVariableStore implements EnvironmentVariableStore {
-  constructor(
-    private readonly db: Pool,
-    private readonly encryptor: Encryptor,
-  ) {}
-
-  async list(environmentId: string): Promise<EnvironmentVariable[]> {
-    const { rows } = await this.db.query<{ name: string; value_encrypted: string }>(
-      'SELECT name, value_encrypted FROM environment_variables WHERE environment_id = $1 ORDER BY name',
-      [environmentId],
-    );
-    return rows.map((row) => ({
-      name: row.name,
-      value: this.encryptor.decrypt(row.value_encrypted, 'environment_variable'),
-    }));
-  }
-
+/** The environment variables as the API manages them; the runtime only lists them (EnvironmentVariableStore). */
+export interface EnvironmentVariableManager extends EnvironmentVariableStore {
   /** Creates or replaces one variable. */
-  async set(environmentId: string, variable: EnvironmentVariable): Promise<void> {
-    await this.upsert(this.db, environmentId, variable);
-  }
+  set(environmentId: string, variable: EnvironmentVariable): Promise<void>;
+  /** Replaces the whole set in one transaction (the dashboard's "save all"). */
+  replaceAll(environmentId: string, variables: EnvironmentVariable[]): Promise<void>;
+  /** Deletes one variable; true when it existed. */
+  delete(environmentId: string, name: string): Promise<boolean>;
+}
 
-  private async upsert(db: Pool | PoolClient, environmentId: string, variable: EnvironmentVariable): Promise<void> {
+export function createEnvironmentVariableStore({
+  db,
+  encryptor,
+}: {
+  db: Pool;
+  encryptor: Encryptor;
+}): EnvironmentVariableManager {
+  async function upsert(
+    client: Pool | PoolClient,
+    environmentId: string,
+    variable: EnvironmentVariable,
+  ): Promise<void> {
     const name = variableName.safeParse(variable.name);
     if (!name.success) {
       throw new ServiceError(
@@ -52,10 +51,10 @@ export class PostgresEnvironmentVariableStore implements EnvironmentVariableStor
       );
     }
     try {
-      await db.query(
+      await client.query(
         `INSERT INTO environment_variables (environment_id, name, value_encrypted) VALUES ($1, $2, $3)
          ON CONFLICT (environment_id, name) DO UPDATE SET value_encrypted = EXCLUDED.value_encrypted, updated_at = now()`,
-        [environmentId, name.data, this.encryptor.encrypt(variable.value, 'environment_variable')],
+        [environmentId, name.data, encryptor.encrypt(variable.value, 'environment_variable')],
       );
     } catch (error) {
       if ((error as { code?: string }).code === '23503') {
@@ -65,27 +64,42 @@ export class PostgresEnvironmentVariableStore implements EnvironmentVariableStor
     }
   }
 
-  /** Replaces the whole set in one transaction (the dashboard's "save all"). */
-  async replaceAll(environmentId: string, variables: EnvironmentVariable[]): Promise<void> {
-    const names = new Set<string>();
-    for (const variable of variables) {
-      if (names.has(variable.name)) {
-        throw new ServiceError('invalid_environment_variable', `variable '${variable.name}' is given twice`);
-      }
-      names.add(variable.name);
-    }
-    await inTransaction(this.db, async (client) => {
-      await client.query('DELETE FROM environment_variables WHERE environment_id = $1', [environmentId]);
-      for (const variable of variables) await this.upsert(client, environmentId, variable);
-    });
-  }
+  return {
+    async list(environmentId) {
+      const { rows } = await db.query<{ name: string; value_encrypted: string }>(
+        'SELECT name, value_encrypted FROM environment_variables WHERE environment_id = $1 ORDER BY name',
+        [environmentId],
+      );
+      return rows.map((row) => ({
+        name: row.name,
+        value: encryptor.decrypt(row.value_encrypted, 'environment_variable'),
+      }));
+    },
 
-  /** Deletes one variable; true when it existed. */
-  async delete(environmentId: string, name: string): Promise<boolean> {
-    const { rowCount } = await this.db.query(
-      'DELETE FROM environment_variables WHERE environment_id = $1 AND name = $2',
-      [environmentId, name],
-    );
-    return (rowCount ?? 0) > 0;
-  }
+    async set(environmentId, variable) {
+      await upsert(db, environmentId, variable);
+    },
+
+    async replaceAll(environmentId, variables) {
+      const names = new Set<string>();
+      for (const variable of variables) {
+        if (names.has(variable.name)) {
+          throw new ServiceError('invalid_environment_variable', `variable '${variable.name}' is given twice`);
+        }
+        names.add(variable.name);
+      }
+      await inTransaction(db, async (client) => {
+        await client.query('DELETE FROM environment_variables WHERE environment_id = $1', [environmentId]);
+        for (const variable of variables) await upsert(client, environmentId, variable);
+      });
+    },
+
+    async delete(environmentId, name) {
+      const { rowCount } = await db.query('DELETE FROM environment_variables WHERE environment_id = $1 AND name = $2', [
+        environmentId,
+        name,
+      ]);
+      return (rowCount ?? 0) > 0;
+    },
+  };
 }

@@ -12,9 +12,9 @@ import type { Pool } from '../db/pool.js';
 import { PostgresConnectionService } from './connectionService.js';
 import type { ConnectionSavedEvent, NeedsReauthEvent } from './resources.js';
 import type { Encryptor } from './encryption.js';
-import { EnvironmentStore } from './environmentStore.js';
-import { PostgresEnvironmentVariableStore } from './environmentVariableStore.js';
-import { IntegrationStore } from './integrationStore.js';
+import { createEnvironmentStore } from './environmentStore.js';
+import { createEnvironmentVariableStore } from './environmentVariableStore.js';
+import { createIntegrationStore } from './integrationStore.js';
 import type { Fetch } from './oauth2.js';
 import { OAuthFlow } from './oauthFlow.js';
 import { loadProviderCatalog, type ProviderCatalog } from './providers/catalog.js';
@@ -40,7 +40,7 @@ export interface CreateConnectionsOptions {
 export function createConnections(options: CreateConnectionsOptions) {
   const { db, encryptor } = options;
   const catalog = options.catalog ?? loadProviderCatalog();
-  const integrations = new IntegrationStore(db, encryptor, catalog);
+  const integrations = createIntegrationStore({ db, encryptor, catalog });
   const service = new PostgresConnectionService({
     db,
     encryptor,
@@ -63,8 +63,8 @@ export function createConnections(options: CreateConnectionsOptions) {
   });
   return {
     catalog,
-    environments: new EnvironmentStore(db, options.environmentHoldings),
-    variables: new PostgresEnvironmentVariableStore(db, encryptor),
+    environments: createEnvironmentStore({ db, holdings: options.environmentHoldings }),
+    variables: createEnvironmentVariableStore({ db, encryptor }),
     integrations,
     service,
     oauthFlow,
@@ -74,9 +74,9 @@ export function createConnections(options: CreateConnectionsOptions) {
 export type Connections = ReturnType<typeof createConnections>;
 export { PostgresConnectionService } from './connectionService.js';
 export { Encryptor, loadEncryptor } from './encryption.js';
-export { EnvironmentStore } from './environmentStore.js';
-export { PostgresEnvironmentVariableStore } from './environmentVariableStore.js';
-export { IntegrationStore } from './integrationStore.js';
+export { createEnvironmentStore, type EnvironmentStore } from './environmentStore.js';
+export { createEnvironmentVariableStore, type EnvironmentVariableManager } from './environmentVariableStore.js';
+export { createIntegrationStore, type IntegrationStore } from './integrationStore.js';
 export { OAuthFlow } from './oauthFlow.js';
 export { loadProviderCatalog } from './providers/catalog.js';
 export { reencryptAll } from './reencrypt.js';

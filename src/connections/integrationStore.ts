@@ -98,56 +98,31 @@ function parseInput(input: unknown): z.infer<typeof integrationInput> {
   return parsed.data;
 }
 
-export class IntegrationStore {
-  constructor(
-    private readonly db: Pool,
-    private readonly encryptor: Encryptor,
-    private readonly catalog: ProviderCatalog,
-  ) {}
-
+export interface IntegrationStore {
   /** Creates or replaces an integration; a secret not given keeps the stored one. */
-  async upsert(environmentId: string, input: IntegrationInput): Promise<Integration> {
-    const data = parseInput(input);
-    // Refuse a provider or overrides that would make the integration unusable, before storing them.
-    const provider = withOverrides(this.catalog.get(data.provider), data.provider_settings ?? {}, data.id);
-    await this.keepSecretsWhereTheyGo(environmentId, data.id, provider, data.oauth_client_secret !== undefined);
-    const secret =
-      data.oauth_client_secret === undefined
-        ? null
-        : this.encryptor.encrypt(data.oauth_client_secret, 'integration_client_secret');
-    try {
-      const { rows } = await this.db.query<IntegrationRow>(
-        `INSERT INTO integrations (environment_id, id, provider, oauth_client_id, oauth_client_secret_encrypted, oauth_scopes, provider_settings, display_name)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (environment_id, id) DO UPDATE SET
-           provider = EXCLUDED.provider,
-           display_name = EXCLUDED.display_name,
-           oauth_client_id = EXCLUDED.oauth_client_id,
-           oauth_client_secret_encrypted = COALESCE(EXCLUDED.oauth_client_secret_encrypted, integrations.oauth_client_secret_encrypted),
-           oauth_scopes = EXCLUDED.oauth_scopes,
-           provider_settings = EXCLUDED.provider_settings,
-           updated_at = now()
-         RETURNING *`,
-        [
-          environmentId,
-          data.id,
-          data.provider,
-          data.oauth_client_id ?? null,
-          secret,
-          data.oauth_scopes ?? [],
-          JSON.stringify(data.provider_settings ?? {}),
-          data.display_name ?? null,
-        ],
-      );
-      return toIntegration(rows[0]!, this.catalog);
-    } catch (error) {
-      if ((error as { code?: string }).code === '23503') {
-        throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`);
-      }
-      throw error;
-    }
-  }
+  upsert(environmentId: string, input: IntegrationInput): Promise<Integration>;
+  /** The authentication mode of a catalog provider; 400 `unknown_provider` for one the catalog does not have. */
+  providerAuthMode(provider: string): string;
+  list(environmentId: string): Promise<Integration[]>;
+  get(environmentId: string, id: string): Promise<Integration>;
+  /** The integration with its provider (overrides applied) and its decrypted OAuth client. */
+  resolve(environmentId: string, id: string): Promise<ResolvedIntegration>;
+  /**
+   * Deletes an integration. Its connections hold users' credentials, so an integration that still has
+   * some is refused unless `deleteConnections` says to delete them too.
+   */
+  delete(environmentId: string, id: string, options?: { deleteConnections?: boolean }): Promise<void>;
+}
 
+export function createIntegrationStore({
+  db,
+  encryptor,
+  catalog,
+}: {
+  db: Pool;
+  encryptor: Encryptor;
+  catalog: ProviderCatalog;
+}): IntegrationStore {
   /**
    * Secrets already stored keep going where they went when they were given: otherwise anyone with the
    * environment's key could move token_url (through provider_settings or another provider) to a host
@@ -158,13 +133,13 @@ export class IntegrationStore {
    *   that signs what goes to the token URL), which the key holder cannot give again: while any exist,
    *   the endpoints do not change (409 `connection_secrets_bound`).
    */
-  private async keepSecretsWhereTheyGo(
+  async function keepSecretsWhereTheyGo(
     environmentId: string,
     id: string,
     next: Provider,
     clientSecretGiven: boolean,
   ): Promise<void> {
-    const { rows } = await this.db.query<IntegrationRow>(
+    const { rows } = await db.query<IntegrationRow>(
       'SELECT * FROM integrations WHERE environment_id = $1 AND id = $2',
       [environmentId, id],
     );
@@ -174,7 +149,7 @@ export class IntegrationStore {
     if (after.every((url) => url === undefined)) return;
     let previous: Provider | undefined;
     try {
-      previous = withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id);
+      previous = withOverrides(catalog.get(row.provider), row.provider_settings, row.id);
     } catch {
       previous = undefined;
     }
@@ -189,7 +164,7 @@ export class IntegrationStore {
     // A previous provider the catalog no longer resolves may have been of a minted mode: counted as one.
     const mintedBefore = previous === undefined || CONNECTION_SECRET_MODES.has(previous.auth_mode);
     if (!mintedBefore && !CONNECTION_SECRET_MODES.has(next.auth_mode)) return;
-    const { rows: held } = await this.db.query<{ count: string }>(
+    const { rows: held } = await db.query<{ count: string }>(
       'SELECT count(*) AS count FROM connections WHERE environment_id = $1 AND provider_config_key = $2',
       [environmentId, id],
     );
@@ -201,67 +176,8 @@ export class IntegrationStore {
     );
   }
 
-  /** The authentication mode of a catalog provider; 400 `unknown_provider` for one the catalog does not have. */
-  providerAuthMode(provider: string): string {
-    return this.catalog.get(provider).auth_mode;
-  }
-
-  async list(environmentId: string): Promise<Integration[]> {
-    const { rows } = await this.db.query<IntegrationRow>(
-      'SELECT * FROM integrations WHERE environment_id = $1 ORDER BY id',
-      [environmentId],
-    );
-    return rows.map((row) => toIntegration(row, this.catalog));
-  }
-
-  async get(environmentId: string, id: string): Promise<Integration> {
-    return toIntegration(await this.row(environmentId, id), this.catalog);
-  }
-
-  /** The integration with its provider (overrides applied) and its decrypted OAuth client. */
-  async resolve(environmentId: string, id: string): Promise<ResolvedIntegration> {
-    const row = await this.row(environmentId, id);
-    const provider = withOverrides(this.catalog.get(row.provider), row.provider_settings, row.id);
-    return {
-      integration: toIntegration(row, this.catalog),
-      provider,
-      clientId: row.oauth_client_id ?? undefined,
-      clientSecret:
-        row.oauth_client_secret_encrypted === null
-          ? undefined
-          : this.encryptor.decrypt(row.oauth_client_secret_encrypted, 'integration_client_secret'),
-    };
-  }
-
-  /**
-   * Deletes an integration. Its connections hold users' credentials, so an integration that still has
-   * some is refused unless `deleteConnections` says to delete them too.
-   */
-  async delete(environmentId: string, id: string, options: { deleteConnections?: boolean } = {}): Promise<void> {
-    await this.row(environmentId, id);
-    try {
-      await inTransaction(this.db, async (client) => {
-        if (options.deleteConnections) {
-          await client.query('DELETE FROM connections WHERE environment_id = $1 AND provider_config_key = $2', [
-            environmentId,
-            id,
-          ]);
-        }
-        await client.query('DELETE FROM integrations WHERE environment_id = $1 AND id = $2', [environmentId, id]);
-      });
-    } catch (error) {
-      if ((error as { code?: string }).code === '23503') {
-        throw new ServiceError(
-          'integration_has_connections',
-          `integration '${id}' still has connections; delete them first or pass deleteConnections`,
-        );
-      }
-      throw error;
-    }
-  }
-
-  private async row(environmentId: string, id: string): Promise<IntegrationRow> {
-    const { rows } = await this.db.query<IntegrationRow>(
+  async function rowOf(environmentId: string, id: string): Promise<IntegrationRow> {
+    const { rows } = await db.query<IntegrationRow>(
       'SELECT * FROM integrations WHERE environment_id = $1 AND id = $2',
       [environmentId, id],
     );
@@ -270,6 +186,103 @@ export class IntegrationStore {
     }
     return rows[0];
   }
+
+  return {
+    async upsert(environmentId: string, input: IntegrationInput): Promise<Integration> {
+      const data = parseInput(input);
+      // Refuse a provider or overrides that would make the integration unusable, before storing them.
+      const provider = withOverrides(catalog.get(data.provider), data.provider_settings ?? {}, data.id);
+      await keepSecretsWhereTheyGo(environmentId, data.id, provider, data.oauth_client_secret !== undefined);
+      const secret =
+        data.oauth_client_secret === undefined
+          ? null
+          : encryptor.encrypt(data.oauth_client_secret, 'integration_client_secret');
+      try {
+        const { rows } = await db.query<IntegrationRow>(
+          `INSERT INTO integrations (environment_id, id, provider, oauth_client_id, oauth_client_secret_encrypted, oauth_scopes, provider_settings, display_name)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+           ON CONFLICT (environment_id, id) DO UPDATE SET
+             provider = EXCLUDED.provider,
+             display_name = EXCLUDED.display_name,
+             oauth_client_id = EXCLUDED.oauth_client_id,
+             oauth_client_secret_encrypted = COALESCE(EXCLUDED.oauth_client_secret_encrypted, integrations.oauth_client_secret_encrypted),
+             oauth_scopes = EXCLUDED.oauth_scopes,
+             provider_settings = EXCLUDED.provider_settings,
+             updated_at = now()
+           RETURNING *`,
+          [
+            environmentId,
+            data.id,
+            data.provider,
+            data.oauth_client_id ?? null,
+            secret,
+            data.oauth_scopes ?? [],
+            JSON.stringify(data.provider_settings ?? {}),
+            data.display_name ?? null,
+          ],
+        );
+        return toIntegration(rows[0]!, catalog);
+      } catch (error) {
+        if ((error as { code?: string }).code === '23503') {
+          throw new ServiceError('unknown_environment', `environment '${environmentId}' does not exist`);
+        }
+        throw error;
+      }
+    },
+
+    providerAuthMode(provider: string): string {
+      return catalog.get(provider).auth_mode;
+    },
+
+    async list(environmentId: string): Promise<Integration[]> {
+      const { rows } = await db.query<IntegrationRow>(
+        'SELECT * FROM integrations WHERE environment_id = $1 ORDER BY id',
+        [environmentId],
+      );
+      return rows.map((row) => toIntegration(row, catalog));
+    },
+
+    async get(environmentId: string, id: string): Promise<Integration> {
+      return toIntegration(await rowOf(environmentId, id), catalog);
+    },
+
+    async resolve(environmentId: string, id: string): Promise<ResolvedIntegration> {
+      const row = await rowOf(environmentId, id);
+      const provider = withOverrides(catalog.get(row.provider), row.provider_settings, row.id);
+      return {
+        integration: toIntegration(row, catalog),
+        provider,
+        clientId: row.oauth_client_id ?? undefined,
+        clientSecret:
+          row.oauth_client_secret_encrypted === null
+            ? undefined
+            : encryptor.decrypt(row.oauth_client_secret_encrypted, 'integration_client_secret'),
+      };
+    },
+
+    async delete(environmentId: string, id: string, options: { deleteConnections?: boolean } = {}): Promise<void> {
+      await rowOf(environmentId, id);
+      try {
+        await inTransaction(db, async (client) => {
+          if (options.deleteConnections) {
+            await client.query('DELETE FROM connections WHERE environment_id = $1 AND provider_config_key = $2', [
+              environmentId,
+              id,
+            ]);
+          }
+          await client.query('DELETE FROM integrations WHERE environment_id = $1 AND id = $2', [environmentId, id]);
+        });
+      } catch (error) {
+        if ((error as { code?: string }).code === '23503') {
+          throw new ServiceError(
+            'integration_has_connections',
+            `integration '${id}' still has connections; delete them first or pass deleteConnections`,
+          );
+        }
+        throw error;
+      }
+    },
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { EnvironmentStore } from '../../src/connections/environmentStore.js';
+import { createEnvironmentStore } from '../../src/connections/environmentStore.js';
 import { loadSettings } from '../../src/settings.js';
 import { eventually } from '../helpers/eventually.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
@@ -25,8 +25,8 @@ async function twoProcesses() {
       };
     },
   });
-  const a = new EnvironmentStore(counted, []);
-  const b = new EnvironmentStore(counted, []);
+  const a = createEnvironmentStore({ db: counted, holdings: [] });
+  const b = createEnvironmentStore({ db: counted, holdings: [] });
   const stops = [await a.cacheSecretKeys(), await b.cacheSecretKeys()];
   return { a, b, stop: () => Promise.all(stops.map((stop) => stop())) };
 }
@@ -115,7 +115,7 @@ describe('kept secret keys', () => {
         };
       },
     });
-    const store = new EnvironmentStore(counted, []);
+    const store = createEnvironmentStore({ db: counted, holdings: [] });
     const stop = await store.cacheSecretKeys({ ttlMs: 300 });
     try {
       const { environment, secretKey } = await store.create({ name: uniqueName('env').toLowerCase() });

@@ -13,7 +13,7 @@ import { Client, type Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
-import { EnvironmentStore } from '../../src/connections/environmentStore.js';
+import { createEnvironmentStore } from '../../src/connections/environmentStore.js';
 import { startTopology, type ServiceProcess, type Topology } from '../../src/devstack/topology.js';
 import { Encryptor } from '../../src/connections/encryption.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
@@ -52,7 +52,7 @@ beforeAll(async () => {
       SERVICE_WORKFLOW_BUNDLE: join(scratch, 'v1', 'workflow-bundle.js'),
     },
   });
-  const { secretKey } = await new EnvironmentStore(pool).create({ name: 'topology' });
+  const { secretKey } = await createEnvironmentStore({ db: pool }).create({ name: 'topology' });
   api = createClient({ baseUrl: topology.apiUrl, secretKey });
   temporalConnection = await connectTemporal({ address: topology.temporal.address });
   temporal = new Client({
