@@ -31,11 +31,9 @@ import type {
 } from '../api/routes/integrations/integrationView.js';
 import type { connectFieldsAnswer } from '../api/routes/integrations/getIntegrationConnectFields.js';
 import type { connectSessionBody, connectSessionSchema } from '../api/routes/connections/postConnectSessions.js';
-import type {
-  environmentSettingsSchema,
-  patchEnvironmentSettingsBody,
-} from '../api/routes/environments/environmentSettings.js';
-import type { EnvironmentView } from '../api/routes/environments/environments.js';
+import type { environmentSettingsSchema } from '../api/routes/environments/getEnvironmentSettings.js';
+import type { patchEnvironmentSettingsBody } from '../api/routes/environments/patchEnvironmentSettings.js';
+import type { EnvironmentView } from '../api/routes/environments/environmentView.js';
 import type { syncFrequencyBody, syncFrequencySchema } from '../api/routes/syncs/putSyncConnectionFrequency.js';
 import type { environmentVariableSchema } from '../api/routes/environmentVariables/getEnvironmentVariables.js';
 import type { setVariablesBody } from '../api/routes/environmentVariables/postEnvironmentVariables.js';

@@ -14,7 +14,6 @@ import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
 import { createServer } from '../../src/api/server.js';
 import { createDashboardRouter, type DashboardOptions } from '../../src/dashboard/index.js';
-import { createDeployRoutes } from '../../src/api/routes/deploy/deployVersions.js';
 import { stack } from '../helpers/stack.js';
 import { bundle, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
 import { openBrowser } from './browser.js';
@@ -84,18 +83,12 @@ let context: BrowserContext;
 let secretKey: string;
 
 /**
- * The API with the dashboard mounted, as the service's composition will mount it: every API route,
- * the deploy history routes of src/api/routes/deploy/deployVersions.ts when createApi does not serve them yet, the
+ * The API with the dashboard mounted, as the service's composition mounts it: every API route, the
  * dashboard router, then the generated endpoints.
  */
 function dashboardApp(deps: ApiDeps, options: DashboardOptions) {
-  const routes = createApiRoutes(deps);
-  const taken = new Set(routes.map((route) => `${route.method} ${route.path}`));
-  const deployRoutes = createDeployRoutes({ deployments: deps.deployments }).filter(
-    (route) => !taken.has(`${route.method} ${route.path}`),
-  );
   return createServer({
-    routes: [...routes, ...deployRoutes],
+    routes: createApiRoutes(deps),
     authenticate: async (key) => {
       const environment = await deps.environments.findBySecretKey(key);
       return environment ? { id: environment.id, name: environment.name } : undefined;

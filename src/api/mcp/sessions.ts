@@ -26,7 +26,7 @@ export interface McpSessionLimits {
   pollMs?: number;
 }
 
-/** An open session (src/api/routes/mcp/mcp.ts makes them, on the SDK's server and transport). */
+/** An open session (src/api/routes/mcp/mcpEndpoint.ts makes them, on the SDK's server and transport). */
 export interface McpSession {
   readonly id: string;
   /** The environment, integration and connection it was opened for. */

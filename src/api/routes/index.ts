@@ -2,7 +2,10 @@
  * Every built-in route of the REST API (ARCHITECTURE.md "REST API", docs/api.md), a folder per
  * resource and a file per endpoint, and the fallback that answers the generated endpoints of the current deployment.
  */
-import { createDeployRoutes } from './deploy/deployVersions.js';
+import { getDeploymentsRoute } from './deploy/getDeployments.js';
+import { getDeploymentRoute } from './deploy/getDeployment.js';
+import { getDeploymentRequestRoute } from './deploy/getDeploymentRequest.js';
+import { postDeploymentRedeployRoute } from './deploy/postDeploymentRedeploy.js';
 import type { ApiDeps } from '../deps.js';
 import { createGeneratedFallback } from '../generated.js';
 import type { AnyRoute } from '../route.js';
@@ -11,8 +14,13 @@ import { proxyRoutes } from './proxy/allProxy.js';
 import { deleteConnectionRoute } from './connections/deleteConnection.js';
 import { deleteEnvironmentVariableRoute } from './environmentVariables/deleteEnvironmentVariable.js';
 import { deleteIntegrationRoute } from './integrations/deleteIntegration.js';
-import { getEnvironmentSettingsRoute, patchEnvironmentSettingsRoute } from './environments/environmentSettings.js';
-import { environmentRoutes } from './environments/environments.js';
+import { getEnvironmentSettingsRoute } from './environments/getEnvironmentSettings.js';
+import { patchEnvironmentSettingsRoute } from './environments/patchEnvironmentSettings.js';
+import { getEnvironmentsRoute } from './environments/getEnvironments.js';
+import { postEnvironmentsRoute } from './environments/postEnvironments.js';
+import { patchEnvironmentRoute } from './environments/patchEnvironment.js';
+import { deleteEnvironmentRoute } from './environments/deleteEnvironment.js';
+import { postEnvironmentRotateKeyRoute } from './environments/postEnvironmentRotateKey.js';
 import { getConnectionRoute } from './connections/getConnection.js';
 import { getConnectionsRoute } from './connections/getConnections.js';
 import { getEnvironmentVariablesRoute } from './environmentVariables/getEnvironmentVariables.js';
@@ -36,7 +44,10 @@ import { getWebhookSettingsRoute } from './webhooks/getWebhookSettings.js';
 import { patchConnectionRoute } from './connections/patchConnection.js';
 import { patchConnectionsMetadataRoute } from './connections/patchConnectionsMetadata.js';
 import { patchIntegrationRoute } from './integrations/patchIntegration.js';
-import { mcpRoutes } from './mcp/mcp.js';
+import { createMcpEndpoint } from './mcp/mcpEndpoint.js';
+import { postMcpRoute } from './mcp/postMcp.js';
+import { getMcpRoute } from './mcp/getMcp.js';
+import { deleteMcpRoute } from './mcp/deleteMcp.js';
 import { postActionTriggerRoute } from './actions/postActionTrigger.js';
 import { postConnectSessionsRoute } from './connections/postConnectSessions.js';
 import { postConnectionsRoute } from './connections/postConnections.js';
@@ -55,6 +66,7 @@ import { putWebhookSettingsRoute } from './webhooks/putWebhookSettings.js';
 export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
   const routes: AnyRoute[] = [];
   const all = () => routes;
+  const mcp = createMcpEndpoint(deps);
   routes.push(
     getHealthRoute(deps),
     getLivezRoute(),
@@ -63,7 +75,9 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getReferenceRoute(deps, all),
     getRecordsRoute(deps),
     postActionTriggerRoute(deps),
-    ...mcpRoutes(deps),
+    postMcpRoute(mcp),
+    getMcpRoute(mcp),
+    deleteMcpRoute(mcp),
     postSyncTriggerRoute(deps),
     postSyncPauseRoute(deps),
     postSyncStartRoute(deps),
@@ -95,7 +109,11 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     deleteEnvironmentVariableRoute(deps),
     getEnvironmentSettingsRoute(deps),
     patchEnvironmentSettingsRoute(deps),
-    ...environmentRoutes(deps),
+    getEnvironmentsRoute(deps),
+    postEnvironmentsRoute(deps),
+    patchEnvironmentRoute(deps),
+    deleteEnvironmentRoute(deps),
+    postEnvironmentRotateKeyRoute(deps),
     getLogsRoute(deps),
     postWebhookRoute(deps),
     getWebhookSettingsRoute(deps),
@@ -103,7 +121,10 @@ export function createApiRoutes(deps: ApiDeps): AnyRoute[] {
     getWebhookDeliveriesRoute(deps),
     postDeployPreviewRoute(deps),
     postDeployRoute(deps),
-    ...createDeployRoutes(deps),
+    getDeploymentsRoute(deps),
+    getDeploymentRoute(deps),
+    getDeploymentRequestRoute(deps),
+    postDeploymentRedeployRoute(deps),
   );
   return routes;
 }

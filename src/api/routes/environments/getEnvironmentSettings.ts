@@ -14,14 +14,7 @@ export const environmentSettingsSchema = z.object({
     .describe('Inbound webhooks of integrations without a webhook secret are accepted unsigned. Default false.'),
 });
 
-export const patchEnvironmentSettingsBody = z
-  .object({
-    allow_public_key_connect: z.boolean().optional(),
-    allow_unsigned_webhooks: z.boolean().optional(),
-  })
-  .strict();
-
-const view = (environment: Environment): z.infer<typeof environmentSettingsSchema> => ({
+export const environmentSettingsView = (environment: Environment): z.infer<typeof environmentSettingsSchema> => ({
   name: environment.name,
   public_key: environment.publicKey,
   allow_public_key_connect: environment.allowPublicKeyConnect,
@@ -36,25 +29,5 @@ export const getEnvironmentSettingsRoute = (deps: ApiDeps) =>
     tags: ['environment'],
     auth: 'secret-key',
     responses: { 200: { description: 'The settings', schema: environmentSettingsSchema } },
-    handler: async ({ environment }) => view(await deps.environments.get(environment.id)),
-  });
-
-export const patchEnvironmentSettingsRoute = (deps: ApiDeps) =>
-  defineRoute({
-    method: 'patch',
-    path: '/environment-settings',
-    summary: 'Turn the environment’s opt-ins on or off',
-    description:
-      'Both are off by default. `allow_public_key_connect` lets anyone who knows the public key start a connect flow that creates a new connection of any id (never replaces one); `allow_unsigned_webhooks` accepts inbound webhooks of integrations that have no webhook secret.',
-    tags: ['environment'],
-    auth: 'secret-key',
-    body: patchEnvironmentSettingsBody,
-    responses: { 200: { description: 'The settings now', schema: environmentSettingsSchema } },
-    handler: async ({ body, environment }) =>
-      view(
-        await deps.environments.updateSettings(environment.id, {
-          allowPublicKeyConnect: body.allow_public_key_connect,
-          allowUnsignedWebhooks: body.allow_unsigned_webhooks,
-        }),
-      ),
+    handler: async ({ environment }) => environmentSettingsView(await deps.environments.get(environment.id)),
   });

@@ -1,5 +1,6 @@
 /**
- * POST, GET and DELETE /mcp: the Model Context Protocol's Streamable HTTP transport (the official
+ * What POST, GET and DELETE /mcp (postMcp.ts, getMcp.ts, deleteMcp.ts) share: their schemas and headers,
+ * and the sessions and transports they act on. /mcp is the Model Context Protocol's Streamable HTTP transport (the official
  * TypeScript SDK's), one endpoint per environment, scoped to one connection by the `Connection-Id`
  * and `Provider-Config-Key` headers and authenticated by the environment's secret key like every
  * route. Its tools are the connection's integration's deployed actions (src/api/mcp/toolServer.ts).
@@ -12,7 +13,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { ConnectionScope } from '../../../connections/types.js';
@@ -20,10 +20,8 @@ import { ServiceError } from '../../../errors.js';
 import type { ApiDeps } from '../../deps.js';
 import { createAccessLogger } from '../../logger.js';
 import { createMcpSessionRegistry, type McpSession } from '../../mcp/sessions.js';
-import { invalidParamsResponse } from '../../mcp/params.js';
 import { createToolServer, createToolSets } from '../../mcp/toolServer.js';
-import { defineRoute, type AnyRoute, type RouteHeader } from '../../route.js';
-import { assertConnection, scopeOf } from '../shared.js';
+import type { RouteHeader } from '../../route.js';
 
 const jsonRpcId = z.union([z.string(), z.number().int()]);
 
@@ -54,7 +52,7 @@ export const mcpMessageBody = z
     'One JSON-RPC 2.0 message of the Model Context Protocol (https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http).',
   );
 
-const SESSION_HEADERS: readonly RouteHeader[] = [
+export const SESSION_HEADERS: readonly RouteHeader[] = [
   {
     name: 'Mcp-Session-Id',
     description:
@@ -66,20 +64,29 @@ const SESSION_HEADERS: readonly RouteHeader[] = [
   },
 ];
 
-const ACCEPT_POST: RouteHeader = {
+export const ACCEPT_POST: RouteHeader = {
   name: 'Accept',
   required: true,
   description: 'Must list both `application/json` and `text/event-stream` (the transport’s rule; 406 otherwise).',
 };
 
-const jsonRpcResponseSchema = z.object({
+export const jsonRpcResponseSchema = z.object({
   jsonrpc: z.literal('2.0'),
   id: jsonRpcId.nullable(),
   result: z.record(z.string(), z.unknown()).optional(),
   error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
 });
 
-export function mcpRoutes(deps: ApiDeps): AnyRoute[] {
+/** What the three routes of /mcp have in common. */
+export const MCP_ROUTE = {
+  path: '/mcp',
+  tags: ['mcp'],
+  auth: 'secret-key' as const,
+  connectionScoped: true,
+  errorFormat: 'json-rpc' as const,
+};
+
+export function createMcpEndpoint(deps: ApiDeps) {
   const logger = deps.logger ?? createAccessLogger();
   const sessions =
     deps.mcpSessions ??
@@ -161,79 +168,8 @@ export function mcpRoutes(deps: ApiDeps): AnyRoute[] {
     return sessions.find(scope, id);
   }
 
-  const common = {
-    path: '/mcp',
-    tags: ['mcp'],
-    auth: 'secret-key' as const,
-    connectionScoped: true,
-    errorFormat: 'json-rpc' as const,
-  };
-
-  return [
-    defineRoute({
-      ...common,
-      method: 'post',
-      summary: 'Model Context Protocol: the connection’s actions as tools for AI agents',
-      description:
-        'The Streamable HTTP transport of the Model Context Protocol (docs/api.md "Actions as tools for AI agents"). `tools/list` lists one tool per deployed action of the connection’s integration that service.yaml’s `mcp_tools` exposes; `tools/call` runs it as POST /action/trigger does. `initialize` opens a session (`Mcp-Session-Id` in the answer’s headers). Answers are JSON (`application/json`); every error is a JSON-RPC error object, with the service’s code in `error.data.code`.',
-      headers: [ACCEPT_POST, ...SESSION_HEADERS],
-      body: mcpMessageBody,
-      responses: {
-        200: { description: 'The JSON-RPC response to the request', schema: jsonRpcResponseSchema },
-        202: { description: 'A notification or response was accepted' },
-        404: { description: 'mcp_session_not_found, or unknown_connection (a JSON-RPC error object)' },
-      },
-      handler: async ({ req, res, body, connection }) => {
-        const scope = scopeOf(connection);
-        await assertConnection(deps, scope);
-        const session = req.header('mcp-session-id') === undefined ? undefined : sessionOf(req, scope, 'POST');
-        const invalid = invalidParamsResponse(body);
-        if (invalid !== undefined) {
-          // A JSON-RPC error answers the request; HTTP says the exchange itself went through (as the SDK does).
-          res.status(200).json(invalid);
-        } else if (session !== undefined) {
-          await session.handle(req, res, body);
-        } else if (isInitializeRequest(body)) {
-          await openSession(scope, req, res, body);
-        } else {
-          await answerWithoutSession(scope, req, res, body);
-        }
-        return undefined;
-      },
-    }),
-    defineRoute({
-      ...common,
-      method: 'get',
-      summary: 'Model Context Protocol: the session’s notification stream',
-      description:
-        'An SSE stream (`text/event-stream`, send `Accept: text/event-stream`) on which the session receives `notifications/tools/list_changed` when a deploy changes its tools. One stream per session (409 for a second).',
-      headers: SESSION_HEADERS.map((header) => ({ ...header, required: header.name === 'Mcp-Session-Id' })),
-      responses: { 200: { description: 'The event stream, open until the client or the session closes it' } },
-      handler: async ({ req, res, connection }) => {
-        const scope = scopeOf(connection);
-        await assertConnection(deps, scope);
-        const session = sessionOf(req, scope, 'GET');
-        sessions.holdStream(
-          scope.environmentId,
-          session.id,
-          new Promise((resolve) => res.once('close', () => resolve())),
-        );
-        await session.handle(req, res);
-        return undefined;
-      },
-    }),
-    defineRoute({
-      ...common,
-      method: 'delete',
-      summary: 'Model Context Protocol: close the session',
-      headers: SESSION_HEADERS.map((header) => ({ ...header, required: header.name === 'Mcp-Session-Id' })),
-      responses: { 200: { description: 'The session is closed' } },
-      handler: async ({ req, res, connection }) => {
-        const scope = scopeOf(connection);
-        await assertConnection(deps, scope);
-        await sessionOf(req, scope, 'DELETE').handle(req, res);
-        return undefined;
-      },
-    }),
-  ];
+  return { deps, sessions, openSession, answerWithoutSession, sessionOf };
 }
+
+/** The sessions and transports the three routes of /mcp share (postMcp.ts, getMcp.ts, deleteMcp.ts). */
+export type McpEndpoint = ReturnType<typeof createMcpEndpoint>;
