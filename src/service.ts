@@ -9,7 +9,8 @@
  *   logs, run history, sync control, connection events);
  * - `api`: the API's dependencies (`createApi(service.api)`), with the settings' rate limit, body limit,
  *   admin key and readiness checks;
- * - `activities`: the worker's activity map over the same parts.
+ * - the worker, built by `createServiceWorkers` (its activity map over the same parts, both task queues'
+ *   Workers), which the tests that run a worker of their own use too.
  *
  * `start()` then serves what this process's role asks (SERVICE_ROLE, unless overridden): the worker
  * (its health port, both runtime workers, and the background jobs: records maintenance, retention and
@@ -149,7 +150,6 @@ export interface Service {
   taskQueue: string;
   parts: ServiceParts;
   api: ApiDeps;
-  activities: ReturnType<typeof createActivities>;
   /** The runtime's workers, once `start()` started them in this process. */
   readonly workers: RuntimeWorkers | undefined;
   /** The API's URL once `start()` listens (`http://HOST:PORT`, the bound port when PORT is 0). */
@@ -164,6 +164,26 @@ export interface Service {
   /** The worker (its health port, then polling, then the background jobs), then the API. */
   start(): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface ServiceWorkerOptions extends Omit<CreateWorkerOptions, 'activities' | 'onRunaway'> {
+  db: Pool;
+  /**
+   * What the script runtime's activities use: the service's parts (`ServiceParts['runtime']`), or a
+   * test's stores and fakes over its own database.
+   */
+  runtime: ServiceParts['runtime'];
+}
+
+/**
+ * The worker's wiring: the activity map over `runtime` (activities/index.ts) and the Workers of both
+ * task queues, sync runs and action runs (src/temporal/worker.ts). createService builds its workers
+ * with it, and so do the tests that run a worker of their own (test/runtime/helpers.ts, and
+ * test/runtime/workerProcess.ts, the worker process of the crash and chaos tests), so that a test's
+ * worker is wired as the service's is.
+ */
+export function createServiceWorkers({ db, runtime, ...options }: ServiceWorkerOptions): Promise<RuntimeWorkers> {
+  return createRuntimeWorkers({ ...options, activities: createActivities({ db, runtime }) });
 }
 
 /** What the API, the worker and the tests share: the composition of the stores over one pool and client. */
@@ -417,7 +437,6 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       adminKey: settings.SERVICE_ADMIN_KEY,
       ...overrides.apiDeps,
     };
-    const activities = createActivities({ db, runtime: parts.runtime });
 
     let workers: RuntimeWorkers | undefined;
     let apiUrl: string | undefined;
@@ -449,11 +468,12 @@ export async function createService(settings: Settings, overrides: ServiceOverri
         cleanups.push(() => workerConnection.close());
         // Sync runs and action runs on queues of their own, both served by this process: a failure of
         // either worker ends `done`, and with it main's process (a supervisor starts it again).
-        return createRuntimeWorkers({
+        return createServiceWorkers({
+          db,
+          runtime: parts.runtime,
           connection: workerConnection,
           namespace,
           taskQueue,
-          activities,
           workflowBundle:
             overrides.workflowBundle ?? (await loadWorkflowBundle({ bundlePath: settings.SERVICE_WORKFLOW_BUNDLE })),
           dataConverter,
@@ -563,7 +583,6 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       taskQueue,
       parts,
       api,
-      activities,
       get workers() {
         return workers;
       },

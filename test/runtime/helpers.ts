@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 
 import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities/index.js';
 import type { Encryptor } from '../../src/connections/encryption.js';
 import type { ConnectionService } from '../../src/connections/types.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -16,7 +15,8 @@ import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { createRuntimeWorkers, type CreateWorkerOptions } from '../../src/temporal/worker.js';
+import type { CreateWorkerOptions } from '../../src/temporal/worker.js';
+import { createServiceWorkers } from '../../src/service.js';
 import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
@@ -77,11 +77,12 @@ export async function useRuntime(
   if (options.worker !== false) {
     const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
     const connection = await connectWorker({ address: temporalAddress });
-    const workers = await createRuntimeWorkers({
+    const workers = await createServiceWorkers({
+      db: pool,
+      runtime: runtimeDeps(pool, connections, actions, client),
       connection,
       namespace: temporalNamespace,
       taskQueue,
-      activities: createActivities({ db: pool, runtime: runtimeDeps(pool, connections, actions, client) }),
       workflowBundle: { codePath: workflowBundlePath },
       dataConverter: createDataConverter({ db: pool, ...(options.encryptor ? { encryptor: options.encryptor } : {}) }),
       ...(options.tuning ? { tuning: options.tuning } : {}),

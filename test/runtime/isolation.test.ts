@@ -13,7 +13,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
-import { createActivities } from '../../activities/index.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
 import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
@@ -23,7 +22,8 @@ import type { ConnectionRecord } from '../../src/runtime/public.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { bundleWorkflows, createRuntimeWorkers } from '../../src/temporal/worker.js';
+import { bundleWorkflows } from '../../src/temporal/worker.js';
+import { createServiceWorkers } from '../../src/service.js';
 import { stack, uniqueName } from '../helpers/stack.js';
 import { actionDefinition, bundle, ENVIRONMENT, INTEGRATION, syncDefinition, useRuntime } from './helpers.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
@@ -71,23 +71,21 @@ describe('a script has no authority beyond its own run', () => {
     const { temporalAddress, temporalNamespace } = stack();
     const connection = await connectWorker({ address: temporalAddress });
     const taskQueue = uniqueName('hostile');
-    const workers = await createRuntimeWorkers({
+    const workers = await createServiceWorkers({
+      db: h.pool,
+      runtime: {
+        ...runtimeDeps(h.pool, connections, h.actions, h.client),
+        // The deploy activities too, over the real stores, so that a refusal is the authority's.
+        deploy: {
+          deployments: createPostgresDeploymentStore({ db: h.pool }),
+          records,
+          syncs: createSyncControl({ client: h.client, taskQueue }),
+          connectionIds: () => Promise.resolve([VICTIM_CONNECTION]),
+        },
+      },
       connection,
       namespace: temporalNamespace,
       taskQueue,
-      activities: createActivities({
-        db: h.pool,
-        runtime: {
-          ...runtimeDeps(h.pool, connections, h.actions, h.client),
-          // The deploy activities too, over the real stores, so that a refusal is the authority's.
-          deploy: {
-            deployments: createPostgresDeploymentStore({ db: h.pool }),
-            records,
-            syncs: createSyncControl({ client: h.client, taskQueue }),
-            connectionIds: () => Promise.resolve([VICTIM_CONNECTION]),
-          },
-        },
-      }),
       workflowBundle,
       dataConverter: createDataConverter({ db: h.pool }),
     });

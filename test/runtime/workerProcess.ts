@@ -4,7 +4,6 @@
  * once polling. Run with `tsx test/runtime/workerProcess.ts`.
  */
 import { Client } from '@temporalio/client';
-import { createActivities } from '../../activities/index.js';
 import type { DeployActivityDeps } from '../../activities/deploy.js';
 import { createConnections } from '../../src/connections/index.js';
 import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
@@ -15,7 +14,7 @@ import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { LOG_LEVELS, log, setLogDestination } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { createRuntimeWorkers } from '../../src/temporal/worker.js';
+import { createServiceWorkers } from '../../src/service.js';
 import { runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
@@ -76,11 +75,12 @@ function deployActivities(deps: typeof runtime): DeployActivityDeps | undefined 
   };
 }
 // Both queues, as the service's worker process serves them (src/main.ts).
-const workers = await createRuntimeWorkers({
+const workers = await createServiceWorkers({
+  db,
+  runtime: { ...runtime, deploy: deployActivities(runtime) },
   connection,
   namespace: required('TEMPORAL_NAMESPACE'),
   taskQueue: required('TASK_QUEUE'),
-  activities: createActivities({ db, runtime: { ...runtime, deploy: deployActivities(runtime) } }),
   workflowBundle: { codePath: required('WORKFLOW_BUNDLE') },
   dataConverter: createDataConverter({ db }),
   tuning: process.env['WORKER_REUSE_V8'] === '0' ? { reuseV8Context: false } : {},
