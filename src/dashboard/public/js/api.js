@@ -8,17 +8,14 @@
 /** @import { ServiceConfig } from '../../../config/types.js' */
 
 /**
- * The answers of the API routes the pages read, as far as the pages read them (the routes' schemas in
- * src/api/routes/ are the full story; `api()` answers `unknown`, and each call site says which of these
- * it received).
+ * The answers of the API routes the pages read. `Api.*` are the types src/client derives from the routes'
+ * schemas, written out for the browser by scripts/dashboardApiTypes.ts (src/dashboard/types/api.d.ts),
+ * so a route whose answer changes under a page fails the type check; `api()` answers `unknown`, and
+ * each call site says which of these it received.
  * @typedef {{ code: string, message: string }} ErrorBody
- * @typedef {{ unique_key: string, provider: string, created_at: string }} Integration
- * @typedef {{ code: string, message: string, at: string, permanent: boolean }} RefreshError
- * @typedef {{
- *   connection_id: string, auth_mode: string, created_at: string, updated_at: string,
- *   refresh_error: RefreshError | null, needs_reauth: boolean, metadata: Record<string, unknown> | null,
- * }} ConnectionSummary
- * @typedef {ConnectionSummary & { connection_config: Record<string, string> }} ConnectionRecord
+ * @typedef {Api.Integration} Integration
+ * @typedef {Api.ConnectionSummary} ConnectionSummary
+ * @typedef {Api.ConnectionRecord} ConnectionRecord
  * @typedef {'applying' | 'active' | 'superseded'} DeploymentStatus
  * @typedef {{ version: number, status: DeploymentStatus, createdAt: string, activatedAt: string | null }} DeploymentSummary
  * @typedef {{
@@ -26,9 +23,9 @@
  *   source: string | null,
  * }} DeployedScript
  * @typedef {DeploymentSummary & { config: ServiceConfig, scripts: DeployedScript[] }} Deployment
- * @typedef {{ added: number, updated: number, deleted: number, unchanged?: number }} WriteSummary
- * @typedef {{ name: string, value: string }} EnvironmentVariable
- * @typedef {{ id: string, name: string, public_key: string, created_at: string }} Environment
+ * @typedef {Api.SyncRun['models'][string]} WriteSummary
+ * @typedef {Api.EnvironmentVariable} EnvironmentVariable
+ * @typedef {Api.EnvironmentView} Environment
  * @typedef {{ temporal_ui_url?: string | null, temporal_namespace?: string, features?: { keys?: boolean } }} DashboardConfig
  */
 

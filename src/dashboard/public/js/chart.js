@@ -14,10 +14,7 @@ import { formatDuration, formatTime, h } from './dom.js';
 
 /**
  * One run as GET /sync/runs answers it (src/api/routes/syncs/getSyncRuns.ts).
- * @typedef {{
- *   run_id: string, status: 'success' | 'failed', started_at: string, finished_at: string,
- *   duration_ms: number, models: Record<string, WriteSummary>, error: ErrorBody | null,
- * }} Run
+ * @typedef {Api.SyncRun} Run
  */
 
 const WIDTH = 640;

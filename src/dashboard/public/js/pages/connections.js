@@ -15,12 +15,7 @@ import { announce, errorBox, field, h, messageOf, pageTitle, replace, select, ti
 
 /**
  * GET /sync/status (src/api/routes/syncs/getSyncStatus.ts).
- * @typedef {{
- *   name: string, status: 'RUNNING' | 'PAUSED' | 'ERROR' | 'SUCCESS' | 'STOPPED', sync_type: string,
- *   frequency: string, finishedAt: string | null, nextScheduledSyncAt: string | null,
- *   latestResult: Record<string, WriteSummary> | null, latestError: ErrorBody | null,
- *   recordCount: Record<string, number>,
- * }} SyncStatus
+ * @typedef {Api.SyncStatus} SyncStatus
  */
 
 const POLL_MS = 2000;
@@ -116,9 +111,11 @@ export async function renderConnections(view, params, _query, app) {
  * summary from the list instead, which carries no credentials and no settings but says why.
  */
 /**
+ * @typedef {Pick<ConnectionSummary, 'connection_id' | 'created_at' | 'updated_at' | 'refresh_error' | 'needs_reauth' | 'metadata'>
+ *   & Pick<ConnectionRecord, 'connection_config'>} ConnectionView
  * @param {string} integration
  * @param {string} connectionId
- * @returns {Promise<ConnectionRecord>}
+ * @returns {Promise<ConnectionView>}
  */
 async function connectionOrSummary(integration, connectionId) {
   try {

@@ -7,10 +7,7 @@ import { errorBox, field, h, pageTitle, replace, select, time } from '../dom.js'
 
 /**
  * GET /logs (src/api/routes/logs/getLogs.ts).
- * @typedef {{
- *   integration_id: string, connection_id: string, script_kind: 'sync' | 'action', script_name: string,
- *   run_id: string, level: string, message: string, logged_at: string,
- * }} LogLine
+ * @typedef {Api.LogLine} LogLine
  * @typedef {{ logs: LogLine[], next_before: string | null }} LogPage
  * @typedef {Record<'text' | 'level' | 'integration' | 'connection' | 'sync' | 'run', string>} Filters
  */

@@ -8,7 +8,7 @@ import { announce, errorBox, field, h, messageOf, pageTitle, replace, time } fro
 /** @import { Environment, EnvironmentVariable } from '../api.js' */
 /**
  * GET /webhook-deliveries (src/webhooks/deliveries.ts).
- * @typedef {{ created_at: string, connection_id: string | null, status: string, attempts: number | null }} WebhookDelivery
+ * @typedef {Api.WebhookDelivery} WebhookDelivery
  */
 
 const MASK = '••••••••';
