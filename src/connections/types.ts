@@ -7,7 +7,7 @@
 import type { IntegrationDescription } from '../runtime/svcTypes.js';
 import type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
-import type { ConnectionFilter, ConnectionSummary } from './connectionStore.js';
+import type { ConnectionStore, ConnectionSummary } from './connectionStore.js';
 import type { ImportConnectionInput, StoredCredentials } from './credentials.js';
 import type { ConnectionTags } from './tags.js';
 
@@ -90,29 +90,11 @@ export interface ConnectionManager extends ConnectionService {
     tags?: ConnectionTags,
     options?: { replace?: boolean },
   ): Promise<void>;
-  /**
-   * The ids of an integration's connections whose `field` equals `value`: `connection_id`, or a key of
-   * `metadata` or `connection_config` (`metadata.account`), as an inbound webhook names its connection.
-   */
-  connectionIdsWhere(
-    scope: { environmentId: string; integrationId: string },
-    field: string,
-    value: string,
-  ): Promise<string[]>;
-  listConnections(environmentId: string, filter?: ConnectionFilter): Promise<ConnectionSummary[]>;
-  /** Replaces a connection's tags. */
-  setTags(scope: ConnectionScope, tags: ConnectionTags): Promise<void>;
-  /**
-   * Replaces (or merges into) the metadata of several connections of one integration at once: all of
-   * them, or none when one does not exist or would grow too large.
-   */
-  writeMetadataOf(
-    environmentId: string,
-    integrationId: string,
-    connectionIds: string[],
-    metadata: Record<string, unknown>,
-    mode: 'replace' | 'merge',
-  ): Promise<void>;
+  /** The store's, as it says (connectionStore.ts). */
+  connectionIdsWhere: ConnectionStore['idsWhere'];
+  listConnections: ConnectionStore['list'];
+  setTags: ConnectionStore['setTags'];
+  writeMetadataOf: ConnectionStore['writeMetadata'];
   /** The connection without credentials, with its last refresh error: what status pages show. */
   getConnectionStatus(scope: ConnectionScope): Promise<ConnectionSummary>;
   /** Deletes a connection and its credentials; false when there was none. */
