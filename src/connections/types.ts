@@ -8,8 +8,7 @@ import type { IntegrationDescription } from '../runtime/svcTypes.js';
 import type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../runtime/public.js';
 import type { ConnectionStore, ConnectionSummary } from './connectionStore.js';
-import type { ImportConnectionInput, StoredCredentials } from './credentials.js';
-import type { ConnectionTags } from './tags.js';
+import type { ImportConnectionInput } from './credentials.js';
 
 export type { AuthorizedRequest, ConnectionScope, RequestToAuthorize } from '../runtime/connectionAccess.js';
 
@@ -82,14 +81,7 @@ export interface ConnectionManager extends ConnectionService {
    * With `replace: false` an existing connection is left as it is and the call fails with
    * `connection_exists` (a connect flow whose session did not allow a reconnect).
    */
-  saveConnection(
-    scope: ConnectionScope,
-    credentials: StoredCredentials,
-    connectionConfig: Record<string, string>,
-    metadata?: Record<string, unknown>,
-    tags?: ConnectionTags,
-    options?: { replace?: boolean },
-  ): Promise<void>;
+  saveConnection(...args: Parameters<ConnectionStore['save']>): Promise<void>;
   /** The store's, as it says (connectionStore.ts). */
   connectionIdsWhere: ConnectionStore['idsWhere'];
   listConnections: ConnectionStore['list'];
