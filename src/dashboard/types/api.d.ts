@@ -103,6 +103,7 @@ declare namespace Api {
     duration_ms: number;
     models: Record<string, { added: number; updated: number; deleted: number; unchanged: number }>;
     error: { code: string; message: string } | null;
+    executions: string[];
   };
   type SyncStatus = {
     id: string;
