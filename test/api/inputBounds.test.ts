@@ -7,20 +7,28 @@
  *   `/redeploy`) answered 500;
  * - a page of connections whose offset overflows a bigint (`GET /connections?page=6402373705728000&limit=8902`).
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { deployWithConnection, INTEGRATION, PROVIDER, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
+import { deployWithConnection, INTEGRATION, PROVIDER } from './helpers/harness.js';
 
-let h: ApiHarness;
-
-beforeAll(async () => {
-  h = await startApiHarness();
-  await deployWithConnection(h, 'bounds-key-1f9d3a');
-}, 180_000);
+/** The API with the fixture deployment and one connection. */
+const it = kit.extend<{ api: ApiHarness }>({
+  api: [
+    async ({ db, upstream }, use) =>
+      withApiHarness({ database: db, upstream }, async (h) => {
+        await deployWithConnection(h, 'bounds-key-1f9d3a');
+        await use(h);
+      }),
+    { scope: 'file' },
+  ],
+});
 
 const statusOf = (response: { status: number }) => response.status;
 
 describe('bad input is refused when it arrives', () => {
-  it('a base_url that is not a URL is a 400 naming the field, and proxied requests never answer 500', async () => {
+  it('a base_url that is not a URL is a 400 naming the field, and proxied requests never answer 500', async ({
+    api: h,
+  }) => {
     const saved = await h.api.raw('PATCH', `/integrations/${INTEGRATION}`, {
       body: { provider: PROVIDER, provider_settings: { base_url: 'http://[fe80::1%25lo]:80' } },
     });
@@ -38,7 +46,9 @@ describe('bad input is refused when it arrives', () => {
     }
   });
 
-  it('a deployment version past the integer range is a 404 or a 400, on every route that takes one', async () => {
+  it('a deployment version past the integer range is a 404 or a 400, on every route that takes one', async ({
+    api: h,
+  }) => {
     for (const version of ['2147483648', '9007199254740990', '1e30']) {
       expect(statusOf(await h.api.raw('GET', `/deployments/${version}`)), version).toBeLessThan(500);
       expect(statusOf(await h.api.raw('GET', `/deployments/${version}/request`)), version).toBeLessThan(500);
@@ -48,7 +58,9 @@ describe('bad input is refused when it arrives', () => {
     expect(statusOf(await h.api.raw('GET', '/deployments/1'))).toBe(200);
   });
 
-  it('a page of connections past any offset Postgres can count is a 400 (schemathesis: page 6.4e15 of 8902)', async () => {
+  it('a page of connections past any offset Postgres can count is a 400 (schemathesis: page 6.4e15 of 8902)', async ({
+    api: h,
+  }) => {
     expect(
       statusOf(await h.api.raw('GET', '/connections', { query: { page: '6402373705728000', limit: '8902' } })),
     ).toBe(400);

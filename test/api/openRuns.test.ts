@@ -5,15 +5,26 @@
  * open, and no run could end: bench/load.ts stopped at 97 of 2,000 first runs. Here the main queue
  * has 2 activity slots and 6 runs are held open together; every one must finish.
  */
-import { describe, expect, it } from 'vitest';
-import { eventually, json, startApiHarness, INTEGRATION, PROVIDER } from './helpers/harness.js';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
+import { eventually, json, INTEGRATION, PROVIDER } from './helpers/harness.js';
 import { deployRequest } from './fixtures.js';
 
-const h = await startApiHarness({ overrides: { workerTuning: { maxConcurrentActivityTaskExecutions: 2 } } });
+/** The API whose worker has 2 activity slots on the main queue. */
+const it = kit.extend<{ api: ApiHarness }>({
+  api: [
+    async ({ db, upstream }, use) =>
+      withApiHarness(
+        { database: db, upstream, overrides: { workerTuning: { maxConcurrentActivityTaskExecutions: 2 } } },
+        use,
+      ),
+    { scope: 'file' },
+  ],
+});
 const CONNECTIONS = ['o1', 'o2', 'o3', 'o4', 'o5', 'o6'];
 
 describe('more open sync runs than activity slots', () => {
-  it('every run finishes: the watchdogs do not take the slots the runs need', async () => {
+  it('every run finishes: the watchdogs do not take the slots the runs need', async ({ api: h }) => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let held = 0;

@@ -6,9 +6,9 @@
  * decoded, and in the whole answer: after the delete, after a new connection of the same id, and after
  * the same connection's key is replaced.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
 import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
-import { startApiHarness, type ApiHarness } from './helpers/harness.js';
 import { collectPayloadTexts } from '../helpers/historyPayloads.js';
 
 const READER = bundle(`async function (svc) {
@@ -30,20 +30,25 @@ models:
     id: string
 `;
 
-let h: ApiHarness;
-
-beforeAll(async () => {
-  h = await startApiHarness();
-  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, {
-    yaml: YAML,
-    scripts: [{ integration: INTEGRATION, kind: 'action' as const, name: 'reader', code: READER }],
-  });
-}, 180_000);
+/** The API with the reader action deployed. */
+const it = kit.extend<{ api: ApiHarness }>({
+  api: [
+    async ({ db, upstream }, use) =>
+      withApiHarness({ database: db, upstream }, async (h) => {
+        await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
+        await h.deploy(h.envA.id, {
+          yaml: YAML,
+          scripts: [{ integration: INTEGRATION, kind: 'action' as const, name: 'reader', code: READER }],
+        });
+        await use(h);
+      }),
+    { scope: 'file' },
+  ],
+});
 
 const ref = (connectionId: string) => ({ connectionId, providerConfigKey: INTEGRATION });
 
-async function importKey(connectionId: string, apiKey: string): Promise<void> {
+async function importKey(h: ApiHarness, connectionId: string, apiKey: string): Promise<void> {
   await h.api.connections.import({
     provider_config_key: INTEGRATION,
     connection_id: connectionId,
@@ -52,7 +57,7 @@ async function importKey(connectionId: string, apiKey: string): Promise<void> {
 }
 
 /** Runs the reader on the connection; its run id, from its log line. */
-async function readerRun(connectionId: string): Promise<string> {
+async function readerRun(h: ApiHarness, connectionId: string): Promise<string> {
   expect(await h.api.actions.trigger(ref(connectionId), { action_name: 'reader', input: {} })).toEqual({
     ok: true,
     output: { id: connectionId },
@@ -65,6 +70,7 @@ async function readerRun(connectionId: string): Promise<string> {
 
 /** How often `secret` appears in the history the API answers: in its decoded payloads and in the whole text. */
 async function occurrences(
+  h: ApiHarness,
   runId: string,
   secret: string,
 ): Promise<{ payloads: number; answer: number; withheld: boolean }> {
@@ -78,33 +84,35 @@ async function occurrences(
 }
 
 describe('run history of a connection that is gone', () => {
-  it('shows the key 0 times after DELETE /connections/:id, and after a new connection of that id', async () => {
+  it('shows the key 0 times after DELETE /connections/:id, and after a new connection of that id', async ({
+    api: h,
+  }) => {
     const key = 'key-of-the-deleted-connection-5b0e7f';
-    await importKey('gone', key);
-    const runId = await readerRun('gone');
-    const before = await occurrences(runId, key);
+    await importKey(h, 'gone', key);
+    const runId = await readerRun(h, 'gone');
+    const before = await occurrences(h, runId, key);
     expect({ payloads: before.payloads, answer: before.answer }).toEqual({ payloads: 0, answer: 0 });
     // The connection id, beside the redacted key: the history is there and decoded.
     expect(JSON.stringify(collectPayloadTexts((await h.api.runs.history(runId)).history))).toContain('[redacted]');
 
     await h.api.connections.delete(ref('gone'));
-    const after = await occurrences(runId, key);
+    const after = await occurrences(h, runId, key);
     expect({ payloads: after.payloads, answer: after.answer }).toEqual({ payloads: 0, answer: 0 });
 
     // Another connection under the same id holds another key: it redacts nothing of the first one's.
-    await importKey('gone', 'key-of-the-next-connection-7a2c91');
-    const recreated = await occurrences(runId, key);
+    await importKey(h, 'gone', 'key-of-the-next-connection-7a2c91');
+    const recreated = await occurrences(h, runId, key);
     expect({ payloads: recreated.payloads, answer: recreated.answer }).toEqual({ payloads: 0, answer: 0 });
     // How: the values are withheld once the connection is gone; the answer says so.
     expect([before.withheld, after.withheld, recreated.withheld]).toEqual([false, true, true]);
   }, 120_000);
 
-  it('shows a replaced key 0 times: the values the run read are redacted with the current ones', async () => {
+  it('shows a replaced key 0 times: the values the run read are redacted with the current ones', async ({ api: h }) => {
     const oldKey = 'key-before-the-replacement-3d9a44';
-    await importKey('replaced', oldKey);
-    const runId = await readerRun('replaced');
-    await importKey('replaced', 'key-after-the-replacement-6e1b08');
-    const after = await occurrences(runId, oldKey);
+    await importKey(h, 'replaced', oldKey);
+    const runId = await readerRun(h, 'replaced');
+    await importKey(h, 'replaced', 'key-after-the-replacement-6e1b08');
+    const after = await occurrences(h, runId, oldKey);
     expect({ payloads: after.payloads, answer: after.answer }).toEqual({ payloads: 0, answer: 0 });
     expect(after.withheld).toBe(false);
   }, 120_000);

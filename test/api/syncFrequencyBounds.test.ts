@@ -6,20 +6,26 @@
  * deploy with `runs: 300000 years` was applied. Now each is a 400 (or the deploy's 422) that names the
  * maximum, and the sync's status still answers.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
 import { deployRequest, INTEGRATION, SERVICE_YAML } from './fixtures.js';
-import { apiFailure, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { apiFailure, deployWithConnection } from './helpers/harness.js';
 
-let h: ApiHarness;
-
-beforeAll(async () => {
-  h = await startApiHarness();
-  await deployWithConnection(h, 'k1', 'c1');
-  await h.api.syncs.start({ provider_config_key: INTEGRATION, syncs: ['people'] });
+/** The API with the fixture deployment, connection c1 and its sync started. */
+const it = kit.extend<{ api: ApiHarness }>({
+  api: [
+    async ({ db, upstream }, use) =>
+      withApiHarness({ database: db, upstream }, async (h) => {
+        await deployWithConnection(h, 'k1', 'c1');
+        await h.api.syncs.start({ provider_config_key: INTEGRATION, syncs: ['people'] });
+        await use(h);
+      }),
+    { scope: 'file' },
+  ],
 });
 
 describe('the longest sync frequency', () => {
-  it('a frequency past 10 years is a 400 naming the maximum, and the sync status still answers', async () => {
+  it('a frequency past 10 years is a 400 naming the maximum, and the sync status still answers', async ({ api: h }) => {
     for (const frequency of ['11 years', '300000 years', '9999999999 years', `${'9'.repeat(90)} years`]) {
       const refused = await apiFailure(
         h.api.syncs.setConnectionFrequency({
@@ -44,7 +50,7 @@ describe('the longest sync frequency', () => {
     expect(longest).toMatchObject({ frequency: '10 years', overridden: true });
   }, 120_000);
 
-  it('a deploy with runs past 10 years is refused with the field', async () => {
+  it('a deploy with runs past 10 years is refused with the field', async ({ api: h }) => {
     const yaml = SERVICE_YAML.replace('runs: 1h', 'runs: 300000 years');
     const refused = await apiFailure(h.api.deploy.apply(deployRequest({ yaml })));
     expect(refused).toEqual({ status: 422, code: 'invalid_config' });

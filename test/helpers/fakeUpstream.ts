@@ -41,7 +41,7 @@ export interface FakeUpstream {
   hits: string[];
   setHandler(next: UpstreamHandler): void;
   /** Stops the server, cutting open connections; also done when the test file ends. */
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /** Answers a JSON body. */
@@ -58,10 +58,17 @@ export function json(
 const notFound: UpstreamHandler = (_request, response) => json(response, 404, { error: 'no handler' });
 
 /**
- * Starts a fake external API. A handler that throws or rejects answers 500 with the error's text, unless
- * the response was already sent.
+ * Starts a fake external API, closed when the test file ends. A handler that throws or rejects answers
+ * 500 with the error's text, unless the response was already sent.
  */
 export async function startFakeUpstream(handler: UpstreamHandler = notFound): Promise<FakeUpstream> {
+  const upstream = await createFakeUpstream(handler);
+  deferCleanup(upstream.close);
+  return upstream;
+}
+
+/** A fake external API (startFakeUpstream) that its owner closes: a fixture's (test/kit). */
+export async function createFakeUpstream(handler: UpstreamHandler = notFound): Promise<FakeUpstream> {
   let current = handler;
   const requests: UpstreamRequest[] = [];
   const hits: string[] = [];
@@ -90,7 +97,6 @@ export async function startFakeUpstream(handler: UpstreamHandler = notFound): Pr
       server.closeAllConnections();
       server.close(() => resolve());
     }));
-  deferCleanup(close);
   return {
     url,
     server,

@@ -24,11 +24,19 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
+/** A database of its own, cloned from the migrated template; `drop` ends its pool and drops it. */
+export interface TestDatabase {
+  pool: Pool;
+  url: string;
+  name: string;
+  drop: () => Promise<void>;
+}
+
 /**
- * A database of this test file's own, cloned from the migrated template, dropped after the file.
+ * A database cloned from the migrated template, for a fixture that drops it itself (test/kit).
  * Fails with a message naming Postgres when the harness's server is gone, instead of hanging.
  */
-export async function useDatabase(): Promise<{ pool: Pool; url: string; name: string }> {
+export async function createDatabase(): Promise<TestDatabase> {
   const { postgresAdminUrl, templateDatabase } = stack();
   await assertPostgresReachable(postgresAdminUrl, 3000).catch((error: unknown) => {
     throw new Error(`the test harness's Postgres is gone: ${(error as Error).message}`);
@@ -37,11 +45,20 @@ export async function useDatabase(): Promise<{ pool: Pool; url: string; name: st
   await adminQuery(postgresAdminUrl, `CREATE DATABASE ${name} TEMPLATE ${templateDatabase}`);
   const url = postgresAdminUrl.replace(/\/postgres$/, `/${name}`);
   const pool = createPool({ url, max: 10, applicationName: name });
-  deferCleanup(async () => {
-    await pool.end();
-    await adminQuery(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-  });
-  return { pool, url, name };
+  let dropped: Promise<void> | undefined;
+  const drop = (): Promise<void> =>
+    (dropped ??= (async () => {
+      await pool.end();
+      await adminQuery(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+    })());
+  return { pool, url, name, drop };
+}
+
+/** A database of this test file's own (createDatabase), dropped after the file. */
+export async function useDatabase(): Promise<TestDatabase> {
+  const database = await createDatabase();
+  deferCleanup(database.drop);
+  return database;
 }
 
 async function adminQuery(url: string, sql: string): Promise<void> {

@@ -17,11 +17,11 @@ import { loadProviderCatalog } from '../../../src/connections/providers/catalog.
 import type { Pool } from '../../../src/db/pool.js';
 import { createService, type Service, type ServiceOverrides } from '../../../src/service.js';
 import { loadSettings } from '../../../src/settings.js';
-import { stack, uniqueName, useDatabase } from '../../helpers/stack.js';
+import { createDatabase, stack, uniqueName, type TestDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
 import { deferCleanup } from '../../helpers/cleanup.js';
-import { startFakeUpstream } from '../../helpers/fakeUpstream.js';
+import { createFakeUpstream, startFakeUpstream, type FakeUpstream } from '../../helpers/fakeUpstream.js';
 
 export { json } from '../../helpers/fakeUpstream.js';
 /**
@@ -57,27 +57,70 @@ export interface ApiHarness {
   temporal: Client;
 }
 
-export async function startApiHarness(
-  options: {
-    rateLimit?: ApiDeps['rateLimit'];
-    bodyLimit?: string;
-    proxy?: ApiDeps['proxy'];
-    /** More catalog entries (an OAuth provider, say), beside the fake API's. */
-    providers?: Record<string, unknown>;
-    /** The MCP sessions of the API (POST /mcp), for tests of their bounds. */
-    mcpSessions?: ApiDeps['mcpSessions'];
-    /** Passed to createService. */
-    overrides?: ServiceOverrides;
-    /** More environment variables for the service's settings (src/settings.ts). */
-    settings?: Record<string, string>;
-  } = {},
-): Promise<ApiHarness> {
-  const { pool, url: dbUrl } = await useDatabase();
-  const fake = await startFakeServer();
+export interface ApiHarnessOptions {
+  /** The file's database (test/kit's `db`); one of its own, dropped at stop, when omitted. */
+  database?: TestDatabase;
+  /** The fake external API the fixture integration's provider points at; one of its own when omitted. */
+  upstream?: FakeUpstream;
+  rateLimit?: ApiDeps['rateLimit'];
+  bodyLimit?: string;
+  proxy?: ApiDeps['proxy'];
+  /** More catalog entries (an OAuth provider, say), beside the fake API's. */
+  providers?: Record<string, unknown>;
+  /** The MCP sessions of the API (POST /mcp), for tests of their bounds. */
+  mcpSessions?: ApiDeps['mcpSessions'];
+  /** Passed to createService. */
+  overrides?: ServiceOverrides;
+  /** More environment variables for the service's settings (src/settings.ts). */
+  settings?: Record<string, string>;
+}
+
+/** The API harness (createApiHarness), stopped when the test file ends. */
+export async function startApiHarness(options: ApiHarnessOptions = {}): Promise<ApiHarness> {
+  const harness = await createApiHarness(options);
+  deferCleanup(harness.stop);
+  return harness;
+}
+
+/**
+ * The whole API over the real stack; `stop` closes the server, stops the service and closes or drops
+ * what the harness started itself (not a database or fake API it was given).
+ */
+export async function createApiHarness(
+  options: ApiHarnessOptions = {},
+): Promise<ApiHarness & { stop: () => Promise<void> }> {
+  const owned: Array<() => Promise<void>> = [];
+  try {
+    return await composeApiHarness(options, owned);
+  } catch (error) {
+    await stopInReverse(owned).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Runs each stop, last first (a server closes before the database it uses is dropped). */
+async function stopInReverse(stops: Array<() => Promise<void>>): Promise<void> {
+  while (stops.length > 0) await stops.pop()!();
+}
+
+async function composeApiHarness(
+  options: ApiHarnessOptions,
+  owned: Array<() => Promise<void>>,
+): Promise<ApiHarness & { stop: () => Promise<void> }> {
+  const database = options.database ?? (await createDatabase());
+  if (!options.database) owned.push(database.drop);
+  const { pool, url: dbUrl } = database;
+  const fake = options.upstream ?? (await createFakeUpstream());
+  if (!options.upstream) owned.push(fake.close);
   // Listening before the service is composed, so that connect links and the OAuth callback point here.
   const server = createHttpServer();
   server.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
+  const closeServer = async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  owned.push(closeServer);
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = uniqueName('tq');
@@ -127,13 +170,10 @@ export async function startApiHarness(
     ...options.overrides,
   });
   const { connections, deployments } = service.parts;
+  // The server closes before the service stops (as before), then the database and fake API go.
+  owned.splice(owned.indexOf(closeServer), 1);
+  owned.push(() => service.stop(), closeServer);
   await service.start();
-
-  deferCleanup(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await service.stop();
-  });
 
   const a = await connections.environments.create({ name: 'env-a' });
   const b = await connections.environments.create({ name: 'env-b' });
@@ -159,6 +199,7 @@ export async function startApiHarness(
     service,
     taskQueue,
     temporal: service.temporal,
+    stop: () => stopInReverse(owned),
   };
 }
 

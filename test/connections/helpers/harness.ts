@@ -29,7 +29,15 @@ export interface HarnessOptions {
   onConnectionSaved?: CreateConnectionsOptions['onConnectionSaved'];
 }
 
+/** The connections harness (createHarness), its server closed when the test file ends. */
 export async function startHarness(options: HarnessOptions) {
+  const harness = await createHarness(options);
+  deferCleanup(harness.stop);
+  return harness;
+}
+
+/** The connections area with its OAuth routes on 127.0.0.1; `stop` closes the server. */
+export async function createHarness(options: HarnessOptions) {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const appUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -46,10 +54,10 @@ export async function startHarness(options: HarnessOptions) {
   const app = express();
   app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
   server.on('request', app);
-  deferCleanup(async () => {
+  const stop = async (): Promise<void> => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-  });
+  };
 
   /** Opens `url` and follows redirects by hand (as a browser would), returning the final page. */
   async function browse(
@@ -83,7 +91,7 @@ export async function startHarness(options: HarnessOptions) {
     return `${appUrl}/oauth/connect/${encodeURIComponent(session.integrationId)}?connect_session_token=${token}${extra}`;
   }
 
-  return { ...connections, encryptor, appUrl, browse, connectLink };
+  return { ...connections, encryptor, appUrl, browse, connectLink, stop };
 }
 
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
