@@ -7,58 +7,79 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { ConnectionScope } from '../../src/connections/types.js';
-import { useDatabase } from '../helpers/stack.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { test as kit, withConnections, type ConnectionsHarness } from '../kit/index.js';
 import { useLogScan } from './helpers/logScan.js';
 
 const logScan = useLogScan();
 const noRequest = { method: 'GET', endpoint: '/v1/things', headers: {}, params: {} };
 
+/** A catalog file of two custom providers, beside the built-in ones. */
+function customProviders(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'providers-'));
+  const file = join(dir, 'custom.yaml');
+  writeFileSync(
+    file,
+    [
+      'query-key-api:',
+      '  display_name: Query key API',
+      '  auth_mode: API_KEY',
+      '  api_key: { in: query, name: api_key }',
+      '  base_url: https://api.query.example/v2/',
+      'no-base-api:',
+      '  display_name: No base URL',
+      '  auth_mode: BASIC',
+    ].join('\n'),
+  );
+  return file;
+}
+
+/**
+ * The connections area with the custom providers (`connections`), its environment `dev` with one
+ * integration per provider (`environmentId`), and `scope`: a connection of that environment.
+ */
+const it = kit.extend<{
+  connections: ConnectionsHarness;
+  environmentId: string;
+  scope: (integrationId: string, connectionId?: string) => ConnectionScope;
+}>({
+  connections: [
+    async ({ db }, use) => withConnections({ db: db.pool, providersFile: customProviders() }, use),
+    { scope: 'file' },
+  ],
+  environmentId: [
+    async ({ connections }, use) => {
+      const environmentId = (await connections.environments.create({ name: 'dev' })).environment.id;
+      for (const [id, provider] of [
+        ['stripe', 'stripe'],
+        ['query', 'query-key-api'],
+        ['twilio', 'twilio'],
+        ['zendesk', 'zendesk'],
+        ['nobase', 'no-base-api'],
+        ['github', 'github'],
+      ] as const) {
+        await connections.integrations.upsert(environmentId, { id, provider });
+      }
+      await use(environmentId);
+    },
+    { scope: 'file' },
+  ],
+  scope: [
+    async ({ environmentId }, use) =>
+      use((integrationId, connectionId = 'c1') => ({ environmentId, integrationId, connectionId })),
+    { scope: 'file' },
+  ],
+});
+
 describe('authorizing requests', () => {
-  let h: Harness;
-  let environmentId: string;
-  const scope = (integrationId: string, connectionId = 'c1'): ConnectionScope => ({
-    environmentId,
-    integrationId,
-    connectionId,
-  });
-
-  beforeAll(async () => {
-    const { pool } = await useDatabase();
-    const dir = mkdtempSync(join(tmpdir(), 'providers-'));
-    const file = join(dir, 'custom.yaml');
-    writeFileSync(
-      file,
-      [
-        'query-key-api:',
-        '  display_name: Query key API',
-        '  auth_mode: API_KEY',
-        '  api_key: { in: query, name: api_key }',
-        '  base_url: https://api.query.example/v2/',
-        'no-base-api:',
-        '  display_name: No base URL',
-        '  auth_mode: BASIC',
-      ].join('\n'),
-    );
-    h = await startHarness({ db: pool, providersFile: file });
-    environmentId = (await h.environments.create({ name: 'dev' })).environment.id;
-    for (const [id, provider] of [
-      ['stripe', 'stripe'],
-      ['query', 'query-key-api'],
-      ['twilio', 'twilio'],
-      ['zendesk', 'zendesk'],
-      ['nobase', 'no-base-api'],
-      ['github', 'github'],
-    ] as const) {
-      await h.integrations.upsert(environmentId, { id, provider });
-    }
-  });
-
   // The authorizer's logic, every mode and the host policy, is unit-tested beside it
   // (src/connections/requestAuthorizer.test.ts); these check that what is stored reaches it.
-  it('authorizes with the stored credentials, the connection settings and the integration settings', async () => {
+  it('authorizes with the stored credentials, the connection settings and the integration settings', async ({
+    connections: h,
+    environmentId,
+    scope,
+  }) => {
     logScan.secret('sk_test_4eC39HqLyjWDarjtT1zdp7dc');
     await h.service.importConnection({
       environmentId,
@@ -102,7 +123,11 @@ describe('authorizing requests', () => {
     });
   });
 
-  it("takes an integration's stored provider settings: allowed hosts, a self-hosted base URL", async () => {
+  it("takes an integration's stored provider settings: allowed hosts, a self-hosted base URL", async ({
+    connections: h,
+    environmentId,
+    scope,
+  }) => {
     await h.service.importConnection({
       environmentId,
       integrationId: 'nobase',
@@ -147,7 +172,11 @@ describe('authorizing requests', () => {
     ).rejects.toMatchObject({ code: 'invalid_provider_settings' });
   });
 
-  it('refuses imports that do not fit, naming the problem, and keeps what was stored', async () => {
+  it('refuses imports that do not fit, naming the problem, and keeps what was stored', async ({
+    connections: h,
+    environmentId,
+    scope,
+  }) => {
     const bad = [
       [
         { credentials: { type: 'BASIC', username: 'u', password: 'p' }, integrationId: 'stripe' },
@@ -187,7 +216,11 @@ describe('authorizing requests', () => {
     });
   });
 
-  it('imports OAuth 2 credentials with an expiry and refreshes nothing while valid', async () => {
+  it('imports OAuth 2 credentials with an expiry and refreshes nothing while valid', async ({
+    connections: h,
+    environmentId,
+    scope,
+  }) => {
     const expiresAt = new Date(Date.now() + 3600_000).toISOString();
     const record = await h.service.importConnection({
       environmentId,
@@ -214,7 +247,11 @@ describe('authorizing requests', () => {
     expect(withRefresh.metadata).toEqual({ team: 'core' });
   });
 
-  it('reads, replaces and merges metadata; lists and deletes connections', async () => {
+  it('reads, replaces and merges metadata; lists and deletes connections', async ({
+    connections: h,
+    environmentId,
+    scope,
+  }) => {
     const s = scope('github', 'imported');
     await h.service.setMetadata(s, { a: 1, nested: { b: [1, 2] } });
     await h.service.updateMetadata(s, { c: 'three' });

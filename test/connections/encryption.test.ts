@@ -6,10 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { Encryptor, keyId, loadEncryptor } from '../../src/connections/encryption.js';
 import { reencryptAll } from '../../src/connections/reencrypt.js';
-import { useDatabase } from '../helpers/stack.js';
+import { test as it } from '../kit/index.js';
 import { startHarness } from './helpers/harness.js';
 import { useLogScan } from './helpers/logScan.js';
 
@@ -68,8 +68,8 @@ describe('Encryptor', () => {
 });
 
 describe('rotating the encryption key', () => {
-  it('re-encrypts every stored secret under the new key; the old key can then be dropped', async () => {
-    const { pool } = await useDatabase();
+  it('re-encrypts every stored secret under the new key; the old key can then be dropped', async ({ db }) => {
+    const { pool } = db;
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
     const oldEnv = { SERVICE_ENCRYPTION_KEY: oldKey.toString('base64') };

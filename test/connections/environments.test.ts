@@ -1,27 +1,32 @@
 /** Environments with their keys, and environment variables encrypted at rest. */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { useDatabase } from '../helpers/stack.js';
-import type { Pool } from '../../src/db/pool.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { describe, expect } from 'vitest';
+import { connectionsTest } from '../kit/index.js';
 import { useLogScan } from './helpers/logScan.js';
 
 const logScan = useLogScan();
 
+/** The connections area over the file's database; `variableEnvs`: two environments for the variables. */
+const it = connectionsTest.extend<{ variableEnvs: { envA: string; envB: string } }>({
+  variableEnvs: [
+    async ({ connections }, use) =>
+      use({
+        envA: (await connections.environments.create({ name: 'a' })).environment.id,
+        envB: (await connections.environments.create({ name: 'b' })).environment.id,
+      }),
+    { scope: 'file' },
+  ],
+});
+
 describe('environments and their keys', () => {
-  let h: Harness;
-  let db: Pool;
-
-  beforeAll(async () => {
-    db = (await useDatabase()).pool;
-    h = await startHarness({ db });
-  });
-
-  it('shows the secret key once, stores only its hash, and finds the environment by it', async () => {
+  it('shows the secret key once, stores only its hash, and finds the environment by it', async ({
+    connections: h,
+    db,
+  }) => {
     const { environment, secretKey } = await h.environments.create({ name: 'production' });
     logScan.secret(secretKey);
     expect(secretKey).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
     expect(environment.publicKey).toMatch(/^pk_/);
-    const stored = await db.query<{ row: string }>('SELECT row_to_json(e)::text AS row FROM environments e');
+    const stored = await db.pool.query<{ row: string }>('SELECT row_to_json(e)::text AS row FROM environments e');
     expect(stored.rows[0]!.row).not.toContain(secretKey);
     expect(stored.rows[0]!.row).not.toContain(secretKey.slice(3));
 
@@ -37,7 +42,7 @@ describe('environments and their keys', () => {
     expect((await h.environments.findBySecretKey(rotated))?.id).toBe(environment.id);
   });
 
-  it('refuses a duplicate or malformed name', async () => {
+  it('refuses a duplicate or malformed name', async ({ connections: h }) => {
     await h.environments.create({ name: 'staging' });
     await expect(h.environments.create({ name: 'staging' })).rejects.toMatchObject({
       code: 'environment_exists',
@@ -52,19 +57,11 @@ describe('environments and their keys', () => {
 });
 
 describe('environment variables', () => {
-  let h: Harness;
-  let db: Pool;
-  let envA: string;
-  let envB: string;
-
-  beforeAll(async () => {
-    db = (await useDatabase()).pool;
-    h = await startHarness({ db });
-    envA = (await h.environments.create({ name: 'a' })).environment.id;
-    envB = (await h.environments.create({ name: 'b' })).environment.id;
-  });
-
-  it('sets, lists (decrypted, by name), replaces and deletes; values are encrypted at rest', async () => {
+  it('sets, lists (decrypted, by name), replaces and deletes; values are encrypted at rest', async ({
+    connections: h,
+    db,
+    variableEnvs: { envA, envB },
+  }) => {
     logScan.secret('variable-value-abcdef', 'replaced-value-123456');
     await h.variables.set(envA, { name: 'WEBHOOK_SECRET', value: 'variable-value-abcdef' });
     await h.variables.set(envA, { name: 'API_URL', value: 'https://x.example' });
@@ -73,7 +70,9 @@ describe('environment variables', () => {
       { name: 'API_URL', value: 'https://x.example' },
       { name: 'WEBHOOK_SECRET', value: 'variable-value-abcdef' },
     ]);
-    const stored = await db.query<{ row: string }>('SELECT row_to_json(v)::text AS row FROM environment_variables v');
+    const stored = await db.pool.query<{ row: string }>(
+      'SELECT row_to_json(v)::text AS row FROM environment_variables v',
+    );
     expect(stored.rows.map((r) => r.row).join()).not.toContain('variable-value-abcdef');
 
     await h.variables.set(envA, { name: 'WEBHOOK_SECRET', value: 'replaced-value-123456' });
@@ -85,7 +84,10 @@ describe('environment variables', () => {
     expect(await h.variables.list(envB)).toEqual([{ name: 'ONLY_B', value: 'b' }]);
   });
 
-  it('refuses bad names, oversized values and unknown environments without touching what is stored', async () => {
+  it('refuses bad names, oversized values and unknown environments without touching what is stored', async ({
+    connections: h,
+    variableEnvs: { envA, envB },
+  }) => {
     await expect(h.variables.set(envA, { name: '1BAD', value: 'x' })).rejects.toMatchObject({
       code: 'invalid_environment_variable',
     });

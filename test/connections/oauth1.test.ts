@@ -2,14 +2,61 @@
  * OAuth 1.0a: the signature against published reference vectors, then the three-legged connect flow
  * and signed requests against a fake OAuth 1 server on 127.0.0.1.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { percentEncode, signOAuth1 } from '../../src/connections/oauth1.js';
-import { useDatabase } from '../helpers/stack.js';
+import { test as kit, withConnections, type ConnectionsHarness } from '../kit/index.js';
 import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
-import { startHarness, type Harness } from './helpers/harness.js';
 import { useLogScan } from './helpers/logScan.js';
 
 const logScan = useLogScan();
+const consumerSecret = 'consumer-secret-5a4b3c2d1e';
+
+/**
+ * A fake OAuth 1 server (`fake`), the connections area with its provider (`connections`), and the
+ * environment `dev` with the integration `trello-like` of it (`environmentId`).
+ */
+const it = kit.extend<{ fake: FakeProvider; connections: ConnectionsHarness; environmentId: string }>({
+  fake: [
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's dependencies from this pattern
+    async ({}, use) =>
+      use(await startFakeProvider({ clientId: 'consumer-1', clientSecret: consumerSecret, clientAuth: 'post' })),
+    { scope: 'file' },
+  ],
+  connections: [
+    async ({ db, fake }, use) =>
+      withConnections(
+        {
+          db: db.pool,
+          extraProviders: {
+            'fake-oauth1': {
+              display_name: 'Fake OAuth 1',
+              auth_mode: 'OAUTH1',
+              request_token_url: `${fake.url}/oauth1/request_token`,
+              authorization_url: `${fake.url}/oauth1/authorize`,
+              access_token_url: `${fake.url}/oauth1/access_token`,
+              base_url: `${fake.url}/oauth1`,
+            },
+          },
+        },
+        use,
+      ),
+    { scope: 'file' },
+  ],
+  environmentId: [
+    async ({ connections }, use) => {
+      const created = await connections.environments.create({ name: 'dev' });
+      logScan.secret(created.secretKey, consumerSecret);
+      await connections.integrations.upsert(created.environment.id, {
+        id: 'trello-like',
+        provider: 'fake-oauth1',
+        oauth_client_id: 'consumer-1',
+        oauth_client_secret: consumerSecret,
+      });
+      await use(created.environment.id);
+    },
+    { scope: 'file' },
+  ],
+});
 
 describe('OAuth 1.0a signing against reference vectors', () => {
   it('RFC 5849 section 1.2: the photos.example.net request', () => {
@@ -56,39 +103,11 @@ describe('OAuth 1.0a signing against reference vectors', () => {
 });
 
 describe('OAuth 1.0a connections end to end', () => {
-  let fake: FakeProvider;
-  let h: Harness;
-  let environmentId: string;
-  const consumerSecret = 'consumer-secret-5a4b3c2d1e';
-
-  beforeAll(async () => {
-    const { pool } = await useDatabase();
-    fake = await startFakeProvider({ clientId: 'consumer-1', clientSecret: consumerSecret, clientAuth: 'post' });
-    h = await startHarness({
-      db: pool,
-      extraProviders: {
-        'fake-oauth1': {
-          display_name: 'Fake OAuth 1',
-          auth_mode: 'OAUTH1',
-          request_token_url: `${fake.url}/oauth1/request_token`,
-          authorization_url: `${fake.url}/oauth1/authorize`,
-          access_token_url: `${fake.url}/oauth1/access_token`,
-          base_url: `${fake.url}/oauth1`,
-        },
-      },
-    });
-    const created = await h.environments.create({ name: 'dev' });
-    environmentId = created.environment.id;
-    logScan.secret(created.secretKey, consumerSecret);
-    await h.integrations.upsert(environmentId, {
-      id: 'trello-like',
-      provider: 'fake-oauth1',
-      oauth_client_id: 'consumer-1',
-      oauth_client_secret: consumerSecret,
-    });
-  });
-
-  it('connects (request token, authorize, access token) and signs requests the server verifies', async () => {
+  it('connects (request token, authorize, access token) and signs requests the server verifies', async ({
+    connections: h,
+    fake,
+    environmentId,
+  }) => {
     const page = await h.browse(
       await h.connectLink({ environmentId, integrationId: 'trello-like', connectionId: 'board-owner' }),
     );
@@ -126,7 +145,7 @@ describe('OAuth 1.0a connections end to end', () => {
     expect(tampered.status).toBe(401);
   });
 
-  it('never wrote a token or secret to a log line', () => {
+  it('never wrote a token or secret to a log line', ({ fake }) => {
     logScan.secret(...fake.state.issued);
     expect(logScan.secretCount()).toBeGreaterThan(3);
   });
