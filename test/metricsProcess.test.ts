@@ -7,8 +7,6 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +15,7 @@ import { loadSettings } from '../src/settings.js';
 import { eventually } from './helpers/eventually.js';
 import { stack, uniqueName, useDatabase } from './helpers/stack.js';
 import { deferCleanup } from './helpers/cleanup.js';
+import { startFakeUpstream } from './helpers/fakeUpstream.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
@@ -94,33 +93,22 @@ describe('a worker process', () => {
   }, 300_000);
 
   it('pushes the Temporal SDK’s metrics to an OpenTelemetry collector (OTLP/HTTP)', async () => {
-    const received: { path: string; type: string; body: Buffer }[] = [];
-    const collector = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        received.push({
-          path: request.url ?? '',
-          type: request.headers['content-type'] ?? '',
-          body: Buffer.concat(chunks),
-        });
-        response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
-      });
+    // The kit's fake upstream as the collector: it records each push (the protobuf's metric names are
+    // ASCII, readable in the body as text).
+    const collector = await startFakeUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
     });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    deferCleanup(() => new Promise((resolve) => collector.close(resolve)));
-    const port = (collector.address() as AddressInfo).port;
     await startWorker({
-      TEMPORAL_METRICS_OTEL_URL: `http://127.0.0.1:${port}/v1/metrics`,
+      TEMPORAL_METRICS_OTEL_URL: `${collector.url}/v1/metrics`,
       TEMPORAL_METRICS_OTEL_PROTOCOL: 'http',
     });
     const push = await eventually(
-      async () => received.find((r) => r.body.includes('temporal_num_pollers')),
+      async () => collector.requests.find((r) => r.body.includes('temporal_num_pollers')),
       60_000,
       'a push to the collector',
     );
-    expect(push.path).toBe('/v1/metrics');
-    expect(push.type).toContain('application/x-protobuf');
+    expect(push.url).toBe('/v1/metrics');
+    expect(push.headers['content-type']).toContain('application/x-protobuf');
   }, 300_000);
 });
 

@@ -3,27 +3,35 @@
  * public-key link replaced another user's access token). The attacker knows the public key and the
  * victim's connection id; what matters is that the victim's credentials are unchanged afterwards.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
 import { INTEGRATION, PROVIDER } from './fixtures.js';
-import { startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
 
 const OAUTH = 'oa';
-let h: ApiHarness;
-let publicKey: string;
+const OAUTH_PROVIDER = {
+  'fake-oauth': {
+    display_name: 'Fake OAuth 2',
+    auth_mode: 'OAUTH2',
+    authorization_url: 'https://auth.example.test/authorize',
+    token_url: 'https://auth.example.test/token',
+    base_url: 'https://api.example.test',
+  },
+};
 
-beforeAll(async () => {
-  h = await startApiHarness({
-    providers: {
-      'fake-oauth': {
-        display_name: 'Fake OAuth 2',
-        auth_mode: 'OAUTH2',
-        authorization_url: 'https://auth.example.test/authorize',
-        token_url: 'https://auth.example.test/token',
-        base_url: 'https://api.example.test',
-      },
-    },
-  });
+/**
+ * The API with an OAuth integration and the fixture one in both environments and alice's OAuth
+ * connection (`api`), and environment A's public key (`publicKey`).
+ */
+const it = kit.extend<{ api: ApiHarness; publicKey: string }>({
+  api: [
+    async ({ db, upstream }, use) => withApiHarness({ database: db, upstream, providers: OAUTH_PROVIDER }, use, setUp),
+    { scope: 'file' },
+  ],
+  publicKey: [async ({ api }, use) => use((await api.api.environment.getSettings()).public_key), { scope: 'file' }],
+});
+
+async function setUp(h: ApiHarness): Promise<void> {
   for (const client of [h.api, h.apiB]) {
     await client.integrations.create({
       unique_key: OAUTH,
@@ -37,11 +45,10 @@ beforeAll(async () => {
     connection_id: 'alice-oa',
     credentials: { type: 'OAUTH2', access_token: 'alice-access-token' },
   });
-  publicKey = (await h.api.environment.getSettings()).public_key;
-}, 120_000);
+}
 
 /** Opens a connect link the way a browser does (without following the redirect to the provider). */
-async function open(path: string): Promise<{ status: number; location: string | null; body: string }> {
+async function open(h: ApiHarness, path: string): Promise<{ status: number; location: string | null; body: string }> {
   const response = await fetch(`${h.baseUrl}${path}`, { redirect: 'manual' });
   return { status: response.status, location: response.headers.get('location'), body: await response.text() };
 }
@@ -55,13 +62,13 @@ async function apiError(promise: Promise<unknown>): Promise<ServiceApiError> {
   return error;
 }
 
-const aliceToken = async () => {
+const aliceToken = async (h: ApiHarness) => {
   const record = await h.api.connections.get({ connectionId: 'alice-oa', providerConfigKey: OAUTH });
   return record.credentials.type === 'OAUTH2' ? record.credentials.access_token : undefined;
 };
 
 describe('connect sessions', () => {
-  it('POST /connect/sessions makes a single-use link bound to one connection', async () => {
+  it('POST /connect/sessions makes a single-use link bound to one connection', async ({ api: h }) => {
     const session = await h.api.connections.createConnectSession({
       provider_config_key: OAUTH,
       connection_id: 'bob-oa',
@@ -77,19 +84,19 @@ describe('connect sessions', () => {
     expect(link.pathname).toBe(`/oauth/connect/${OAUTH}`);
     expect(link.searchParams.get('connect_session_token')).toBe(session.token);
 
-    const first = await open(`${link.pathname}${link.search}&connection_id=alice-oa`);
+    const first = await open(h, `${link.pathname}${link.search}&connection_id=alice-oa`);
     expect(first.status).toBe(302);
     const authorize = new URL(first.location!);
     expect(authorize.origin).toBe('https://auth.example.test');
     expect(authorize.searchParams.get('state')).toBeTruthy();
-    const second = await open(`${link.pathname}${link.search}`);
+    const second = await open(h, `${link.pathname}${link.search}`);
     expect(second.status).toBe(401);
     expect(second.body).toContain('already used');
     // The session is bound: the id in the link was ignored, alice's connection untouched.
-    expect(await aliceToken()).toBe('alice-access-token');
+    expect(await aliceToken(h)).toBe('alice-access-token');
   });
 
-  it('refuses what it cannot honour, with a code', async () => {
+  it('refuses what it cannot honour, with a code', async ({ api: h }) => {
     // Thunks: each request starts when its turn comes, so no refusal waits unobserved.
     const cases: [() => Promise<unknown>, number, string][] = [
       [
@@ -132,10 +139,11 @@ describe('connect sessions', () => {
     expect(hosted.searchParams.get('session')).toMatch(/^cs_/);
     // Opened at the OAuth route by mistake, it is refused there without being spent.
     const wrongRoute = await open(
+      h,
       `/oauth/connect/${INTEGRATION}?${new URLSearchParams({ connect_session_token: hosted.searchParams.get('session')! }).toString()}`,
     );
     expect([wrongRoute.status, wrongRoute.body.includes('has no redirect flow')]).toEqual([400, true]);
-    expect((await open(`${hosted.pathname}${hosted.search}`)).status).toBe(200);
+    expect((await open(h, `${hosted.pathname}${hosted.search}`)).status).toBe(200);
     // With allow_reconnect the existing connection may be re-authorised.
     const reconnect = await h.api.connections.createConnectSession({
       provider_config_key: OAUTH,
@@ -145,22 +153,25 @@ describe('connect sessions', () => {
     expect(reconnect.allow_reconnect).toBe(true);
   });
 
-  it('a session of one environment is no use in another', async () => {
+  it('a session of one environment is no use in another', async ({ api: h }) => {
     const inB = await h.apiB.connections.createConnectSession({
       provider_config_key: OAUTH,
       connection_id: 'alice-oa',
     });
     // Environment B has no alice-oa: its session starts B's flow, and A's connection is untouched.
-    const opened = await open(new URL(inB.connect_url).pathname + new URL(inB.connect_url).search);
+    const opened = await open(h, new URL(inB.connect_url).pathname + new URL(inB.connect_url).search);
     expect(opened.status).toBe(302);
-    expect(await aliceToken()).toBe('alice-access-token');
+    expect(await aliceToken(h)).toBe('alice-access-token');
   });
 });
 
 describe('public-key connect links and the environment settings', () => {
-  it('the hijack of a connection by its public key fails, with and without the opt-in', async () => {
+  it('the hijack of a connection by its public key fails, with and without the opt-in', async ({
+    api: h,
+    publicKey,
+  }) => {
     const attack = `/oauth/connect/${OAUTH}?public_key=${publicKey}&connection_id=alice-oa`;
-    const refused = await open(attack);
+    const refused = await open(h, attack);
     expect(refused.status).toBe(401);
     expect(refused.location).toBeNull();
 
@@ -168,20 +179,20 @@ describe('public-key connect links and the environment settings', () => {
     expect(settings).toMatchObject({ allow_public_key_connect: true, allow_unsigned_webhooks: false });
     expect((await h.apiB.environment.getSettings()).allow_public_key_connect).toBe(false);
     try {
-      const stillRefused = await open(attack);
+      const stillRefused = await open(h, attack);
       expect(stillRefused.status).toBe(409);
       expect(stillRefused.location).toBeNull();
       expect(stillRefused.body).toContain('already exists');
-      const fresh = await open(`/oauth/connect/${OAUTH}?public_key=${publicKey}&connection_id=carol-oa`);
+      const fresh = await open(h, `/oauth/connect/${OAUTH}?public_key=${publicKey}&connection_id=carol-oa`);
       expect(fresh.status).toBe(302);
     } finally {
       await h.api.environment.updateSettings({ allow_public_key_connect: false });
     }
-    expect(await aliceToken()).toBe('alice-access-token');
-    expect((await open(`/oauth/connect/${OAUTH}?public_key=${publicKey}&connection_id=dan-oa`)).status).toBe(401);
+    expect(await aliceToken(h)).toBe('alice-access-token');
+    expect((await open(h, `/oauth/connect/${OAUTH}?public_key=${publicKey}&connection_id=dan-oa`)).status).toBe(401);
   });
 
-  it('GET and PATCH /environment-settings, and the routes in the OpenAPI document', async () => {
+  it('GET and PATCH /environment-settings, and the routes in the OpenAPI document', async ({ api: h }) => {
     const initial = await h.apiB.environment.getSettings();
     expect(initial).toEqual({
       name: h.envB.name,

@@ -3,34 +3,61 @@
  * what it shows, what it logs, and how many guesses reach the provider. Tests marked FINDING failed
  * before the fix they name.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, withFakeUpstream, type ApiHarness, type FakeUpstream } from '../kit/index.js';
 import { CONNECT_FORM_ATTEMPTS } from '../../src/api/connectPage.js';
 import { metricsRegistry } from '../../src/metrics/index.js';
 import { INTEGRATION, PROVIDER } from './fixtures.js';
-import { fakeOAuthProvider, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import { fakeOAuthProvider, json } from './helpers/harness.js';
 
 const OAUTH = 'oa';
-let h: ApiHarness;
-let guessed: Awaited<ReturnType<typeof startFakeServer>>;
 const alice = { connectionId: 'alice-1', providerConfigKey: INTEGRATION };
 
-beforeAll(async () => {
-  // Where the OAuth provider of the hostile-named integration lives; the page never calls it.
-  const oauthOrigin = await startFakeServer();
-  guessed = await startFakeServer((_request, response) =>
-    json(response, 401, { error: 'invalid_client', error_description: 'wrong client secret' }),
-  );
-  h = await startApiHarness({
-    providers: {
-      ...fakeOAuthProvider(oauthOrigin.url),
-      'fake-cc': {
-        display_name: 'Fake CC',
-        auth_mode: 'OAUTH2_CC',
-        token_url: `${guessed.url}/token`,
-        base_url: `${guessed.url}/api`,
-      },
-    },
-  });
+/**
+ * Where the OAuth provider of the hostile-named integration lives (`oauthOrigin`; the page never calls
+ * it), a client-credentials token URL that refuses every secret (`guessed`), and the API with both
+ * integrations and alice's connection (`api`).
+ */
+const it = kit.extend<{ oauthOrigin: FakeUpstream; guessed: FakeUpstream; api: ApiHarness }>({
+  oauthOrigin: [
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's dependencies from this pattern
+    async ({}, use) => withFakeUpstream(undefined, use),
+    { scope: 'file' },
+  ],
+  guessed: [
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's dependencies from this pattern
+    async ({}, use) =>
+      withFakeUpstream(
+        (_request, response) =>
+          json(response, 401, { error: 'invalid_client', error_description: 'wrong client secret' }),
+        use,
+      ),
+    { scope: 'file' },
+  ],
+  api: [
+    async ({ db, upstream, oauthOrigin, guessed }, use) =>
+      withApiHarness(
+        {
+          database: db,
+          upstream,
+          providers: {
+            ...fakeOAuthProvider(oauthOrigin.url),
+            'fake-cc': {
+              display_name: 'Fake CC',
+              auth_mode: 'OAUTH2_CC',
+              token_url: `${guessed.url}/token`,
+              base_url: `${guessed.url}/api`,
+            },
+          },
+        },
+        use,
+        setUp,
+      ),
+    { scope: 'file' },
+  ],
+});
+
+async function setUp(h: ApiHarness): Promise<void> {
   await h.api.integrations.create({
     unique_key: OAUTH,
     provider: 'fake-oauth',
@@ -45,10 +72,12 @@ beforeAll(async () => {
   });
   // A connection-scoped request, so that the metrics hold a route that names a connection.
   await h.api.connections.authorizeRequest(alice, { method: 'GET', endpoint: '/issues' });
-}, 120_000);
+}
 
 describe('the hosted connect page', () => {
-  it('the connect page shows a hostile integration name as text, keeps its token out of logs and metrics', async () => {
+  it('the connect page shows a hostile integration name as text, keeps its token out of logs and metrics', async ({
+    api: h,
+  }) => {
     const session = await h.api.connections.createConnectSession({
       provider_config_key: OAUTH,
       connection_id: 'bob-1',
@@ -74,7 +103,10 @@ describe('the hosted connect page', () => {
     expect(metrics).toMatch(/route="\/connections\/:connection_id\/authorize"/);
   });
 
-  it('a connect link is not an unlimited oracle for guessing a client secret at the provider', async () => {
+  it('a connect link is not an unlimited oracle for guessing a client secret at the provider', async ({
+    api: h,
+    guessed,
+  }) => {
     // FINDING (fixed in src/api/connectPage.ts): this test failed before the fix.
     // The hosted page checks minted credentials (OAUTH2_CC, JWT, APP) at the provider's token endpoint
     // before spending the session, so that a typing mistake does not burn the link. Nothing bounds the

@@ -15,9 +15,8 @@ import { deployWithConnection, INTEGRATION, PROVIDER } from './helpers/harness.j
 const it = kit.extend<{ api: ApiHarness }>({
   api: [
     async ({ db, upstream }, use) =>
-      withApiHarness({ database: db, upstream }, async (h) => {
+      withApiHarness({ database: db, upstream }, use, async (h) => {
         await deployWithConnection(h, 'bounds-key-1f9d3a');
-        await use(h);
       }),
     { scope: 'file' },
   ],

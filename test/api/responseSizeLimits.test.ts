@@ -6,9 +6,9 @@
  *   502 proxy_response_too_large).
  */
 import { gzipSync } from 'node:zlib';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
 import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
-import { startApiHarness, type ApiHarness } from './helpers/harness.js';
 
 const KEY = 'key-response-limits-4c1d9e';
 
@@ -42,12 +42,15 @@ models:
     ok: boolean
 `;
 
-let h: ApiHarness;
 let bombsServed = 0;
 let hugeServed = 0;
 
-beforeAll(async () => {
-  h = await startApiHarness();
+/** The API whose fake external API serves a gzip bomb and 40 MiB, with the probe action deployed. */
+const it = kit.extend<{ api: ApiHarness }>({
+  api: [async ({ db, upstream }, use) => withApiHarness({ database: db, upstream }, use, setUp), { scope: 'file' }],
+});
+
+async function setUp(h: ApiHarness): Promise<void> {
   h.fake.setHandler((req, res) => {
     const url = new URL(req.url ?? '/', h.fake.url);
     if (url.pathname.endsWith('/bomb')) {
@@ -82,10 +85,12 @@ beforeAll(async () => {
     connection_id: 'c1',
     credentials: { type: 'API_KEY', apiKey: KEY },
   });
-}, 180_000);
+}
 
 describe('the outbound client bounds what an external API answers', () => {
-  it('svc with decompress: a decompression bomb from the external API is refused, not decompressed whole into the worker', async () => {
+  it('svc with decompress: a decompression bomb from the external API is refused, not decompressed whole into the worker', async ({
+    api: h,
+  }) => {
     const response = await h.api.raw('POST', '/probe', {
       headers: { 'connection-id': 'c1', 'provider-config-key': INTEGRATION },
       body: { url: '/bomb' },
@@ -96,7 +101,9 @@ describe('the outbound client bounds what an external API answers', () => {
     expect(result.length ?? 0, JSON.stringify(result).slice(0, 400)).toBeLessThan(BOMB_BYTES);
     expect(result.ok, JSON.stringify(result).slice(0, 400)).toBe(false);
   }, 120_000);
-  it('the proxy refuses an upstream answer past 32 MiB with a clear error instead of holding it whole', async () => {
+  it('the proxy refuses an upstream answer past 32 MiB with a clear error instead of holding it whole', async ({
+    api: h,
+  }) => {
     const response = await h.api.raw('GET', '/proxy/huge', {
       headers: { 'connection-id': 'c1', 'provider-config-key': INTEGRATION },
     });

@@ -34,13 +34,12 @@ models:
 const it = kit.extend<{ api: ApiHarness }>({
   api: [
     async ({ db, upstream }, use) =>
-      withApiHarness({ database: db, upstream }, async (h) => {
+      withApiHarness({ database: db, upstream }, use, async (h) => {
         await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
         await h.deploy(h.envA.id, {
           yaml: YAML,
           scripts: [{ integration: INTEGRATION, kind: 'action' as const, name: 'reader', code: READER }],
         });
-        await use(h);
       }),
     { scope: 'file' },
   ],

@@ -15,10 +15,9 @@ import { apiFailure, deployWithConnection } from './helpers/harness.js';
 const it = kit.extend<{ api: ApiHarness }>({
   api: [
     async ({ db, upstream }, use) =>
-      withApiHarness({ database: db, upstream }, async (h) => {
+      withApiHarness({ database: db, upstream }, use, async (h) => {
         await deployWithConnection(h, 'k1', 'c1');
         await h.api.syncs.start({ provider_config_key: INTEGRATION, syncs: ['people'] });
-        await use(h);
       }),
     { scope: 'file' },
   ],

@@ -3,26 +3,45 @@
  * answers what it likes (real stack): where the integration's client secret may be sent, and what the
  * endpoint's answers can grow. Tests marked FINDING failed before the fix they name.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, withFakeUpstream, type ApiHarness, type FakeUpstream } from '../kit/index.js';
 import { tokenRefreshFailures } from '../../src/metrics/index.js';
-import { fakeOAuthProvider, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import { fakeOAuthProvider, json, startFakeServer } from './helpers/harness.js';
 
 const OAUTH = 'oa';
 const CLIENT_SECRET = 'integration-client-secret-7d41';
 const REFRESH_TOKEN = 'alice-refresh-token-7d41';
-let h: ApiHarness;
-let tokens: Awaited<ReturnType<typeof startFakeServer>>;
-let attacker: Awaited<ReturnType<typeof startFakeServer>>;
 const alice = { connectionId: 'alice', providerConfigKey: OAUTH };
 
-beforeAll(async () => {
-  tokens = await startFakeServer((_request, response) =>
-    json(response, 200, { access_token: 'alice-access-2', refresh_token: REFRESH_TOKEN, expires_in: 3600 }),
-  );
-  attacker = await startFakeServer((_request, response) =>
-    json(response, 200, { access_token: 'stolen', expires_in: 3600 }),
-  );
-  h = await startApiHarness({ providers: fakeOAuthProvider(tokens.url) });
+/**
+ * The integration's token endpoint (`tokens`), one an attacker runs (`attacker`), and the API with the
+ * OAuth integration and alice's expired connection (`api`).
+ */
+const it = kit.extend<{ tokens: FakeUpstream; attacker: FakeUpstream; api: ApiHarness }>({
+  tokens: [
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's dependencies from this pattern
+    async ({}, use) =>
+      withFakeUpstream(
+        (_request, response) =>
+          json(response, 200, { access_token: 'alice-access-2', refresh_token: REFRESH_TOKEN, expires_in: 3600 }),
+        use,
+      ),
+    { scope: 'file' },
+  ],
+  attacker: [
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's dependencies from this pattern
+    async ({}, use) =>
+      withFakeUpstream((_request, response) => json(response, 200, { access_token: 'stolen', expires_in: 3600 }), use),
+    { scope: 'file' },
+  ],
+  api: [
+    async ({ db, upstream, tokens }, use) =>
+      withApiHarness({ database: db, upstream, providers: fakeOAuthProvider(tokens.url) }, use, setUp),
+    { scope: 'file' },
+  ],
+});
+
+async function setUp(h: ApiHarness): Promise<void> {
   await h.api.integrations.create({
     unique_key: OAUTH,
     provider: 'fake-oauth',
@@ -38,10 +57,14 @@ beforeAll(async () => {
       expires_at: new Date(Date.now() - 60_000).toISOString(),
     },
   });
-}, 120_000);
+}
 
 describe('the token refresh sends the client secret only where its owner said, and bounds what a token endpoint grows', () => {
-  it('an environment key cannot re-point the token URL to read the integration’s client secret', async () => {
+  it('an environment key cannot re-point the token URL to read the integration’s client secret', async ({
+    api: h,
+    tokens,
+    attacker,
+  }) => {
     // FINDING (fixed in src/connections/integrationStore.ts): this test failed before the fix.
     // The API never returns the client secret (`has_client_secret` only)...
     const shown = await h.api.integrations.get(OAUTH, ['credentials']);
@@ -74,7 +97,7 @@ describe('the token refresh sends the client secret only where its owner said, a
     });
   });
 
-  it('a token endpoint cannot grow the metric series with a new error code each time', async () => {
+  it('a token endpoint cannot grow the metric series with a new error code each time', async ({ api: h }) => {
     // FINDING (fixed in src/metrics/index.ts codeLabel): this test failed before the fix.
     let answered = 0;
     const rotating = await startFakeServer((_request, response) =>

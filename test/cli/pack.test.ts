@@ -9,12 +9,11 @@
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { json, startFakeUpstream } from '../helpers/fakeUpstream.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'service-pack-'));
@@ -92,14 +91,8 @@ describe('the packed package, installed into an empty folder', () => {
     expect(loaded.trim()).toBe('action_script_failure');
 
     // The typed client (docs/api.md): imported by its documented name, called against a fake API here.
-    const seen: string[] = [];
-    const api = createServer((request, response) => {
-      seen.push(`${request.method} ${request.url} ${request.headers.authorization ?? ''}`);
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ status: 'ok', database: 'ok' }));
-    });
-    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
-    const baseUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+    const api = await startFakeUpstream((_request, response) => json(response, 200, { status: 'ok', database: 'ok' }));
+    const baseUrl = api.url;
     try {
       const called = await ok(
         process.execPath,
@@ -113,9 +106,11 @@ describe('the packed package, installed into an empty folder', () => {
         app,
       );
       expect(JSON.parse(called)).toEqual({ status: 'ok', database: 'ok' });
-      expect(seen).toEqual(['GET /health Bearer sk_test']);
+      expect(api.requests.map((r) => `${r.method} ${r.url} ${r.headers.authorization ?? ''}`)).toEqual([
+        'GET /health Bearer sk_test',
+      ]);
     } finally {
-      await new Promise((resolve) => api.close(resolve));
+      await api.close();
     }
     // Its types: a strict program that uses them compiles, and one that misuses them does not.
     writeFileSync(

@@ -8,10 +8,11 @@
  * A file with options or setup of its own extends these, keeping the scope:
  *
  *   const test = kit.extend<{ api: ApiHarness }>({
- *     api: [async ({ db, upstream }, use) => withApiHarness({ database: db, upstream, bodyLimit: '1kb' }, async (h) => {
- *       await deployWithConnection(h, KEY);
- *       await use(h);
- *     }), { scope: 'file' }],
+ *     api: [
+ *       async ({ db, upstream }, use) =>
+ *         withApiHarness({ database: db, upstream, bodyLimit: '1kb' }, use, (h) => deployWithConnection(h, KEY)),
+ *       { scope: 'file' },
+ *     ],
  *   });
  *
  * The fixture function's first parameter must be a destructuring pattern (vitest reads it to know the
@@ -45,11 +46,23 @@ export const withFakeUpstream = (
   body: (upstream: FakeUpstream) => Promise<void>,
 ): Promise<void> => runThenStop(createFakeUpstream(handler), (upstream) => upstream.close(), body);
 
-/** The whole API over the real stack (test/api/helpers/harness.ts) for `body`, stopped after it. */
+/**
+ * The whole API over the real stack (test/api/helpers/harness.ts) for `body`, after `setUp` (a file's
+ * integrations, deployment, connections), stopped after it.
+ */
 export const withApiHarness = (
   options: ApiHarnessOptions,
   body: (harness: ApiHarness) => Promise<void>,
-): Promise<void> => runThenStop(createApiHarness(options), (harness) => harness.stop(), body);
+  setUp: (harness: ApiHarness) => Promise<unknown> = async () => undefined,
+): Promise<void> =>
+  runThenStop(
+    createApiHarness(options),
+    (harness) => harness.stop(),
+    async (harness) => {
+      await setUp(harness);
+      await body(harness);
+    },
+  );
 
 /** The connections area and its OAuth routes (test/connections/helpers/harness.ts) for `body`, stopped after it. */
 export const withConnections = (options: HarnessOptions, body: (harness: Harness) => Promise<void>): Promise<void> =>
