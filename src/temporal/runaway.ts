@@ -98,6 +98,24 @@ export async function stopEntityRun(
   if (!isOpen(events)) return;
   const firstTask = events.find((event) => event.workflowTaskStartedEventAttributes)?.eventId;
   if (firstTask === undefined || firstTask === null) return;
+  // Reset only the entity's current execution, while it is stuck: a reset of an execution that has
+  // continued as new meanwhile terminates the current one (its pause, its queued signals, its run went
+  // with it: test/runtime/entityResetRace.test.ts), and an execution that completed a workflow task
+  // after the verdict arrived handled the verdict itself (workflows/manageSync.ts fails the run).
+  try {
+    const current = await client.workflow.getHandle(workflowId).describe();
+    if (current.runId !== runId || current.status.name !== 'RUNNING') return;
+    const latest = (await handle.fetchHistory()).events ?? [];
+    const verdictAt = latest.findIndex(
+      (event) => event.workflowExecutionSignaledEventAttributes?.signalName === RUNAWAY_VERDICT_SIGNAL,
+    );
+    if (!isOpen(latest) || latest.slice(verdictAt + 1).some((event) => event.workflowTaskCompletedEventAttributes)) {
+      return;
+    }
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return;
+    throw error;
+  }
   try {
     await client.workflowService.resetWorkflowExecution({
       namespace: client.options.namespace,
@@ -115,9 +133,9 @@ export async function stopEntityRun(
 /**
  * Whether the run of a sync entity's execution is runaway, and whether the execution still runs. Its
  * workflow task's attempt count alone does not tell (a workflow task that a local activity kept open
- * completes on its heartbeat, which starts the count again), so the evidence is counted over the whole
- * execution, which runs one run: every workflow task it lost (failed or timed out: those the history
- * holds, and the attempts of the task under way before this one), at least RUNAWAY_ATTEMPTS, with an
+ * completes on its heartbeat, which starts the count again), so the evidence is counted since the
+ * execution last completed a workflow task: every workflow task it lost since (failed or timed out:
+ * those the history holds, and the attempts of the task under way before this one), at least RUNAWAY_ATTEMPTS, with an
  * isolate timeout among the recorded failures (`script_timeout`), or INCIDENTS_TO_STOP incidents
  * (`script_out_of_memory`), or UNEXPLAINED_ATTEMPTS of them (`script_runaway`).
  */
@@ -136,14 +154,18 @@ export async function findRunawayEntityRun(
     if (error instanceof WorkflowNotFoundError) return { verdict: null, running: false };
     throw error;
   }
-  const events = (await handle.fetchHistory()).events ?? [];
+  // Only what happened since the run last completed a workflow task counts: a healthy long run whose
+  // worker stalled now and then (a GC pause, a starved machine, a restart) lost tasks in between, and
+  // counted over the whole execution ten such losses convicted it (script_runaway, a 1,000,000-record
+  // backfill at load 17-22 and test/runtime/stalledHealthyRun.test.ts).
+  const events = sinceLastProgress((await handle.fetchHistory()).events ?? []);
   const recorded = events.filter(
     (event) => event.workflowTaskFailedEventAttributes || event.workflowTaskTimedOutEventAttributes,
   ).length;
   // The task under way at attempt N follows N - 1 lost attempts, the first of which the history holds.
   const lost = recorded + Math.max(0, attempt - 2);
   if (lost < RUNAWAY_ATTEMPTS) return { verdict: null, running: true };
-  return { verdict: await verdictOf(client, events, lost, 'in all'), running: true };
+  return { verdict: await verdictOf(client, events, lost, 'since its last completed workflow task'), running: true };
 }
 
 /** How long stopEntityRun waits for its verdict to reach the history (a stuck task times out in 4 s). */
@@ -194,7 +216,7 @@ async function verdictOf(
   client: Client,
   events: HistoryEvents,
   lost: number,
-  how: 'in a row' | 'in all',
+  how: 'in a row' | 'since its last completed workflow task',
 ): Promise<RunawayVerdict | null> {
   const incidents = events.filter(
     (event) => event.workflowExecutionSignaledEventAttributes?.signalName === SCRIPT_INCIDENT_SIGNAL,

@@ -1,11 +1,12 @@
 /**
- * Hostile review of issue 31 (s31hostile): the run watch convicts a sync entity's run `script_runaway`
- * once UNEXPLAINED_ATTEMPTS (10) workflow tasks were lost without a recorded cause, counted over the whole
- * execution ("in all", src/temporal/runaway.ts findRunawayEntityRun), though the file's comment says "in
- * a row". A run inside its entity lives as long as its script, with a 4 s workflow task timeout, so a
- * long healthy run loses tasks whenever its worker stalls past 4 s (a long GC, a starved machine, a VM
- * pause) and makes progress between the stalls. This test stalls the worker process (SIGSTOP, 6 s) 12
- * times during a healthy run that advances between stalls: the run must not be stopped.
+ * A sync entity's run is stopped `script_runaway` once UNEXPLAINED_ATTEMPTS (10) workflow tasks were lost
+ * without a recorded cause since the execution last completed one (src/temporal/runaway.ts
+ * findRunawayEntityRun). A run inside its entity lives as long as its script, with a 4 s workflow task
+ * timeout, so a long healthy run loses tasks whenever its worker stalls past 4 s (a long GC, a starved
+ * machine, a VM pause) and makes progress between the stalls; counted over the whole execution, as it
+ * was, such losses convicted it (found by a hostile review; a 1,000,000-record backfill failed so). This
+ * test stalls the worker process (SIGSTOP, 6 s) 14 times during a healthy run that advances between
+ * stalls: the run must not be stopped.
  */
 import { describe, expect, it } from 'vitest';
 import { readRunCommit } from '../../src/steps/stepLedger.js';
