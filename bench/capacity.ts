@@ -194,6 +194,11 @@ async function main(): Promise<void> {
       postgres,
       workers: flags.workers,
       numHistoryShards: flags.shards,
+      // BENCH_WORKER_CPU_PROF=<dir>: each worker process writes V8 CPU profiles of its main thread and
+      // of its workflow and script threads into <dir> when it exits (bench/lib/cpuProfileSummary.ts reads them).
+      ...(process.env['BENCH_WORKER_CPU_PROF']
+        ? { workerNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_WORKER_CPU_PROF']}`] }
+        : {}),
       env: {
         SERVICE_PROVIDERS_FILE: providers,
         SERVICE_OUTBOUND_ALLOW: fakeHost,
@@ -310,6 +315,7 @@ async function main(): Promise<void> {
     await sampleAll();
     cpu.open = true;
     const windowStart = new Date();
+    const windowStartUs = process.hrtime.bigint() / 1000n;
     while (Date.now() < windowStart.getTime() + WINDOW_MS) {
       checkDeadline('measuring');
       await sleep(1000);
@@ -318,6 +324,8 @@ async function main(): Promise<void> {
     await sampleAll();
     cpu.open = false;
     const windowEnd = new Date();
+    // The window on the monotonic clock V8's CPU profiles use (µs), to cut them to it.
+    console.log(`window on the monotonic clock (µs): ${windowStartUs} ${process.hrtime.bigint() / 1000n}`);
     const after = await dbStats();
     const loadAtEnd = loadAverage();
     const windowS = (after.at - before.at) / 1000;

@@ -43,6 +43,8 @@ export interface StartTopologyOptions {
   numHistoryShards?: number;
   /** More environment for every service process (SERVICE_PROVIDERS_FILE, SERVICE_OUTBOUND_ALLOW…). */
   env?: NodeJS.ProcessEnv;
+  /** Node options of the SERVICE_ROLE=worker processes only (a bench's `--cpu-prof`, which NODE_OPTIONS refuses). */
+  workerNodeArgs?: string[];
   /** Where each service process's output goes besides output(); none when omitted. */
   echo?: (name: string, text: string) => void;
 }
@@ -113,7 +115,14 @@ export async function startTopology(options: StartTopologyOptions = {}): Promise
       await Promise.all(processes.map((process) => process.stop()));
     });
     const launch = async (role: 'api' | 'worker', name: string, env: NodeJS.ProcessEnv): Promise<ServiceProcess> => {
-      const started = startServiceProcess(role, name, { ...common, ...env, SERVICE_ROLE: role }, options.echo);
+      const nodeArgs = role === 'worker' ? (options.workerNodeArgs ?? []) : [];
+      const started = startServiceProcess(
+        role,
+        name,
+        { ...common, ...env, SERVICE_ROLE: role },
+        options.echo,
+        nodeArgs,
+      );
       processes.push(started);
       await waitReady(started);
       return started;
@@ -149,9 +158,10 @@ function startServiceProcess(
   name: string,
   env: NodeJS.ProcessEnv,
   echo: StartTopologyOptions['echo'],
+  nodeArgs: string[] = [],
 ): ServiceProcess {
   // Node itself with tsx's loader (not the tsx wrapper): the child's pid is the service's, so a signal reaches it.
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

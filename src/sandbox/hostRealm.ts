@@ -131,6 +131,25 @@ export function hostSetup(options: HostSetupOptions): HostRealm {
   // microtask queue (drained only when the run says so, inside the run's activation). The sandbox
   // object has no prototype: a global the script looks up and misses must not reach this realm's
   // Object.prototype (the classic `this.constructor.constructor` route out of a vm context).
+  // Compiled code, once per thread: the realm's bootstrap (the same text every run) and the last
+  // scripts. A vm.Script is code only, bound to no context (V8's unbound script): each run still
+  // evaluates it in its own fresh context, which creates every object, closure and global anew; what
+  // is shared is the bytecode, which no script can reach or change. Saves the per-run compile
+  // (docs/operations.md "Where a worker's CPU goes"). A few entries, the oldest dropped first.
+  const compiled = new Map<string, unknown>();
+  const COMPILED_MAX = 16;
+  const compile = (source: string, filename: string) => {
+    const key = `${filename}\u0000${source}`;
+    let script = compiled.get(key);
+    if (script) {
+      compiled.delete(key);
+    } else {
+      script = new vm.Script(source, { filename });
+      if (compiled.size >= COMPILED_MAX) compiled.delete(compiled.keys().next().value as string);
+    }
+    compiled.set(key, script);
+    return script as { runInContext: (context: unknown, options: object) => unknown };
+  };
   const newScriptContext = () => {
     const context = vm.createContext(Object.create(null), {
       name: 'script',
@@ -139,7 +158,7 @@ export function hostSetup(options: HostSetupOptions): HostRealm {
     });
     return Object.freeze({
       evaluate: (source: string, filename: string, timeoutMs: number) =>
-        new vm.Script(String(source), { filename: String(filename) }).runInContext(
+        compile(String(source), String(filename)).runInContext(
           context,
           timeoutMs > 0 ? { timeout: timeoutMs, displayErrors: false } : { displayErrors: false },
         ),
