@@ -127,15 +127,11 @@ export function hostSetup(options: HostSetupOptions): HostRealm {
   const vm = proc.getBuiltinModule('node:vm');
   const heapUsed = () => v8.getHeapStatistics().used_heap_size as number;
   const drainSource = new vm.Script('undefined', { filename: 'script-drain' });
-  // A context of its own per run: no code generation from strings (eval, Function), its own
-  // microtask queue (drained only when the run says so, inside the run's activation). The sandbox
-  // object has no prototype: a global the script looks up and misses must not reach this realm's
-  // Object.prototype (the classic `this.constructor.constructor` route out of a vm context).
   // Compiled code, once per thread: the realm's bootstrap (the same text every run) and the last
   // scripts. A vm.Script is code only, bound to no context (V8's unbound script): each run still
   // evaluates it in its own fresh context, which creates every object, closure and global anew; what
   // is shared is the bytecode, which no script can reach or change. Saves the per-run compile
-  // (docs/operations.md "Where a worker's CPU goes"). A few entries, the oldest dropped first.
+  // (docs/operations.md "Where a worker's CPU goes per run"). A few entries, the oldest dropped first.
   const compiled = new Map<string, unknown>();
   const COMPILED_MAX = 16;
   const compile = (source: string, filename: string) => {
@@ -150,6 +146,10 @@ export function hostSetup(options: HostSetupOptions): HostRealm {
     compiled.set(key, script);
     return script as { runInContext: (context: unknown, options: object) => unknown };
   };
+  // A context of its own per run: no code generation from strings (eval, Function), its own
+  // microtask queue (drained only when the run says so, inside the run's activation). The sandbox
+  // object has no prototype: a global the script looks up and misses must not reach this realm's
+  // Object.prototype (the classic `this.constructor.constructor` route out of a vm context).
   const newScriptContext = () => {
     const context = vm.createContext(Object.create(null), {
       name: 'script',
