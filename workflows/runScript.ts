@@ -9,6 +9,7 @@ import {
   ApplicationFailure,
   defineSignal,
   isCancellation,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -28,7 +29,11 @@ import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js'
 
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
 
+/** The patch of the step that clears a sync's checkpoint at the start of a full run (issue 32). */
+const CLEAR_CHECKPOINT_ON_FULL = 'clear-checkpoint-on-full-run';
+
 /** What a script threw, as the run's failure: typed, non-retryable, with a message that says where. */
+
 export function scriptFailure(
   failure: ScriptFailureDescription,
   name: string,
@@ -202,8 +207,11 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
       });
     runtime.shape.webhook = { ...(runtime.shape.webhook as object), payload };
   }
-  // A full resync starts from the beginning: the sync's checkpoint goes (issue 32).
-  if (input.mode !== 'incremental' && firstExecution) {
+  // A full resync starts from the beginning: the sync's checkpoint goes (issue 32). A run of its own
+  // workflow (runSync, a version 1 entity's child) asks patched(): its histories recorded before this
+  // step replay without it (test/runtime/runReplay.test.ts); a run inside its entity asks no patched()
+  // (SvcContext.inline), and no release recorded one of those before the step.
+  if (input.mode !== 'incremental' && firstExecution && (place.inline === true || patched(CLEAR_CHECKPOINT_ON_FULL))) {
     await runtime.step('saveCheckpoint', 'clearCheckpoint (full resync)', [syncScope, null]);
   }
   try {

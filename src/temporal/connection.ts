@@ -178,15 +178,26 @@ export async function probeConnection(
   });
 }
 
+/**
+ * The largest message the client takes from Temporal. gRPC's default, 4 MiB, is less than one page of a
+ * long run's history: a page of 1,000 events of a 1,000,000-record backfill was 42 MB (each `svc.get`
+ * step records its answer), and reading it failed RESOURCE_EXHAUSTED, in the run watch, the status read
+ * from history, GET /runs/:id/history and bench/backfill.ts alike.
+ */
+export const RECEIVE_MESSAGE_LIMIT_BYTES = 512 * 1024 * 1024;
+
 /** A client connection (the API, the workers' helpers); fails with a message naming address and TLS. */
 export async function connectTemporal(
   options: TemporalConnectionOptions,
   connectTimeoutMs = 10_000,
-  /** gRPC channel arguments (a benchmark reading huge histories raises the received-message limit). */
+  /** gRPC channel arguments, over the received-message limit above. */
   channelArgs?: Record<string, number | string>,
 ): Promise<Connection> {
   try {
-    return await probeConnection(options, connectTimeoutMs, channelArgs);
+    return await probeConnection(options, connectTimeoutMs, {
+      'grpc.max_receive_message_length': RECEIVE_MESSAGE_LIMIT_BYTES,
+      ...channelArgs,
+    });
   } catch (error) {
     throw await connectError(options, error);
   }
