@@ -100,7 +100,7 @@ export async function stopEntityRun(
   if (firstTask === undefined || firstTask === null) return;
   // Reset only the entity's current execution, while it is stuck: a reset of an execution that has
   // continued as new meanwhile terminates the current one (its pause, its queued signals, its run went
-  // with it: test/runtime/entityResetRace.test.ts), and an execution that completed a workflow task
+  // with it: a hostile review's test lost a pause so), and an execution that completed a workflow task
   // after the verdict arrived handled the verdict itself (workflows/manageSync.ts fails the run).
   try {
     const current = await client.workflow.getHandle(workflowId).describe();
