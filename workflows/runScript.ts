@@ -169,6 +169,13 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   place.budget?.(budget);
   const chain = new ExecutionChain(place.chain ?? { executions: [], canContinue: false });
   const firstExecution = chain.index === 0;
+  // A full resync starts from the beginning: the sync's checkpoint goes (issue 32). A run of its own
+  // workflow (runSync, a version 1 entity's child) asks patched() here, before its first step, where no
+  // workflow-task heartbeat can move the marker (svc.ts, the pagination patch): its histories recorded
+  // before this step replay without it (test/runtime/runReplay.test.ts). A run inside its entity asks
+  // no patched() (SvcContext.inline).
+  const clearsCheckpoint =
+    input.mode !== 'incremental' && firstExecution && (place.inline === true || patched(CLEAR_CHECKPOINT_ON_FULL));
   const runtime = createSvc({
     chain,
     budget,
@@ -207,11 +214,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
       });
     runtime.shape.webhook = { ...(runtime.shape.webhook as object), payload };
   }
-  // A full resync starts from the beginning: the sync's checkpoint goes (issue 32). A run of its own
-  // workflow (runSync, a version 1 entity's child) asks patched(): its histories recorded before this
-  // step replay without it (test/runtime/runReplay.test.ts); a run inside its entity asks no patched()
-  // (SvcContext.inline), and no release recorded one of those before the step.
-  if (input.mode !== 'incremental' && firstExecution && (place.inline === true || patched(CLEAR_CHECKPOINT_ON_FULL))) {
+  if (clearsCheckpoint) {
     await runtime.step('saveCheckpoint', 'clearCheckpoint (full resync)', [syncScope, null]);
   }
   try {

@@ -35,7 +35,7 @@ import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate, queryRecord, type Page } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
 import type { Checkpoint } from '../src/syncs/checkpoint.js';
-import { addSummary, SOFT_SHARE, wroteAny, type ExecutionChain } from './runChain.js';
+import { addSummary, RUN_CONTINUES, SOFT_SHARE, wroteAny, type ExecutionChain } from './runChain.js';
 import type { SvcShape } from './realm/types.js';
 import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
 import {
@@ -212,10 +212,24 @@ function failureCode(cause: ApplicationFailure, fallback: RunErrorCode, message:
   return [code, code === cause.type ? message : `${message} (${cause.type ?? 'failure without a type'})`];
 }
 
+/**
+ * Failures that end the run's execution whatever the script does: the history budget reached, with
+ * (issue 32) the run continuing in a next execution or its checkpoint not advancing. They reach the
+ * script's realm as they are (a raw ApplicationFailure is fatal there, scriptRealm.ts), never as an
+ * OperationError or RequestError it could catch and go on from: a script that caught the cut at the
+ * budget went on past it, or returned and was reported a success after a partial pass (with
+ * track_deletes marking what it never reached as deleted).
+ */
+const EXECUTION_ENDING: ReadonlySet<string | null | undefined> = new Set([
+  'run_history_limit',
+  RUN_CONTINUES,
+  'checkpoint_not_advancing',
+]);
+
 /** Turns the failure of an activity into what the script sees. */
 function operationFailure(error: unknown, what: string): unknown {
   const cause = applicationFailureOf(error);
-  if (!cause || cause.type === 'run_history_limit') return error;
+  if (!cause || EXECUTION_ENDING.has(cause.type)) return error;
   return new OperationError(...failureCode(cause, 'operation_failed', `${what} failed: ${cause.message}`));
 }
 
@@ -247,7 +261,17 @@ export function createSvc(context: SvcContext): SvcRuntime {
   const validation = context.recordValidation;
   const validationModels = validation ? modelIndex(validation.models) : undefined;
 
-  function guardHistory(): void {
+  function guardHistory(bookkeeping = false): void {
+    // The execution is ending so that the run continues in a next one: the script's operations stop
+    // here (one it started after the cut, or after catching it, is refused the same way); the run's
+    // own bookkeeping (its last logs) goes on.
+    if (context.chain?.continuing && !bookkeeping) {
+      throw ApplicationFailure.create({
+        type: RUN_CONTINUES,
+        nonRetryable: true,
+        message: 'the run continues in a next execution: this execution takes no further svc operation',
+      });
+    }
     const info = workflowInfo();
     if (info.historyLength !== seenHistoryLength) {
       seenHistoryLength = info.historyLength;
@@ -301,7 +325,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // refused once its budget ran out; the run's own steps go on.
     context.budget?.yielded(!overrides.bookkeeping);
     context.onActive?.();
-    guardHistory();
+    guardHistory(overrides.bookkeeping);
     // patched(): a run that started before the task cut replays its recorded tasks without it.
     if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) {
       // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
@@ -309,7 +333,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       taskResultBytes = 0;
       // Steps completed before this point are in the completion that schedules it.
       await endTask.forgetSteps(stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep);
-      guardHistory();
+      guardHistory(overrides.bookkeeping);
     }
     operations++;
     operationsSinceHistoryUpdate++;
@@ -414,7 +438,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       return { ...result, statusText: reasonPhrase(result.status), data: result.data as T, config };
     } catch (error) {
       const cause = applicationFailureOf(error);
-      if (cause && cause.type !== 'run_history_limit') {
+      if (cause && !EXECUTION_ENDING.has(cause.type)) {
         const details = cause.details?.[0] as HttpFailureDetails | undefined;
         const known = cause.type === REQUEST_ERROR_TYPES.status || cause.type === REQUEST_ERROR_TYPES.network;
         const [code, message] = failureCode(cause, 'http_error', cause.message);

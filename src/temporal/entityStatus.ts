@@ -81,7 +81,8 @@ export async function entityStatusFromHistory(
   const fresh = (now: number): SyncEntity => createSyncEntity({ ...input, now });
   let entity = fresh(eventTime(started));
   const heard: SyncEntityEvent[] = [];
-  let running = false;
+  // An execution that continues a run (issue 32) runs it from its start until the run is recorded.
+  let running = input.continuation !== undefined;
   // Whether the history holds a step or event of a run of this execution (begun or ended).
   let runSeen = false;
   for (const event of events) {
