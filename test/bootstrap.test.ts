@@ -11,6 +11,7 @@ import { createEnvironmentStore } from '../src/connections/environmentStore.js';
 import { createPool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
 import { freePort } from '../src/devstack/process.js';
+import { eventually } from './helpers/eventually.js';
 import { productionEnv, startService, useEmptyDatabase, type ServiceProcess } from './helpers/serviceProcess.js';
 
 const READY = /^ready\. Ctrl-C stops everything\./m;
@@ -164,8 +165,19 @@ describe('service environments --database', () => {
     expect(rotated.code).toBe(0);
     const newKey = rotated.out.trim();
     expect(newKey).not.toBe(key);
-    expect(await status(port, '/connections', key)).toBe(401);
+    // The new key is looked up (never kept before): it works at once.
     expect(await status(port, '/connections', newKey)).toBe(200);
+    // The API process is another process: it forgets the old key when Postgres delivers the rotation's
+    // NOTIFY to its listening connection, milliseconds on a quiet machine, later on a loaded one (the
+    // clean-clone CI saw the first request after the CLI exited still answered 200). Whatever happens to
+    // the notification, an entry is kept SERVICE_KEY_CACHE_SECONDS (10 s) at the most.
+    const rotatedAt = performance.now();
+    await eventually(
+      async () => ((await status(port, '/connections', key)) === 401 ? true : undefined),
+      10_000 + 2_000,
+      'the old key refused within the key cache bound',
+    );
+    console.log(`[bootstrap] old key refused ${(performance.now() - rotatedAt).toFixed(0)} ms after the rotation`);
     api.interrupt();
     expect(await api.exited).toBe(0);
 
