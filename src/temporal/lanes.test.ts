@@ -14,6 +14,8 @@ type Step = { ms: number; interrupted?: boolean; continuation?: boolean; continu
 
 function harness(sharedLanes = 2, heavyActivationMs = 1000) {
   let clock = 0;
+  // How long the process stood still during the activation asked about (a SIGSTOP, a paused VM).
+  let stood = 0;
   const log: string[] = [];
   const runaways: RunawayNotice[] = [];
   // The sync entities whose run is under way (what the run watch knows).
@@ -48,6 +50,7 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
     replayInterruption: (_completion, message) => `replayed: ${message}`,
     runsInEntity: (workflowId) => entityRuns.has(workflowId),
     now: () => clock,
+    stalledDuring: () => stood,
   });
   const info = (
     workflowId: string,
@@ -77,6 +80,9 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
     tick: async () => new Promise((resolve) => setImmediate(resolve)),
     advance: (ms: number) => {
       clock += ms;
+    },
+    standStill: (ms: number) => {
+      stood = ms;
     },
   };
 }
@@ -231,6 +237,28 @@ describe('lanes', () => {
     await h.finish('sync:b:i:c:runaway');
     expect(await second).toBe('interrupted');
     expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:b:i:c:runaway']);
+  });
+
+  it('an interrupted activation during which the process stood still convicts nobody and says why; the next interruption does', async () => {
+    const h = harness(2);
+    const entity = await h.create('sync:a:i:c:stopped', 'manageSync');
+    h.entityRuns.add('sync:a:i:c:stopped');
+    // The worker was stopped 6 s in the middle of a healthy activation: its isolate timeout fired.
+    h.standStill(6000);
+    const first = entity.activate({ ms: 6010, interrupted: true }).catch(() => undefined);
+    await h.tick();
+    await h.finish('sync:a:i:c:stopped');
+    expect(await first).toMatch(
+      /^replayed: sync:a:i:c:stopped's activation was interrupted after 6010 ms, 6000 ms of which the worker process stood still/,
+    );
+    expect(h.runaways).toEqual([]);
+    // A stall too short to explain the interruption excuses nothing.
+    h.standStill(400);
+    const second = entity.activate({ ms: 3000, interrupted: true }).catch(() => undefined);
+    await h.tick();
+    await h.finish('sync:a:i:c:stopped');
+    expect(await second).toBe('interrupted');
+    expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:a:i:c:stopped']);
   });
 
   it('the penalty lane finishes a workflow task before it starts another', async () => {

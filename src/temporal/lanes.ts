@@ -37,6 +37,7 @@
  * Pure scheduling over the SDK's workflow creator and workflow interfaces (src/sandbox/workerSide.ts
  * builds the lanes), so it is tested without a server (lanes.test.ts).
  */
+import { watchProcessStalls } from './processStalls.js';
 import { environmentOfRoot } from './runAuthority.js';
 
 /** The part of the SDK's `Workflow` a lane drives. */
@@ -115,7 +116,16 @@ export interface LaneOptions {
    */
   log?: (line: string, level: 'debug' | 'info' | 'warn') => void;
   now?: () => number;
+  /**
+   * How long this process stood still (stopped, paused) between two `now()` times: an interrupted
+   * activation that spent STALL_EXCUSE_MS of its time so is retried, not convicted (src/temporal/processStalls.ts).
+   * @default the main thread's ticks when `now` is the real clock; never otherwise
+   */
+  stalledDuring?: (from: number, to: number) => number;
 }
+
+/** An interrupted activation during which the process stood still this long convicts nobody. */
+const STALL_EXCUSE_MS = 1000;
 
 /** Thrown from an activation of a hot environment's workflow on a shared lane: the worker evicts it. */
 export class LaneMoveError extends Error {
@@ -230,6 +240,9 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     );
   }
   const now = options.now ?? (() => performance.now());
+  const stalls = options.stalledDuring || options.now ? undefined : watchProcessStalls();
+  const stalledDuring =
+    options.stalledDuring ?? (stalls ? (from: number, to: number) => stalls.stalledDuring(from, to) : () => 0);
   const log = options.log ?? (() => undefined);
   const heavyMs = options.heavyActivationMs ?? 1000;
   const hotForMs = options.hotForMs ?? 5 * 60_000;
@@ -553,20 +566,45 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           const replayMessage = () =>
             `the replay of ${info.workflowId}'s history was interrupted after ${Math.round(now() - startedAt)} ms ` +
             'on a busy workflow thread (not the script computing): the workflow task is retried';
+          // The process stood still (SIGSTOP, a paused VM) during the activation: the isolate timeout is
+          // wall time, so a healthy activation finds itself timed out when the process goes on. Nobody
+          // is convicted, and the failed task says why instead of an isolate timeout: its retry runs
+          // the statement again, and one that really runs past the timeout is interrupted again then.
+          const stallMessage = (): string | undefined => {
+            const stood = stalledDuring(startedAt, now());
+            if (stood < STALL_EXCUSE_MS) return undefined;
+            log(
+              `interrupted ${info.workflowId} on lane ${lane.index} after ${Math.round(now() - startedAt)} ms, ${Math.round(stood)} ms of which the process stood still: retried, not convicted`,
+              'warn',
+            );
+            return (
+              `${info.workflowId}'s activation was interrupted after ${Math.round(now() - startedAt)} ms, ` +
+              `${Math.round(stood)} ms of which the worker process stood still (stopped or paused; not the script computing): the workflow task is retried`
+            );
+          };
           try {
             const completion = await inner.activate(activation);
             if (options.interrupted(completion)) {
-              if (!convict() && replaying && options.replayInterruption) {
+              const stalled = stallMessage();
+              if (stalled !== undefined && options.replayInterruption) {
+                return options.replayInterruption(completion, stalled) as C;
+              }
+              if (stalled === undefined && !convict() && replaying && options.replayInterruption) {
                 return options.replayInterruption(completion, replayMessage()) as C;
               }
             } else if (lane.session?.runId === info.runId) lane.session.continues = options.continuesTask(completion);
             return completion;
           } catch (error) {
-            if (options.isIsolateTimeout(error) && !convict() && replaying)
-              throw new ReplayInterruptedError(replayMessage());
+            if (options.isIsolateTimeout(error)) {
+              const stalled = stallMessage();
+              if (stalled !== undefined) throw new ReplayInterruptedError(stalled);
+              if (!convict() && replaying) throw new ReplayInterruptedError(replayMessage());
+            }
             throw error;
           } finally {
-            if (release() >= heavyMs && isRun) heat(environmentId);
+            // Time the process stood still was nobody's computing.
+            const ran = release();
+            if (isRun && ran >= heavyMs && ran - stalledDuring(startedAt, now()) >= heavyMs) heat(environmentId);
           }
         },
         getAndResetSinkCalls: () => inner.getAndResetSinkCalls(),
@@ -581,6 +619,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
       };
     },
     async destroy(): Promise<void> {
+      stalls?.stop();
       await Promise.all(creators.map((creator) => creator.destroy()));
     },
     stats(): LaneStats {
