@@ -96,6 +96,13 @@ try {
     await new Promise<void>((resolve, reject) => {
       child.stdout?.on('data', (chunk: Buffer) => {
         output += chunk.toString();
+        // Its warnings too (lost workflow tasks, interrupted activations): what a recovery spent its time on.
+        const warnings = chunk
+          .toString()
+          .split('\n')
+          .filter((l) => /"level":"(warn|error)"|"component":"lanes"/.test(l));
+        if (warnings.length > 0)
+          appendFileSync(join(dir, '..', `bench-backfill-${taskQueue}.log`), `${warnings.join('\n')}\n`);
         if (output.includes('standby\n')) resolve();
       });
       child.once('exit', () => reject(new Error(`worker exited before standby:\n${output}`)));
@@ -169,7 +176,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 20));
     recoveries.push(Date.now() - killed);
     console.log(
-      `  killed at page ${formatCount(at)}: requests again after ${((Date.now() - killed) / 1000).toFixed(1)} s; load ${load()}`,
+      `  killed at page ${formatCount(at)} (${new Date(killed).toISOString()}): requests again after ${((Date.now() - killed) / 1000).toFixed(1)} s; load ${load()}`,
     );
   }
   // A query fails while the entity's workflow task is being retried after a kill: ask again.

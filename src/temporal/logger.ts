@@ -61,6 +61,14 @@ const KNOWN_ERROR_NAMES = new Set([
   'OperationError',
   'RequestError',
   'PaginationError',
+  // The lanes' own (src/temporal/lanes.ts) and the SDK's replay errors: why an activation failed.
+  'LaneMoveError',
+  'LaneExpiredError',
+  'LaneStoppedError',
+  'ReplayInterruptedError',
+  'DeterminismViolationError',
+  'WorkflowError',
+  'IllegalStateError',
 ]);
 
 /**
