@@ -8,7 +8,7 @@
  * - `workerClassWithThreads()`: a Worker class whose workflow threads the caller arranges (each its own
  *   creator, src/temporal/lanes.ts decides which workflow lives on which and when each activates).
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { setEnvironmentData } from 'node:worker_threads';
 import type { Logger } from '@temporalio/common';
@@ -66,7 +66,7 @@ export function isIsolateTimeout(message: string): boolean {
  */
 export function workerClassWithThreads(
   threads: number,
-  arrange: (creators: WorkflowCreator[]) => WorkflowCreator,
+  arrange: (creators: WorkflowCreator[], threadCpuMs: (index: number) => number | undefined) => WorkflowCreator,
   options: { lowPriority?: readonly number[] } = {},
 ): typeof Worker {
   return class WorkerWithThreads extends Worker {
@@ -77,18 +77,16 @@ export function workerClassWithThreads(
     ): Promise<WorkflowCreator> {
       if (compiledOptions.debugMode) return super.createWorkflowCreator(bundle, compiledOptions, logger);
       const creators: WorkflowCreator[] = [];
+      const threadIds: number[][] = [];
       for (let index = 0; index < threads; index++) {
         const before = osThreads();
         creators.push(
           await super.createWorkflowCreator(bundle, { ...compiledOptions, workflowThreadPoolSize: 1 }, logger),
         );
-        if (options.lowPriority?.includes(index))
-          lowerPriority(
-            osThreads().filter((id) => !before.includes(id)),
-            logger,
-          );
+        threadIds.push(osThreads().filter((id) => !before.includes(id)));
+        if (options.lowPriority?.includes(index)) lowerPriority(threadIds[index]!, logger);
       }
-      return arrange(creators);
+      return arrange(creators, (index) => threadCpuMs(threadIds[index] ?? []));
     }
   };
 }
@@ -150,8 +148,31 @@ export function withReplayFailure(completion: unknown, message: string): unknown
   return { ...(completion as object), failed: { ...failed, failure: { message, source: 'TypeScriptSDK' } } };
 }
 
+/**
+ * The CPU time these threads of this process used so far, in ms (Linux: /proc/self/task/<id>/stat,
+ * utime + stime, at the kernel's 10 ms resolution); undefined where it cannot be read.
+ */
+export function threadCpuMs(threadIds: readonly number[]): number | undefined {
+  if (threadIds.length === 0) return undefined;
+  let ticks = 0;
+  try {
+    for (const id of threadIds) {
+      const stat = readFileSync(`/proc/self/task/${id}/stat`, 'latin1');
+      // The fields after the command's closing parenthesis, from the 3rd (state): utime is the 14th, stime the 15th.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    }
+  } catch {
+    return undefined;
+  }
+  return Number.isFinite(ticks) ? ticks * (1000 / CLOCK_TICKS_PER_SECOND) : undefined;
+}
+
+/** USER_HZ, the unit of /proc's times: 100 on every Linux the service runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
 /** The operating system's ids of this process's threads (Linux: /proc/self/task); empty elsewhere. */
-function osThreads(): number[] {
+export function osThreads(): number[] {
   try {
     return readdirSync('/proc/self/task').map(Number);
   } catch {

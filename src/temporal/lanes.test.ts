@@ -1,4 +1,6 @@
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import { osThreads, threadCpuMs } from '../sandbox/workerSide.js';
 import {
   createLanes,
   environmentOfWorkflow,
@@ -341,5 +343,136 @@ describe('lanes', () => {
     const retried = await h.create('action:a:i:c:x:1');
     await expect(retried.activate({ ms: 3000, interrupted: true })).rejects.toBeInstanceOf(LaneStoppedError);
     expect(h.runaways).toHaveLength(1);
+  });
+});
+
+/**
+ * A real thread (its own OS thread, as a workflow thread is) that computes when told to, until it has
+ * used `ms` of CPU time of its own (so that a loaded machine makes it take longer, not compute less).
+ */
+function computingThread() {
+  const before = osThreads();
+  const thread = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     const { readFileSync } = require('node:fs');
+     const cpu = () => { const s = readFileSync('/proc/thread-self/stat', 'latin1'); const f = s.slice(s.lastIndexOf(')') + 2).split(' '); return (Number(f[11]) + Number(f[12])) * 10; };
+     parentPort.on('message', ({ ms, done }) => { const until = cpu() + ms; let turns = 0; while (++turns % 100000 !== 0 || cpu() < until); Atomics.store(done, 0, 1); parentPort.postMessage('done'); });`,
+    { eval: true },
+  );
+  const done = new Int32Array(new SharedArrayBuffer(4));
+  const ids = osThreads().filter((id) => !before.includes(id));
+  return {
+    cpuMs: () => threadCpuMs(ids),
+    compute: (ms: number) =>
+      new Promise<void>((resolve) => {
+        Atomics.store(done, 0, 0);
+        thread.once('message', () => resolve());
+        thread.postMessage({ ms, done });
+      }),
+    /** Whether the last computation is over (readable while this thread is busy). */
+    done: () => Atomics.load(done, 0) === 1,
+    stop: () => thread.terminate(),
+  };
+}
+
+// From a hostile review of the stall excuse: what a busy main thread and a stalled process look like.
+describe('lanes: a process that stood still, and one that only looked so', () => {
+  it('a runaway whose thread computed all along is convicted though the main thread was busy meanwhile (a huge JSON body parsed)', async () => {
+    const runaways: RunawayNotice[] = [];
+    const excused: string[] = [];
+    const thread = computingThread();
+    let busy = false;
+    const creators = Array.from({ length: 3 }, () => ({
+      async createWorkflow() {
+        return {
+          // The workflow thread runs the script’s statement for 1.2 s of its CPU time, then the isolate timeout.
+          activate: async () => {
+            await thread.compute(1200);
+            return 'interrupted';
+          },
+          getAndResetSinkCalls: async () => [],
+          dispose: async () => undefined,
+        };
+      },
+      destroy: async () => undefined,
+    }));
+    const lanes = createLanes(creators, {
+      sharedLanes: 2,
+      isIsolateTimeout: () => false,
+      interrupted: (completion) => completion === 'interrupted',
+      onRunaway: (notice) => runaways.push(notice),
+      startsTask: () => true,
+      continuesTask: () => false,
+      replaying: () => false,
+      replayInterruption: (_completion, message) => {
+        excused.push(message);
+        return 'retried';
+      },
+      // The real clock and stall monitor; the thread's real CPU time.
+      threadCpuMs: () => thread.cpuMs(),
+    });
+    try {
+      expect(thread.cpuMs()).toBeTypeOf('number');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const runaway = await lanes.createWorkflow({
+        info: { workflowId: 'action:hostile:i:c:spin:1', runId: 'r1', workflowType: 'runAction' },
+      });
+      const activation = runaway.activate(undefined);
+      // Meanwhile the main thread is kept busy until the statement is interrupted: its ticks come late,
+      // as in a stopped process, for nearly all of the activation.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      while (!thread.done()) busy = true;
+      expect(busy).toBe(true);
+      expect(await activation).toBe('interrupted');
+      expect({ excused, convicted: runaways.map((notice) => notice.workflowId) }).toEqual({
+        excused: [],
+        convicted: ['action:hostile:i:c:spin:1'],
+      });
+    } finally {
+      await lanes.destroy();
+      await thread.stop();
+    }
+  }, 120_000);
+
+  it('time the process stood still does not heat the environment of a healthy run, though the heavy timer fires first when it continues', async () => {
+    let clock = 0;
+    let finish: (value: string) => void = () => undefined;
+    const creators = Array.from({ length: 3 }, () => ({
+      async createWorkflow() {
+        return {
+          activate: () =>
+            new Promise<string>((resolve) => {
+              finish = resolve;
+            }),
+          getAndResetSinkCalls: async () => [],
+          dispose: async () => undefined,
+        };
+      },
+      destroy: async () => undefined,
+    }));
+    const lanes = createLanes(creators, {
+      sharedLanes: 2,
+      // Scaled down from 1000 ms; the heavy timer is a real timer.
+      heavyActivationMs: 30,
+      isIsolateTimeout: () => false,
+      interrupted: () => false,
+      onRunaway: () => undefined,
+      startsTask: () => true,
+      continuesTask: () => false,
+      runsInEntity: () => true,
+      now: () => clock,
+      // The process stood still 6 s during this activation (SIGSTOP).
+      stalledDuring: () => 6000,
+    });
+    const healthy = await lanes.createWorkflow({
+      info: { workflowId: 'sync:victim:i:c:fetch', runId: 'r2', workflowType: 'manageSync' },
+    });
+    const activation = healthy.activate(undefined);
+    // A stopped process's due timer runs before the completion's message when it continues.
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    clock += 6010;
+    finish('done');
+    await activation;
+    expect(lanes.stats().hot).toEqual([]);
   });
 });

@@ -37,6 +37,7 @@
  * Pure scheduling over the SDK's workflow creator and workflow interfaces (src/sandbox/workerSide.ts
  * builds the lanes), so it is tested without a server (lanes.test.ts).
  */
+import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
 import { watchProcessStalls } from './processStalls.js';
 import { environmentOfRoot } from './runAuthority.js';
 
@@ -122,6 +123,15 @@ export interface LaneOptions {
    * @default the main thread's ticks when `now` is the real clock; never otherwise
    */
   stalledDuring?: (from: number, to: number) => number;
+  /**
+   * The CPU time lane `index`'s workflow thread used so far, in ms (undefined: not known). An
+   * interrupted activation is excused for a stall only if its thread computed less than
+   * STALL_EXCUSE_MS during it: a main thread kept busy (a huge JSON body parsed in an activity) looks
+   * like a stall to the ticks while a runaway statement computes on its own thread all along.
+   */
+  threadCpuMs?: (index: number) => number | undefined;
+  /** The isolate timeout (src/sandbox/workerSide.ts). @default ISOLATE_TIMEOUT_MS */
+  isolateTimeoutMs?: number;
 }
 
 /** An interrupted activation during which the process stood still this long convicts nobody. */
@@ -243,6 +253,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
   const stalls = options.stalledDuring || options.now ? undefined : watchProcessStalls();
   const stalledDuring =
     options.stalledDuring ?? (stalls ? (from: number, to: number) => stalls.stalledDuring(from, to) : () => 0);
+  const isolateTimeoutMs = options.isolateTimeoutMs ?? ISOLATE_TIMEOUT_MS;
   const log = options.log ?? (() => undefined);
   const heavyMs = options.heavyActivationMs ?? 1000;
   const hotForMs = options.hotForMs ?? 5 * 60_000;
@@ -406,8 +417,17 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     if (lane.penalty) return;
     // A shared lane whose activation runs this long is no place to wait: its environment is hot from
     // now, and the activations of other environments waiting for the lane move to another.
-    lane.heavyTimer = setTimeout(() => {
+    const heavy = (): void => {
       lane.heavyTimer = undefined;
+      // Time the process stood still (the timer fires first when a stopped process continues) was
+      // nobody's computing: wait for the rest.
+      const held = now() - lane.runningSince;
+      const stood = stalledDuring(lane.runningSince, now());
+      if (stood > 0 && held - stood < heavyMs) {
+        lane.heavyTimer = setTimeout(heavy, heavyMs - (held - stood));
+        lane.heavyTimer.unref?.();
+        return;
+      }
       // Only a run's script heats its environment: a sync entity or a deploy runs the service's own
       // code, which a loaded machine or a long replay may slow past the mark through no fault of theirs.
       if (run) heat(environmentId);
@@ -417,7 +437,8 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
         waiter.grant('move');
         return false;
       });
-    }, heavyMs);
+    };
+    lane.heavyTimer = setTimeout(heavy, heavyMs);
     lane.heavyTimer.unref?.();
   }
 
@@ -570,9 +591,15 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           // wall time, so a healthy activation finds itself timed out when the process goes on. Nobody
           // is convicted, and the failed task says why instead of an isolate timeout: its retry runs
           // the statement again, and one that really runs past the timeout is interrupted again then.
+          const cpuAtStart = options.threadCpuMs?.(lane.index);
           const stallMessage = (): string | undefined => {
             const stood = stalledDuring(startedAt, now());
             if (stood < STALL_EXCUSE_MS) return undefined;
+            // What ran besides the stall reached the timeout on its own: a stall after it excuses nothing.
+            if (now() - startedAt - stood >= isolateTimeoutMs - STALL_EXCUSE_MS / 2) return undefined;
+            // The workflow thread computed through it: the main thread was busy, the process not stopped.
+            const cpuNow = cpuAtStart === undefined ? undefined : options.threadCpuMs?.(lane.index);
+            if (cpuNow !== undefined && cpuNow - cpuAtStart! >= STALL_EXCUSE_MS) return undefined;
             log(
               `interrupted ${info.workflowId} on lane ${lane.index} after ${Math.round(now() - startedAt)} ms, ${Math.round(stood)} ms of which the process stood still: retried, not convicted`,
               'warn',

@@ -1,8 +1,9 @@
 /**
  * When this process did not run at all: stopped (SIGSTOP, a debugger), its VM paused, or its machine
  * suspended. The main thread ticks every TICK_MS; a tick that comes much later than due means the
- * whole process stood still in between (a busy workflow thread does not delay the main thread: it is
- * an OS thread of its own).
+ * main thread stood still in between: the whole process stopped, or the main thread alone was busy (an
+ * activity parsing a huge JSON body). A busy workflow thread does not delay it (an OS thread of its
+ * own), so the lanes also ask the workflow thread's CPU time before they excuse anything.
  *
  * The lanes ask it about an activation the isolate timeout interrupted (src/temporal/lanes.ts): the
  * timeout is wall time, so a process stopped for 6 s in the middle of a healthy activation finds it

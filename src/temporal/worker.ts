@@ -92,8 +92,9 @@ function lanedWorker(
 ): typeof Worker {
   return workerClassWithThreads(
     SHARED_WORKFLOW_THREADS + 1,
-    (creators) =>
+    (creators, threadCpuMs) =>
       createLanes(creators, {
+        threadCpuMs,
         sharedLanes: SHARED_WORKFLOW_THREADS,
         isIsolateTimeout: isIsolateTimeoutError,
         interrupted: interruptedByIsolateTimeout,
