@@ -17,8 +17,17 @@ import type { RunErrorCode } from '../src/errors.js';
 export const SCRIPT_CPU_BUDGET_MS = 1000;
 /** The same while replaying history: wider, and still under the isolate timeout (3 s). */
 const REPLAY_BUDGET_MS = 2000;
-/** Budget calls between two looks at the clock. */
+/**
+ * Budget calls between two looks at the clock, at most. A stretch starts looking at every call and
+ * doubles the stride while turns are cheap, and quarters it when a stride took long: a loop of slow
+ * turns (one native call of milliseconds each) is looked at often enough to be stopped in time. With a
+ * fixed stride of 256, turns of 3-6 ms were stopped live but past the isolate timeout on replay, and
+ * turns of 6.5 ms reached it live (a hostile review; scriptBudget.test.ts).
+ */
 const CHECK_EVERY = 256;
+/** A stride that took less than this grows; one that took more than STRIDE_SLOW_MS shrinks. */
+const STRIDE_FAST_MS = 2;
+const STRIDE_SLOW_MS = 20;
 /** A pause at least this long (and much longer than usual) between two looks means waiting, not running. */
 const WAITED_MS = 50;
 
@@ -53,6 +62,8 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
   // Run id first: the mark is cut at its end when long (src/sandbox/hostRealm.ts).
   const workflowId = `${runId}\t${id}`;
   let calls = 0;
+  let stride = 1;
+  let nextLook = 1;
   let since = realm.now();
   let lastLook = since;
   // The usual time between two looks: a pause much longer than that is the script waiting (on a
@@ -73,6 +84,9 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
     if (pause > Math.max(WAITED_MS, 8 * usualPause)) since = now;
     usualPause = usualPause === 0 ? pause : 0.8 * usualPause + 0.2 * pause;
     lastLook = now;
+    if (pause < STRIDE_FAST_MS) stride = Math.min(CHECK_EVERY, stride * 2);
+    else if (pause > STRIDE_SLOW_MS) stride = Math.max(1, stride >> 2);
+    nextLook = calls + stride;
     // A replay re-executes stretches that ran before, faster (no waits): one that ended within the
     // budget live gets a wider one (a slow replay must not fail what succeeded), but one that was
     // stopped live, an endless loop, must be stopped again, under the isolate timeout: unchecked it ran
@@ -95,10 +109,10 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
   return {
     tick() {
       if (failure) throw failure;
-      if (++calls % CHECK_EVERY === 0) look();
+      if (++calls >= nextLook) look();
     },
     check() {
-      if (!failure && ++calls % CHECK_EVERY === 0) {
+      if (!failure && ++calls >= nextLook) {
         try {
           look();
         } catch {
@@ -114,6 +128,8 @@ export function createScriptBudget(scriptName: string): ScriptBudget {
     resumed() {
       since = lastLook = realm.now();
       usualPause = 0;
+      stride = 1;
+      nextLook = calls + 1;
       // Only live execution of the script is marked: a replay re-executes what completed before, and
       // the run's closing steps run no script.
       if (!finished && !workflowInfo().unsafe.isReplaying) realm.mark(workflowId);
