@@ -6,10 +6,12 @@
  * 1. GET /records at N stored records (default 1,000,000 over 20 connections, about 200 bytes each):
  *    100-record pages at random cursors of random connections, through the API over HTTP (keep-alive,
  *    `--concurrency` requests in flight, from an application process of its own: bench/lib/apiReader.ts),
- *    straight from the RecordStore, and as the same SQL through
- *    the raw pg pool (the statement the API sends for that page, each record's JSON parsed), in the
- *    same run, in alternating blocks. Prints throughput and latency of each and the ratios API / SQL
- *    (issue 31's goal: ≥ 0.5 in pages/s, p99 ≤ 2× SQL's) and API / store.
+ *    straight from the RecordStore, as the same SQL through the raw pg pool (the statement the API
+ *    sends for that page, its rows encoded into the answer the API sends, by the same encoder), and
+ *    through a bare `node:http` server that answers that SQL's answer with no authentication, checks
+ *    or middleware, read by the same application process (the HTTP hop's own cost), in the same run,
+ *    in alternating blocks. Prints throughput and latency of each and the ratios API / SQL (issue
+ *    31's goal: ≥ 0.5 in pages/s, p99 ≤ 2× SQL's), API / bare HTTP and API / store.
  * 2. POST /action/trigger of a deployed action that returns its input through the API (HTTP, auth,
  *    checks, the run), against a bare workflow that returns at once (`floorNoop`) started by the
  *    service's own client on the same queue and worker: p50 and p99 of both and the ratio (issue 31's
@@ -20,6 +22,8 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { fork } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -29,7 +33,13 @@ import { Encryptor } from '../src/connections/encryption.js';
 import { loadProviderCatalog } from '../src/connections/providers/catalog.js';
 import { startTemporal } from '../src/devstack/temporal.js';
 import { contentHash, copyText, encodeCursor } from '../src/records/encoding.js';
-import { listQueryBuilder, SCOPE_ID_SQL, scopeParams } from '../src/records/postgresRecordStore.js';
+import {
+  listQueryBuilder,
+  SCOPE_ID_SQL,
+  scopeParams,
+  toPageJson,
+  type ListRow,
+} from '../src/records/postgresRecordStore.js';
 import { bundleWorkflows } from '../src/temporal/worker.js';
 import { actionTaskQueue } from '../workflows/taskQueues.js';
 import { createService } from '../src/service.js';
@@ -221,7 +231,7 @@ async function main(): Promise<void> {
       reader.kill();
     });
     const readerCpu = { ms: 0 };
-    const runApi = (slice: typeof pages) =>
+    const runApi = (slice: typeof pages, url?: string) =>
       new Promise<{ latencies: number[]; ms: number }>((resolve, reject) => {
         const failed = (code: number | null) => reject(new Error(`the API reader exited with ${code}`));
         reader.once('exit', failed);
@@ -230,7 +240,12 @@ async function main(): Promise<void> {
           readerCpu.ms += result.cpuMs;
           resolve(result);
         });
-        const block: ReadBlock = { pages: slice, concurrency: CONCURRENCY, limit: PAGE };
+        const block: ReadBlock = {
+          pages: slice,
+          concurrency: CONCURRENCY,
+          limit: PAGE,
+          ...(url ? { baseUrl: url } : {}),
+        };
         reader.send(block);
       });
     const storeOptions = (page: (typeof pages)[number]) => ({
@@ -247,20 +262,53 @@ async function main(): Promise<void> {
       if (JSON.stringify(result).length === 0 || result.records.length !== PAGE) throw new Error('short store page');
     };
     // The same SQL: the statement the API sends for a page of a scope it has read before (the scope
-    // ids resolved once, as the store keeps them), through the raw pool, each record's JSON parsed as
-    // the API's client parses it.
+    // ids resolved once, as the store keeps them), through the raw pool, its rows encoded into the
+    // answer a client needs by the encoder the API uses (each record's stored JSON with its metadata
+    // spliced in: the least work that gives a client its page).
     const scopeIds = new Map<string, string>();
     for (let c = 0; c < CONNECTIONS; c++) {
       const options = storeOptions({ connection: connectionId(c), cursor: encodeCursor('0') });
       const scope = await pool.query<{ scope_id: string }>(SCOPE_ID_SQL, scopeParams(options));
       scopeIds.set(connectionId(c), scope.rows[0]?.scope_id ?? '0');
     }
-    const viaSql = async (page: (typeof pages)[number]) => {
+    const sqlPage = async (page: (typeof pages)[number]) => {
       const query = listQueryBuilder(storeOptions(page))(scopeIds.get(page.connection) ?? '0');
-      const result = await pool.query<[string, string]>(query);
-      if (result.rows.length !== PAGE + 1) throw new Error(`SQL page of ${result.rows.length} rows`);
-      for (const row of result.rows) JSON.parse(row[1]);
+      const result = await pool.query<ListRow>(query);
+      const answer = toPageJson(result.rows, query.limit);
+      if (answer.count !== PAGE) throw new Error(`SQL page of ${answer.count} records`);
+      return answer.json;
     };
+    const viaSql = async (page: (typeof pages)[number]) => {
+      await sqlPage(page);
+    };
+    // The bare HTTP reference: the same SQL's answer from a plain node:http server in this process (no
+    // authentication, validation, rate limit, logs or metrics), read by the same application process
+    // with the same client. API / this is what the service's own code costs over the HTTP hop.
+    const bareServer = createHttpServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://bench');
+      const connection = req.headers['connection-id'];
+      const cursor = url.searchParams.get('cursor');
+      if (typeof connection !== 'string' || cursor === null) {
+        res.writeHead(400).end();
+        return;
+      }
+      sqlPage({ connection, cursor }).then(
+        (json) => {
+          res.writeHead(200, {
+            'Content-Type': 'application/json; charset=utf-8',
+            'Content-Length': Buffer.byteLength(json),
+          });
+          res.end(json);
+        },
+        (error: unknown) => {
+          console.error(error);
+          res.writeHead(500).end();
+        },
+      );
+    });
+    await new Promise<void>((resolve) => bareServer.listen(0, '127.0.0.1', resolve));
+    stops.push(() => new Promise<void>((resolve) => bareServer.close(() => resolve())));
+    const bareUrl = `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}`;
     // Where an API page's time goes: the key lookup and the store's read, timed inside the server.
     const spans = { authenticate: 0, read: 0 };
     const timedMethod = <T extends object>(owner: T, name: keyof T & string, span: 'authenticate' | 'read') => {
@@ -278,7 +326,7 @@ async function main(): Promise<void> {
     timedMethod(connections.environments, 'findBySecretKey', 'authenticate');
     timedMethod(records, 'listRecordsJson', 'read');
     // CPU of this process per page, by path: the API server, or the store or SQL and their caller.
-    const cpu = { api: 0, store: 0, sql: 0 };
+    const cpu = { api: 0, store: 0, sql: 0, bare: 0 };
     const cpuMs = () => {
       const usage = process.cpuUsage();
       return (usage.user + usage.system) / 1000;
@@ -303,7 +351,10 @@ async function main(): Promise<void> {
     await runApi(pages.slice(0, 200));
     await run(viaStore, pages.slice(0, 200));
     await run(viaSql, pages.slice(0, 200));
+    await runApi(pages.slice(0, 200), bareUrl);
     const apiLat: number[] = [];
+    const httpLat: number[] = [];
+    let bareMs = 0;
     const storeLat: number[] = [];
     const sqlLat: number[] = [];
     let apiMs = 0;
@@ -313,17 +364,25 @@ async function main(): Promise<void> {
     spans.authenticate = 0;
     spans.read = 0;
     readerCpu.ms = 0;
+    const readerCpuApi = { ms: 0 };
     for (let start = 0; start < pages.length; start += BLOCK) {
       const slice = pages.slice(start, start + BLOCK);
       let c = cpuMs();
+      const readerBefore = readerCpu.ms;
       const a = await runApi(slice);
       cpu.api += cpuMs() - c;
+      readerCpuApi.ms += readerCpu.ms - readerBefore;
       c = cpuMs();
       const s = await run(viaStore, slice);
       cpu.store += cpuMs() - c;
       c = cpuMs();
       const q = await run(viaSql, slice);
       cpu.sql += cpuMs() - c;
+      c = cpuMs();
+      const b = await runApi(slice, bareUrl);
+      cpu.bare += cpuMs() - c;
+      httpLat.push(...b.latencies);
+      bareMs += b.ms;
       apiLat.push(...a.latencies);
       storeLat.push(...s.latencies);
       sqlLat.push(...q.latencies);
@@ -334,6 +393,7 @@ async function main(): Promise<void> {
     const apiRps = (pages.length / apiMs) * 1000;
     const storeRps = (pages.length / storeMs) * 1000;
     const sqlRps = (pages.length / sqlMs) * 1000;
+    const bareRps = (pages.length / bareMs) * 1000;
     const apiSummary = summarize(apiLat);
     const sqlSummary = summarize(sqlLat);
     console.log(
@@ -351,6 +411,12 @@ async function main(): Promise<void> {
     console.log(
       line('the same SQL through the raw pool', `${formatCount(sqlRps)} pages/s; ${formatSummary(sqlSummary)}`),
     );
+    console.log(
+      line(
+        'bare node:http answering the same SQL',
+        `${formatCount(bareRps)} pages/s; ${formatSummary(summarize(httpLat))}`,
+      ),
+    );
     console.log(formatGoal({ label: 'ratio API / SQL (pages/s)', value: apiRps / sqlRps, goal: 0.5, kind: 'min' }));
     console.log(
       formatGoal({
@@ -364,6 +430,12 @@ async function main(): Promise<void> {
     console.log(line('ratio API / store (throughput)', (apiRps / storeRps).toFixed(2)));
     console.log(
       line(
+        'ratio API / bare HTTP, bare HTTP / SQL',
+        `${(apiRps / bareRps).toFixed(2)}, ${(bareRps / sqlRps).toFixed(2)} (p99 ${(apiSummary.p99 / summarize(httpLat).p99).toFixed(2)}×, ${(summarize(httpLat).p99 / sqlSummary.p99).toFixed(2)}×)`,
+      ),
+    );
+    console.log(
+      line(
         'API page, mean ms inside the server',
         `key lookup ${(spans.authenticate / pages.length).toFixed(2)}, store read ${(spans.read / pages.length).toFixed(2)}, of ${apiSummary.mean.toFixed(2)} end to end`,
       ),
@@ -371,7 +443,7 @@ async function main(): Promise<void> {
     console.log(
       line(
         'CPU ms per page of this process',
-        `API server ${(cpu.api / pages.length).toFixed(2)} + its client (another process) ${(readerCpu.ms / pages.length).toFixed(2)}, store ${(cpu.store / pages.length).toFixed(2)}, SQL ${(cpu.sql / pages.length).toFixed(2)}`,
+        `API server ${(cpu.api / pages.length).toFixed(2)} + its client (another process) ${(readerCpuApi.ms / pages.length).toFixed(2)}, store ${(cpu.store / pages.length).toFixed(2)}, SQL ${(cpu.sql / pages.length).toFixed(2)}, bare HTTP server ${(cpu.bare / pages.length).toFixed(2)} + its client ${((readerCpu.ms - readerCpuApi.ms) / pages.length).toFixed(2)}`,
       ),
     );
     // The floor of any call: HTTP round trip, Express, one trivial query (GET /health, no key).

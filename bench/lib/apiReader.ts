@@ -9,6 +9,8 @@ import { createClient } from '../../src/client/index.js';
 import { nowMs } from './stats.js';
 
 export interface ReadBlock {
+  /** Another server to read from (bench/api.ts's bare reference); the API's BENCH_API_URL when absent. */
+  baseUrl?: string;
   pages: { connection: string; cursor: string }[];
   concurrency: number;
   limit: number;
@@ -20,10 +22,15 @@ export interface BlockResult {
   cpuMs: number;
 }
 
-const api = createClient({
-  baseUrl: process.env['BENCH_API_URL'] ?? '',
-  secretKey: process.env['BENCH_SECRET_KEY'] ?? '',
-});
+const clients = new Map<string, ReturnType<typeof createClient>>();
+const clientOf = (baseUrl: string) => {
+  let client = clients.get(baseUrl);
+  if (!client) {
+    client = createClient({ baseUrl, secretKey: process.env['BENCH_SECRET_KEY'] ?? '' });
+    clients.set(baseUrl, client);
+  }
+  return client;
+};
 const integration = process.env['BENCH_INTEGRATION'] ?? '';
 const cpuMs = () => {
   const usage = process.cpuUsage();
@@ -32,6 +39,7 @@ const cpuMs = () => {
 
 process.on('message', (message: ReadBlock) => {
   void (async () => {
+    const api = clientOf(message.baseUrl ?? process.env['BENCH_API_URL'] ?? '');
     const latencies: number[] = [];
     let next = 0;
     const cpu = cpuMs();

@@ -482,7 +482,7 @@ function supersededError(scope: SyncScope, runId: string, current: string): Serv
  * the id, the stored JSON as text (never parsed on the way out), the instants already in the form of
  * Date.toISOString() (UTC, milliseconds, `Z`), the last action and the position as text.
  */
-type ListRow = [
+export type ListRow = [
   id: string,
   data: string,
   firstSeenAt: string,
@@ -668,9 +668,10 @@ function toPage(rows: ListRow[], limit: number): RecordPage {
  * canonicalRecordJson drops it) with the metadata member spliced in before its closing brace. The
  * metadata's values need no escaping: instants and cursors are ASCII letters, digits and `-:._`, and
  * the last action one of three words (test/records/postgresRecordStore.test.ts compares the two pages
- * byte for byte).
+ * byte for byte). Exported for bench/api.ts, whose references encode the rows of the same statement
+ * into the same answer.
  */
-function toPageJson(rows: ListRow[], limit: number): RecordPageJson {
+export function toPageJson(rows: ListRow[], limit: number): RecordPageJson {
   const count = Math.min(rows.length, limit);
   let json = '{"records":[';
   for (let i = 0; i < count; i++) {
