@@ -24,6 +24,7 @@ import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.
 import type { ActionDefinition, LoadedScript } from '../src/runtime/definitions.js';
 import { createScriptLoader } from '../src/runtime/scriptLoader.js';
 import { sendRequest } from '../src/runtime/http.js';
+import { serializedJson } from '../src/runtime/localActivityInput.js';
 import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
@@ -226,9 +227,12 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         throw error;
       }
       // Recorded with the run's next record write, before its next request, or a moment later
-      // (src/steps/stepLedger.ts): no round trip of its own on the way back to the script.
-      ledger.defer(key, { ok: true, value: result });
-      return result;
+      // (src/steps/stepLedger.ts): no round trip of its own on the way back to the script. The answer
+      // is serialized once, for the ledger's copy and for the step's result (the payload the default
+      // converter would make: the same bytes in the history).
+      const json = JSON.stringify(result);
+      ledger.deferJson(key, `{"ok":true,"value":${json}}`);
+      return serializedJson(json) as HttpResult;
     },
 
     /** Exactly once per step: the ledger row is written in the records' own transaction. */

@@ -59,6 +59,7 @@ import {
   type WebhookEvent,
 } from '../src/runtime/public.js';
 import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
+import { localActivityInput } from '../src/runtime/localActivityInput.js';
 import {
   REQUEST_ERROR_TYPES,
   type HttpFailureDetails,
@@ -358,8 +359,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // executeWithOptions keeps one proxy per mode while naming each step for the Web UI.
     type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
     const proxy = (mode === 'local' ? local[name] : normal[name]) as unknown as { executeWithOptions: Call };
+    // A local activity's input is never stored by Temporal: marked so, the claim check leaves it inline
+    // (src/runtime/localActivityInput.ts). An ordinary activity's input is in its history: claim-checked.
+    const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
     try {
-      const result = (await proxy.executeWithOptions(options, args)) as Awaited<ReturnType<RuntimeActivities[K]>>;
+      const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
       taskResultBytes += resultBytes(result);
       return result;
     } finally {

@@ -5,6 +5,7 @@ import proto from '@temporalio/proto';
 import { expiryByAge, type Expiring } from '../db/expiry.js';
 import type { Pool } from '../db/pool.js';
 import { PACKAGE_ROOT } from '../packageRoot.js';
+import { isLocalActivityInput, localInputMark } from './localActivityInput.js';
 import { clearSummary } from './stepSummary.js';
 
 /**
@@ -104,7 +105,8 @@ export function createClaimCheckCodec({
     async encode(payloads) {
       return Promise.all(
         payloads.map(async (payload) => {
-          if (size(payload) <= threshold) return payload;
+          // A local activity's input never reaches a history (src/runtime/localActivityInput.ts).
+          if (size(payload) <= threshold || isLocalActivityInput(payload)) return payload;
           const hash = payloadHash(payload);
           const metadata = Object.fromEntries(
             Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
@@ -205,7 +207,11 @@ export function createEncryptionCodec(encryptor: PayloadCipher): PayloadCodec {
           data: payload.data ?? new Uint8Array(),
         }).finish();
         return {
-          metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING) },
+          metadata: {
+            encoding: encoder.encode(ENCRYPTED_ENCODING),
+            // Outside the ciphertext, for the claim check to leave it inline: says nothing of the content.
+            ...(isLocalActivityInput(payload) ? localInputMark() : {}),
+          },
           data: encryptor.encryptBytes(plain, 'temporal_payload'),
         };
       });

@@ -51,6 +51,8 @@ export interface StepLedger extends Expiring {
    * DEFER_MS later. `recall` answers from it meanwhile.
    */
   defer(key: StepKey, outcome: StepOutcome<unknown>): void;
+  /** `defer` of an outcome its caller already serialized (`JSON.stringify` of the StepOutcome). */
+  deferJson(key: StepKey, outcomeJson: string): void;
   /**
    * Runs a write of the run with its deferred outcomes, which the write records in its own transaction
    * (WriteStep.earlier); when the write fails they stay deferred.
@@ -222,6 +224,10 @@ export function createStepLedger({ db, encryptor }: { db: Pool; encryptor: Encry
 
     defer(key, outcome) {
       put(key.runId, [{ step: key.step, outcome: encryptor.encryptJson(outcome, PURPOSE) }]);
+    },
+
+    deferJson(key, outcomeJson) {
+      put(key.runId, [{ step: key.step, outcome: encryptor.encrypt(outcomeJson, PURPOSE) }]);
     },
 
     async withDeferred(runId, write) {

@@ -3,10 +3,17 @@
  * payload's protobuf encoding since issue 31, and the older JSON-in-base64 form still read.
  */
 import { randomBytes } from 'node:crypto';
-import type { Payload } from '@temporalio/common';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
-import { createEncryptionCodec, ENCRYPTED_ENCODING } from '../../src/runtime/payloadStorage.js';
+import type { Pool } from '../../src/db/pool.js';
+import { localActivityInput, serializedJson } from '../../src/runtime/localActivityInput.js';
+import {
+  CLAIM_ENCODING,
+  createClaimCheckCodec,
+  createEncryptionCodec,
+  ENCRYPTED_ENCODING,
+} from '../../src/runtime/payloadStorage.js';
 import { readableSummary } from '../../src/runtime/stepSummary.js';
 
 const text = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new Uint8Array()).toString('utf8');
@@ -84,5 +91,62 @@ describe('payload encryption codec', () => {
     const summary = readableSummary('GET /issues?page=3') as unknown as { payload: Payload };
     const [encoded] = await codec.encode([summary.payload]);
     expect(JSON.parse(text(encoded!.data))).toBe('GET /issues?page=3');
+  });
+});
+
+describe("a local activity's input (src/runtime/localActivityInput.ts)", () => {
+  const encryptor = new Encryptor([randomBytes(32)]);
+  const encryption = createEncryptionCodec(encryptor);
+  // The claim check's database: every statement recorded, claims answered from what was inserted.
+  const statements: string[] = [];
+  const db = {
+    query: (sql: string) => {
+      statements.push(sql);
+      return Promise.resolve({ rows: [], rowCount: 1 });
+    },
+  } as unknown as Pool;
+  const claimCheck = createClaimCheckCodec({ db, threshold: 1024 });
+  const encode = async (payload: Payload) => (await claimCheck.encode(await encryption.encode([payload])))[0]!;
+  const decode = async (payload: Payload) => (await encryption.decode(await claimCheck.decode([payload])))[0]!;
+  const batch = {
+    model: 'Record',
+    records: Array.from({ length: 200 }, (_, i) => ({ id: `r${i}`, token: 'ghp_secretvalue123456789' })),
+  };
+  const asPayload = (value: unknown) => defaultPayloadConverter.toPayload(value);
+
+  it('stays inline (no payload_blobs write) but encrypted, and decodes to the same value', async () => {
+    const marked = asPayload(localActivityInput(batch));
+    const encoded = await encode(marked);
+    expect(statements).toEqual([]);
+    expect(text(encoded.metadata!['encoding'])).toBe(ENCRYPTED_ENCODING);
+    expect(encoded.data!.byteLength).toBeGreaterThan(1024);
+    expect(text(encoded.data)).not.toContain('ghp_secretvalue');
+    expect(text(encoded.data)).not.toContain('Record');
+    expect(defaultPayloadConverter.fromPayload(await decode(encoded))).toEqual(batch);
+  });
+
+  it('is what the default converter makes of the value, apart from the mark', () => {
+    const plain = asPayload(batch);
+    const marked = asPayload(localActivityInput(batch));
+    expect(text(marked.data)).toBe(text(plain.data));
+    expect(text(marked.metadata!['encoding'])).toBe('json/plain');
+    expect(localActivityInput(undefined)).toBeUndefined();
+  });
+
+  it("a request's answer serialized once (serializedJson) is the default converter's payload, byte for byte", () => {
+    const answer = { status: 200, headers: { 'content-type': 'application/json' }, data: batch };
+    const once = asPayload(serializedJson(JSON.stringify(answer)));
+    const plain = asPayload(answer);
+    expect(Object.keys(once.metadata!)).toEqual(Object.keys(plain.metadata!));
+    expect(text(once.metadata!['encoding'])).toBe(text(plain.metadata!['encoding']));
+    expect(Buffer.from(once.data!).equals(Buffer.from(plain.data!))).toBe(true);
+  });
+
+  it('an unmarked payload of the same size (any other activity input, any result) is claim-checked', async () => {
+    statements.length = 0;
+    const encoded = await encode(asPayload(batch));
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/INSERT INTO payload_blobs/);
+    expect(text(encoded.metadata!['encoding'])).toBe(CLAIM_ENCODING);
   });
 });
