@@ -14,7 +14,9 @@ export default defineConfig({
     globalSetup: ['test/globalSetup.ts'],
     // Temporal's native worker is happiest in a process of its own, not a worker thread.
     pool: 'forks',
-    testTimeout: 60_000,
+    // Generous: a test of several CLI runs or runs of the stack takes minutes on a loaded machine (a
+    // clean-clone CI at load 15 timed out test/cli/dryrun.test.ts's 'service test' case at 60 s).
+    testTimeout: 180_000,
     hookTimeout: 180_000,
     teardownTimeout: 30_000,
   },
