@@ -451,6 +451,16 @@ function printProblems(
   if (all.length > 0) io.err(`${countSummary(all)}\n`);
 }
 
+/** What `generate` and `validate` found: the config report, and a missing config named on its own. */
+function printGenerateProblems(io: CliIo, result: { report: string; problems: readonly ProjectProblem[] }): void {
+  printProblems(
+    io,
+    result.report,
+    result.problems.filter((p) => p.code === 'config_not_found'),
+    result.problems,
+  );
+}
+
 async function init(root: string, io: CliIo): Promise<number> {
   const { initProject } = await import('./init.js');
   const result = await initProject({ root });
@@ -472,12 +482,7 @@ async function init(root: string, io: CliIo): Promise<number> {
 async function generate(root: string, io: CliIo): Promise<number> {
   const { generateProject } = await import('./generate.js');
   const result = await generateProject({ root });
-  printProblems(
-    io,
-    result.report,
-    result.problems.filter((p) => p.code === 'config_not_found'),
-    result.problems,
-  );
+  printGenerateProblems(io, result);
   if (!result.ok) return 1;
   io.out(`${result.modelsWritten ? 'wrote' : 'unchanged'} service-integrations/models.ts\n`);
   for (const stub of result.stubsCreated) io.out(`created stub ${stub}\n`);
@@ -500,12 +505,7 @@ async function compile(root: string, io: CliIo): Promise<number> {
 async function validate(root: string, io: CliIo): Promise<number> {
   const { generateProject } = await import('./generate.js');
   const result = await generateProject({ root, write: false });
-  printProblems(
-    io,
-    result.report,
-    result.problems.filter((p) => p.code === 'config_not_found'),
-    result.problems,
-  );
+  printGenerateProblems(io, result);
   if (!result.ok) return 1;
   const config = result.config;
   const syncs = config?.integrations.reduce((n, i) => n + i.syncs.length, 0) ?? 0;
