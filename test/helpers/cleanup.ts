@@ -30,3 +30,8 @@ afterAll(async () => {
 export function deferCleanup(teardown: () => unknown): void {
   teardowns.push(teardown);
 }
+
+/** Runs each stop, last first (a server closes before the database it uses is dropped). */
+export async function stopInReverse(stops: Array<() => Promise<void>>): Promise<void> {
+  while (stops.length > 0) await stops.pop()!();
+}

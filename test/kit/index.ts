@@ -23,8 +23,9 @@ import { createApiHarness, type ApiHarness, type ApiHarnessOptions } from '../ap
 import { createHarness, type Harness, type HarnessOptions } from '../connections/helpers/harness.js';
 import { createFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
 import { createDatabase, type TestDatabase } from '../helpers/stack.js';
+import { createRuntime, type RuntimeHarness, type RuntimeOptions } from '../runtime/helpers.js';
 
-export type { ApiHarness, FakeUpstream, Harness as ConnectionsHarness, TestDatabase, UpstreamHandler };
+export type { ApiHarness, FakeUpstream, Harness as ConnectionsHarness, RuntimeHarness, TestDatabase, UpstreamHandler };
 
 /** Runs `body` with what `start` gives, then `stop`s it, whether `body` passed or failed. */
 async function runThenStop<T>(
@@ -67,6 +68,25 @@ export const withApiHarness = (
 /** The connections area and its OAuth routes (test/connections/helpers/harness.ts) for `body`, stopped after it. */
 export const withConnections = (options: HarnessOptions, body: (harness: Harness) => Promise<void>): Promise<void> =>
   runThenStop(createHarness(options), (harness) => harness.stop(), body);
+
+/**
+ * The script runtime over the real stack (test/runtime/helpers.ts: workers with the runtime's activities,
+ * a client with its data converter, the test connections pointing at `options.upstream`) for `body`, after
+ * `setUp` (a file's handler, deployments), stopped after it.
+ */
+export const withRuntime = (
+  options: RuntimeOptions,
+  body: (runtime: RuntimeHarness) => Promise<void>,
+  setUp: (runtime: RuntimeHarness) => Promise<unknown> = async () => undefined,
+): Promise<void> =>
+  runThenStop(
+    createRuntime(options),
+    (runtime) => runtime.stop(),
+    async (runtime) => {
+      await setUp(runtime);
+      await body(runtime);
+    },
+  );
 
 /** A database of its own (test/helpers/stack.ts) for `body`, dropped after it. */
 export const withDatabase = (body: (database: TestDatabase) => Promise<void>): Promise<void> =>
@@ -116,3 +136,30 @@ export const connectionsTest = base.extend<{ db: TestDatabase; upstream: FakeUps
   ...kitFixtures,
   connections: [async ({ db }, use) => withConnections({ db: db.pool }, use), { scope: 'file' }],
 });
+
+/** What a file's `runtime` is made with: the harness's options, the upstream's handler, the file's setup. */
+export interface RuntimeFixtureOptions extends Omit<RuntimeOptions, 'database' | 'upstream'> {
+  /** How `upstream` answers (404 until a test sets a handler, when omitted). */
+  upstream?: UpstreamHandler;
+  /** The file's setup (deployments, connections), before its first test. */
+  setUp?: (runtime: RuntimeHarness) => Promise<unknown>;
+}
+
+/**
+ * `db`, `upstream` and `runtime`: the script runtime over `db`, its test connections' provider pointing at
+ * `upstream` (test/runtime/helpers.ts), made as `options` say. A file calls it once.
+ */
+export const runtimeTestWith = ({ upstream: handler, setUp, ...options }: RuntimeFixtureOptions) =>
+  base.extend<{ db: TestDatabase; upstream: FakeUpstream; runtime: RuntimeHarness }>({
+    ...kitFixtures,
+    runtime: [
+      async ({ db, upstream }, use) => {
+        if (handler) upstream.setHandler(handler);
+        await withRuntime({ ...options, database: db, upstream }, use, setUp);
+      },
+      { scope: 'file' },
+    ],
+  });
+
+/** `db`, `upstream` and `runtime` (runtimeTestWith) with the harness's defaults. */
+export const runtimeTest = runtimeTestWith({});

@@ -2,21 +2,15 @@
  * Actions have a task queue of their own (docs/reliability.md, finding 4): a backlog of sync runs on
  * the main queue does not delay an action, and child actions of a sync run go to the action queue too.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { runExecution } from '../../src/temporal/decodedHistory.js';
 import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
-import {
-  actionDefinition,
-  bundle,
-  json,
-  startFakeApi,
-  syncDefinition,
-  useRuntime,
-  type RuntimeHarness,
-} from './helpers.js';
+import { eventually } from '../helpers/eventually.js';
+import { runtimeTestWith, type RuntimeHarness } from '../kit/index.js';
+import { actionDefinition, bundle, json, syncDefinition } from './helpers.js';
 
 const SYNCS = 4;
 // The blocked request is answered after this at the latest, so that a run on the old single queue
@@ -24,17 +18,16 @@ const SYNCS = 4;
 const BACKLOG_HOLD_MS = 20_000;
 const ACTION_BOUND_MS = 10_000;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+/** The sync's status once a run of it has finished. */
+const finishedRun = (control: SyncControl, ref: SyncRef, what: string): Promise<SyncStatus> =>
+  eventually(
+    async () => {
+      const status = await control.status(ref);
+      return status.finishedAt !== null ? status : undefined;
+    },
+    30_000,
+    what,
+  );
 
 /** The task queue of each child workflow the run started, from its history. */
 async function childTaskQueues(h: RuntimeHarness, runId: string): Promise<string[]> {
@@ -44,27 +37,29 @@ async function childTaskQueues(h: RuntimeHarness, runId: string): Promise<string
     .filter((name): name is string => typeof name === 'string');
 }
 
+let release: () => void = () => undefined;
+const held = new Promise<void>((resolve) => (release = resolve));
+
+/** The sync control of the runtime's task queue. */
+const controlOf = (h: RuntimeHarness): SyncControl => createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+
+// One step (local activity, the default operation mode) at a time per worker: one blocked sync run
+// holds the main queue's worker, every other run waits behind it. The action worker is a Worker of
+// its own, with a slot of its own. The fake API holds each request to /slow until `release`.
+const it = runtimeTestWith({
+  tuning: { maxConcurrentLocalActivityExecutions: 1 },
+  upstream: async (request, response) => {
+    if (request.url?.startsWith('/slow')) await held;
+    json(response, 200, { items: [{ id: 'i1' }] });
+  },
+});
+
 describe('the action task queue', () => {
-  let h: RuntimeHarness;
-  let control: SyncControl;
-  let api: Awaited<ReturnType<typeof startFakeApi>>;
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => (release = resolve));
-
-  beforeAll(async () => {
-    // One step (local activity, the default operation mode) at a time per worker: one blocked sync run
-    // holds the main queue's worker, every other run waits behind it. The action worker is a Worker of
-    // its own, with a slot of its own.
-    h = await useRuntime({ tuning: { maxConcurrentLocalActivityExecutions: 1 } });
-    control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    api = await startFakeApi(async (request, response) => {
-      if (request.url?.startsWith('/slow')) await held;
-      json(response, 200, { items: [{ id: 'i1' }] });
-    });
-    h.connections.setBaseUrl(api.url);
-  });
-
-  it('an action completes in seconds while sync runs wait in a backlog on the main queue', async () => {
+  it('an action completes in seconds while sync runs wait in a backlog on the main queue', async ({
+    runtime: h,
+    upstream: api,
+  }) => {
+    const control = controlOf(h);
     const timer = setTimeout(release, BACKLOG_HOLD_MS);
     try {
       const syncHash = await h.scripts.put(
@@ -77,8 +72,10 @@ describe('the action task queue', () => {
       const refs: SyncRef[] = Array.from({ length: SYNCS }, (_, i) => ({ ...definition, connectionId: `c${i}` }));
       for (const ref of refs) await control.ensureSync(definition, ref.connectionId);
       // The first run's request is held by the API: the main worker's only step slot is taken.
-      await until('the first blocked request', () =>
-        Promise.resolve(api.hits.some((hit) => hit.startsWith('GET /slow')) ? true : undefined),
+      await eventually(
+        () => Promise.resolve(api.hits.some((hit) => hit.startsWith('GET /slow')) ? true : undefined),
+        30_000,
+        'the first blocked request',
       );
 
       const echo = await h.scripts.put(bundle(`async function (svc, input) { return { echoed: input.n }; }`));
@@ -101,10 +98,7 @@ describe('the action task queue', () => {
       // Once the API answers, the backlog drains: every sync completes its run.
       release();
       for (const ref of refs) {
-        await until(`the run of ${ref.connectionId}`, async () => {
-          const status = await control.status(ref);
-          return status.finishedAt !== null ? status : undefined;
-        });
+        await finishedRun(control, ref, `the run of ${ref.connectionId}`);
       }
       const finished = await Promise.all(refs.map((ref) => control.status(ref)));
       expect(finished.map((status) => [status.latestError, status.recordCount])).toEqual(
@@ -116,7 +110,8 @@ describe('the action task queue', () => {
     }
   }, 60_000);
 
-  it('child actions of a sync run, and of an action, run on the action queue', async () => {
+  it('child actions of a sync run, and of an action, run on the action queue', async ({ runtime: h }) => {
+    const control = controlOf(h);
     const queue = actionTaskQueue(h.taskQueue);
     h.actions.set(
       'inner',
@@ -148,10 +143,7 @@ describe('the action task queue', () => {
     const definition = syncDefinition({ syncName: 'caller', models: ['Item'], runsMs: 3600_000, scriptHash: syncHash });
     const ref = { ...definition, connectionId: 'c9' };
     await control.ensureSync(definition, ref.connectionId);
-    const status = await until('the sync run that triggers an action', async () => {
-      const current = await control.status(ref);
-      return current.finishedAt !== null ? current : undefined;
-    });
+    const status = await finishedRun(control, ref, 'the sync run that triggers an action');
     expect(status.latestError).toBeNull();
     expect(status.recordCount).toEqual({ Item: 1 });
     const runId = status.latestResult?.runId ?? '';

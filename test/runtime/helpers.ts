@@ -17,10 +17,10 @@ import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/s
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import type { CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { createServiceWorkers } from '../../src/service.js';
-import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
+import { createDatabase, stack, uniqueName, type TestDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup, stopInReverse } from '../helpers/cleanup.js';
 import { json, startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
 import { bundle } from '../helpers/scriptBundle.js';
 
@@ -40,43 +40,85 @@ export interface RuntimeHarness {
   actions: Map<string, ActionDefinition>;
 }
 
-/** A client with the runtime's data converter (results kept in Postgres must be readable). */
-export async function useRuntimeClient(pool: Pool, encryptor?: Encryptor): Promise<Client> {
+/** A client with the runtime's data converter (results kept in Postgres must be readable), closed by `close`. */
+async function createRuntimeClient(
+  pool: Pool,
+  encryptor?: Encryptor,
+): Promise<{ client: Client; close: () => Promise<void> }> {
   const { temporalAddress, temporalNamespace } = stack();
   const connection = await connectTemporal({ address: temporalAddress }, 3000);
-  deferCleanup(() => connection.close());
-  return new Client({
+  const client = new Client({
     connection,
     namespace: temporalNamespace,
     dataConverter: createDataConverter({ db: pool, ...(encryptor ? { encryptor } : {}) }),
   });
+  return { client, close: () => connection.close() };
+}
+
+/** A client with the runtime's data converter, closed when the test file ends. */
+export async function useRuntimeClient(pool: Pool, encryptor?: Encryptor): Promise<Client> {
+  const { client, close } = await createRuntimeClient(pool, encryptor);
+  deferCleanup(close);
+  return client;
+}
+
+export interface RuntimeOptions {
+  worker?: boolean;
+  connections?: (pool: Pool) => ConnectionService;
+  /** Tunables of both workers (each has its own slots). */
+  tuning?: CreateWorkerOptions['tuning'];
+  /** Payloads encrypted as the service does (src/main.ts); in clear when omitted. */
+  encryptor?: Encryptor;
+  /** The file's database (test/kit's `db`); one of its own, dropped at stop, when omitted. */
+  database?: TestDatabase;
+  /** A fake external API the test connections' provider points at (test/kit's `upstream`). */
+  upstream?: FakeUpstream;
+}
+
+/** Database, worker and client of one test file (createRuntime), all torn down after it. */
+export async function useRuntime(options: RuntimeOptions = {}): Promise<RuntimeHarness> {
+  const harness = await createRuntime(options);
+  deferCleanup(harness.stop);
+  return harness;
 }
 
 /**
- * Database, worker and client of one test file, all torn down after it. The connection service is the
- * plain test one unless `connections` builds another (the real one) over the file's database.
+ * Database, worker and client of one test file. The connection service is the plain test one unless
+ * `connections` builds another (the real one) over the file's database. `stop` shuts the workers down
+ * and closes or drops what the harness started itself (not a database or fake API it was given).
  */
-export async function useRuntime(
-  options: {
-    worker?: boolean;
-    connections?: (pool: Pool) => ConnectionService;
-    /** Tunables of both workers (each has its own slots). */
-    tuning?: CreateWorkerOptions['tuning'];
-    /** Payloads encrypted as the service does (src/main.ts); in clear when omitted. */
-    encryptor?: Encryptor;
-  } = {},
-): Promise<RuntimeHarness> {
-  const { pool, url } = await useDatabase();
+export async function createRuntime(
+  options: RuntimeOptions = {},
+): Promise<RuntimeHarness & { stop: () => Promise<void> }> {
+  const owned: Array<() => Promise<void>> = [];
+  try {
+    return await composeRuntime(options, owned);
+  } catch (error) {
+    await stopInReverse(owned).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function composeRuntime(
+  options: RuntimeOptions,
+  owned: Array<() => Promise<void>>,
+): Promise<RuntimeHarness & { stop: () => Promise<void> }> {
+  const database = options.database ?? (await createDatabase());
+  if (!options.database) owned.push(database.drop);
+  const { pool, url } = database;
   const testConnections = new TestConnections();
+  if (options.upstream) testConnections.setBaseUrl(options.upstream.url);
   const connections = options.connections ? options.connections(pool) : testConnections;
   const actions = new Map<string, ActionDefinition>();
   const taskQueue = uniqueName('tq');
-  const client = await useRuntimeClient(pool, options.encryptor);
+  const { client, close } = await createRuntimeClient(pool, options.encryptor);
+  owned.push(close);
   let worker: Worker | undefined;
   let actionWorker: Worker | undefined;
   if (options.worker !== false) {
     const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
     const connection = await connectWorker({ address: temporalAddress });
+    owned.push(() => connection.close());
     const workers = await createServiceWorkers({
       db: pool,
       runtime: runtimeDeps(pool, connections, actions, client),
@@ -90,10 +132,9 @@ export async function useRuntime(
     worker = workers.main;
     actionWorker = workers.actions;
     const running = workers.run();
-    deferCleanup(async () => {
+    owned.push(async () => {
       workers.shutdown();
       await running;
-      await connection.close();
     });
   }
   return {
@@ -106,6 +147,7 @@ export async function useRuntime(
     scripts: boundScripts(createPostgresScriptStore({ db: pool })),
     connections: testConnections,
     actions,
+    stop: () => stopInReverse(owned),
   };
 }
 

@@ -4,49 +4,39 @@
  * external storage in Postgres.
  */
 import { randomUUID } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
-import type { OperationMode, RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
+import type { OperationMode, RunSyncInput } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import {
-  actionDefinition,
-  bundle,
-  json,
-  startFakeApi,
-  syncDefinition,
-  useRuntime,
-  type RuntimeHarness,
-} from './helpers.js';
+import { runtimeTestWith, type RuntimeHarness } from '../kit/index.js';
+import { actionDefinition, bundle, executeSync, json, syncDefinition } from './helpers.js';
 
 const PAGES = 100;
 const PER_PAGE = 100;
 const BIG = 5 * 1024 * 1024;
 
+const bigBody = JSON.stringify({ blob: 'x'.repeat(BIG) });
+
+/** The runtime, its fake API answering pages of `PER_PAGE` rows, and one 5 MiB body at /big. */
+const it = runtimeTestWith({
+  upstream: (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://x');
+    if (url.pathname === '/big') {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(bigBody);
+      return;
+    }
+    const page = Number(url.searchParams.get('page'));
+    json(
+      response,
+      200,
+      Array.from({ length: PER_PAGE }, (_, i) => ({ id: `${page}-${i}`, title: `record ${page}-${i}`, n: i })),
+    );
+  },
+});
+
 describe('history cost of svc operations', () => {
-  let h: RuntimeHarness;
-  let api: Awaited<ReturnType<typeof startFakeApi>>;
-
-  beforeAll(async () => {
-    h = await useRuntime();
-    const bigBody = JSON.stringify({ blob: 'x'.repeat(BIG) });
-    api = await startFakeApi((request, response) => {
-      const url = new URL(request.url ?? '/', 'http://x');
-      if (url.pathname === '/big') {
-        response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(bigBody);
-        return;
-      }
-      const page = Number(url.searchParams.get('page'));
-      json(
-        response,
-        200,
-        Array.from({ length: PER_PAGE }, (_, i) => ({ id: `${page}-${i}`, title: `record ${page}-${i}`, n: i })),
-      );
-    });
-    h.connections.setBaseUrl(api.url);
-  });
-
-  const measure = async (mode: OperationMode) => {
+  const measure = async (h: RuntimeHarness, mode: OperationMode) => {
     const scriptHash = await h.scripts.put(
       bundle(`async function (svc) {
         for (let page = 0; page < ${PAGES}; page++) {
@@ -61,13 +51,8 @@ describe('history cost of svc operations', () => {
       mode: 'incremental',
       options: { operationMode: mode },
     };
-    const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
     const started = Date.now();
-    const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
-      taskQueue: h.taskQueue,
-      workflowId,
-      args: [input],
-    });
+    const { workflowId, result } = await executeSync(h, input);
     const ms = Date.now() - started;
     const description = await h.client.workflow.getHandle(workflowId).describe();
     const events = description.historyLength;
@@ -94,15 +79,17 @@ describe('history cost of svc operations', () => {
     return line;
   };
 
-  it('local activities: about one event per operation; normal activities: about six', async () => {
-    const local = await measure('local');
-    const normal = await measure('normal');
+  it('local activities: about one event per operation; normal activities: about six', async ({ runtime: h }) => {
+    const local = await measure(h, 'local');
+    const normal = await measure(h, 'normal');
     expect(local.eventsPerOp).toBeLessThan(1.2);
     expect(normal.eventsPerOp).toBeGreaterThan(5);
     expect(local.events).toBeLessThan(normal.events / 4);
   });
 
-  it('a run nearing the history limit stops itself with run_history_limit and a message saying what to do', async () => {
+  it('a run nearing the history limit stops itself with run_history_limit and a message saying what to do', async ({
+    runtime: h,
+  }) => {
     const scriptHash = await h.scripts.put(
       bundle(
         `async function (svc) { for (let page = 0; ; page++) await svc.get({ endpoint: '/rows', params: { page } }); }`,
@@ -129,7 +116,7 @@ describe('history cost of svc operations', () => {
     });
   });
 
-  it('a 5 MB response stays out of the history: Postgres keeps it, the history a claim', async () => {
+  it('a 5 MB response stays out of the history: Postgres keeps it, the history a claim', async ({ runtime: h }) => {
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     const hash = await h.scripts.put(
       bundle(

@@ -20,7 +20,7 @@ import { loadSettings } from '../../../src/settings.js';
 import { createDatabase, stack, uniqueName, type TestDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
-import { deferCleanup } from '../../helpers/cleanup.js';
+import { deferCleanup, stopInReverse } from '../../helpers/cleanup.js';
 import { createFakeUpstream, startFakeUpstream, type FakeUpstream } from '../../helpers/fakeUpstream.js';
 
 export { json } from '../../helpers/fakeUpstream.js';
@@ -96,11 +96,6 @@ export async function createApiHarness(
     await stopInReverse(owned).catch(() => undefined);
     throw error;
   }
-}
-
-/** Runs each stop, last first (a server closes before the database it uses is dropped). */
-async function stopInReverse(stops: Array<() => Promise<void>>): Promise<void> {
-  while (stops.length > 0) await stops.pop()!();
 }
 
 async function composeApiHarness(
