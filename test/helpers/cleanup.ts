@@ -35,3 +35,19 @@ export function deferCleanup(teardown: () => unknown): void {
 export async function stopInReverse(stops: Array<() => Promise<void>>): Promise<void> {
   while (stops.length > 0) await stops.pop()!();
 }
+
+/**
+ * What `compose` starts, each start's stop pushed to `owned` as it starts, with a `stop` that runs them
+ * last first. When `compose` fails, what it had started is stopped before the error is thrown.
+ */
+export async function startOwned<T extends object>(
+  compose: (owned: Array<() => Promise<void>>) => Promise<T>,
+): Promise<T & { stop: () => Promise<void> }> {
+  const owned: Array<() => Promise<void>> = [];
+  try {
+    return Object.assign(await compose(owned), { stop: () => stopInReverse(owned) });
+  } catch (error) {
+    await stopInReverse(owned).catch(() => undefined);
+    throw error;
+  }
+}

@@ -41,6 +41,21 @@ async function runThenStop<T>(
   }
 }
 
+/** runThenStop for a harness with a `stop` of its own, after a file's `setUp` of it. */
+const setUpRunThenStop = <T extends { stop: () => Promise<void> }>(
+  start: Promise<T>,
+  body: (value: T) => Promise<void>,
+  setUp: (value: T) => Promise<unknown> = async () => undefined,
+): Promise<void> =>
+  runThenStop(
+    start,
+    (value) => value.stop(),
+    async (value) => {
+      await setUp(value);
+      await body(value);
+    },
+  );
+
 /** A fake external API (test/helpers/fakeUpstream.ts) for `body`, closed after it. */
 export const withFakeUpstream = (
   handler: UpstreamHandler | undefined,
@@ -54,16 +69,8 @@ export const withFakeUpstream = (
 export const withApiHarness = (
   options: ApiHarnessOptions,
   body: (harness: ApiHarness) => Promise<void>,
-  setUp: (harness: ApiHarness) => Promise<unknown> = async () => undefined,
-): Promise<void> =>
-  runThenStop(
-    createApiHarness(options),
-    (harness) => harness.stop(),
-    async (harness) => {
-      await setUp(harness);
-      await body(harness);
-    },
-  );
+  setUp?: (harness: ApiHarness) => Promise<unknown>,
+): Promise<void> => setUpRunThenStop(createApiHarness(options), body, setUp);
 
 /** The connections area and its OAuth routes (test/connections/helpers/harness.ts) for `body`, stopped after it. */
 export const withConnections = (options: HarnessOptions, body: (harness: Harness) => Promise<void>): Promise<void> =>
@@ -77,16 +84,8 @@ export const withConnections = (options: HarnessOptions, body: (harness: Harness
 export const withRuntime = (
   options: RuntimeOptions,
   body: (runtime: RuntimeHarness) => Promise<void>,
-  setUp: (runtime: RuntimeHarness) => Promise<unknown> = async () => undefined,
-): Promise<void> =>
-  runThenStop(
-    createRuntime(options),
-    (runtime) => runtime.stop(),
-    async (runtime) => {
-      await setUp(runtime);
-      await body(runtime);
-    },
-  );
+  setUp?: (runtime: RuntimeHarness) => Promise<unknown>,
+): Promise<void> => setUpRunThenStop(createRuntime(options), body, setUp);
 
 /** A database of its own (test/helpers/stack.ts) for `body`, dropped after it. */
 export const withDatabase = (body: (database: TestDatabase) => Promise<void>): Promise<void> =>

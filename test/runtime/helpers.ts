@@ -20,7 +20,7 @@ import { createServiceWorkers } from '../../src/service.js';
 import { createDatabase, stack, uniqueName, type TestDatabase } from '../helpers/stack.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
-import { deferCleanup, stopInReverse } from '../helpers/cleanup.js';
+import { deferCleanup, startOwned } from '../helpers/cleanup.js';
 import { json, startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
 import { bundle } from '../helpers/scriptBundle.js';
 
@@ -87,22 +87,10 @@ export async function useRuntime(options: RuntimeOptions = {}): Promise<RuntimeH
  * `connections` builds another (the real one) over the file's database. `stop` shuts the workers down
  * and closes or drops what the harness started itself (not a database or fake API it was given).
  */
-export async function createRuntime(
-  options: RuntimeOptions = {},
-): Promise<RuntimeHarness & { stop: () => Promise<void> }> {
-  const owned: Array<() => Promise<void>> = [];
-  try {
-    return await composeRuntime(options, owned);
-  } catch (error) {
-    await stopInReverse(owned).catch(() => undefined);
-    throw error;
-  }
-}
+export const createRuntime = (options: RuntimeOptions = {}): Promise<RuntimeHarness & { stop: () => Promise<void> }> =>
+  startOwned((owned) => composeRuntime(options, owned));
 
-async function composeRuntime(
-  options: RuntimeOptions,
-  owned: Array<() => Promise<void>>,
-): Promise<RuntimeHarness & { stop: () => Promise<void> }> {
+async function composeRuntime(options: RuntimeOptions, owned: Array<() => Promise<void>>): Promise<RuntimeHarness> {
   const database = options.database ?? (await createDatabase());
   if (!options.database) owned.push(database.drop);
   const { pool, url } = database;
@@ -147,7 +135,6 @@ async function composeRuntime(
     scripts: boundScripts(createPostgresScriptStore({ db: pool })),
     connections: testConnections,
     actions,
-    stop: () => stopInReverse(owned),
   };
 }
 

@@ -16,21 +16,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { WorkflowFailedError } from '@temporalio/client';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { RunActionInput, RunSyncInput } from '../../src/runtime/definitions.js';
 import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { expectReplays, type History } from '../helpers/replay.js';
-import {
-  actionDefinition,
-  bundle,
-  executeSync,
-  json,
-  startFakeApi,
-  syncDefinition,
-  useRuntime,
-  type RuntimeHarness,
-} from './helpers.js';
+import { runtimeTestWith } from '../kit/index.js';
+import { actionDefinition, bundle, executeSync, json, syncDefinition } from './helpers.js';
 
 const { temporal } = proto;
 
@@ -96,47 +88,48 @@ const fullSync = bundle(`async function (svc) {
   await svc.batchSave(data.items, 'Item');
 }`);
 
-describe('run workflows: history compatibility', () => {
-  let h: RuntimeHarness;
-
-  beforeAll(async () => {
-    h = await useRuntime();
-    const api = await startFakeApi((request, response) => {
-      const url = new URL(request.url ?? '/', 'http://x');
-      const page = Number(url.searchParams.get('page') ?? '1');
-      if (url.pathname.startsWith('/items/')) return json(response, 200, { ok: request.method });
-      switch (url.pathname) {
-        case '/items':
-          if (request.method !== 'GET') return json(response, 200, { ok: request.method });
-          return json(response, 200, { items: [{ id: `i${page}a` }, { id: `i${page}b` }] });
-        case '/cursor': {
-          const cursor = url.searchParams.get('cursor');
-          if (cursor === null) return json(response, 200, { items: [{ id: 'c1' }], next: 'two' });
-          return json(response, 200, { items: [{ id: 'c2' }], next: '' });
-        }
-        case '/link': {
-          const second = url.searchParams.get('page') === '2';
-          const headers: Record<string, string> = second ? {} : { link: `<${api.url}/link?page=2>; rel="next"` };
-          return json(response, 200, { items: [{ id: second ? 'l2' : 'l1' }] }, headers);
-        }
-        case '/offset': {
-          const offset = Number(url.searchParams.get('offset'));
-          return json(response, 200, { items: offset === 0 ? [{ id: 'o1' }, { id: 'o2' }] : [{ id: 'o3' }] });
-        }
-        default:
-          return json(response, 404, { error: 'not found' });
+/** The runtime, its fake API answering each request style and paging of the scripts above. */
+const it = runtimeTestWith({
+  upstream: (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://x');
+    const page = Number(url.searchParams.get('page') ?? '1');
+    if (url.pathname.startsWith('/items/')) return json(response, 200, { ok: request.method });
+    switch (url.pathname) {
+      case '/items':
+        if (request.method !== 'GET') return json(response, 200, { ok: request.method });
+        return json(response, 200, { items: [{ id: `i${page}a` }, { id: `i${page}b` }] });
+      case '/cursor': {
+        const cursor = url.searchParams.get('cursor');
+        if (cursor === null) return json(response, 200, { items: [{ id: 'c1' }], next: 'two' });
+        return json(response, 200, { items: [{ id: 'c2' }], next: '' });
       }
-    });
-    h.connections.setBaseUrl(api.url);
-  });
+      case '/link': {
+        const second = url.searchParams.get('page') === '2';
+        const headers: Record<string, string> = second
+          ? {}
+          : { link: `<http://${request.headers.host}/link?page=2>; rel="next"` };
+        return json(response, 200, { items: [{ id: second ? 'l2' : 'l1' }] }, headers);
+      }
+      case '/offset': {
+        const offset = Number(url.searchParams.get('offset'));
+        return json(response, 200, { items: offset === 0 ? [{ id: 'o1' }, { id: 'o2' }] : [{ id: 'o3' }] });
+      }
+      default:
+        return json(response, 404, { error: 'not found' });
+    }
+  },
+});
 
+describe('run workflows: history compatibility', () => {
   async function childIds(history: History): Promise<string[]> {
     return (history.events ?? [])
       .map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId)
       .filter((id): id is string => typeof id === 'string');
   }
 
-  it('histories recorded before the operation table, and those recorded now, replay on the current code', async () => {
+  it('histories recorded before the operation table, and those recorded now, replay on the current code', async ({
+    runtime: h,
+  }) => {
     h.actions.set('echo', actionDefinition('echo', await h.scripts.put(echo)));
     h.actions.set('refuse', actionDefinition('refuse', await h.scripts.put(refuse)));
     const recorded: { workflowId: string; history: History }[] = [];

@@ -20,7 +20,7 @@ import { loadSettings } from '../../../src/settings.js';
 import { createDatabase, stack, uniqueName, type TestDatabase } from '../../helpers/stack.js';
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
-import { deferCleanup, stopInReverse } from '../../helpers/cleanup.js';
+import { deferCleanup, startOwned } from '../../helpers/cleanup.js';
 import { createFakeUpstream, startFakeUpstream, type FakeUpstream } from '../../helpers/fakeUpstream.js';
 
 export { json } from '../../helpers/fakeUpstream.js';
@@ -86,22 +86,11 @@ export async function startApiHarness(options: ApiHarnessOptions = {}): Promise<
  * The whole API over the real stack; `stop` closes the server, stops the service and closes or drops
  * what the harness started itself (not a database or fake API it was given).
  */
-export async function createApiHarness(
+export const createApiHarness = (
   options: ApiHarnessOptions = {},
-): Promise<ApiHarness & { stop: () => Promise<void> }> {
-  const owned: Array<() => Promise<void>> = [];
-  try {
-    return await composeApiHarness(options, owned);
-  } catch (error) {
-    await stopInReverse(owned).catch(() => undefined);
-    throw error;
-  }
-}
+): Promise<ApiHarness & { stop: () => Promise<void> }> => startOwned((owned) => composeApiHarness(options, owned));
 
-async function composeApiHarness(
-  options: ApiHarnessOptions,
-  owned: Array<() => Promise<void>>,
-): Promise<ApiHarness & { stop: () => Promise<void> }> {
+async function composeApiHarness(options: ApiHarnessOptions, owned: Array<() => Promise<void>>): Promise<ApiHarness> {
   const database = options.database ?? (await createDatabase());
   if (!options.database) owned.push(database.drop);
   const { pool, url: dbUrl } = database;
@@ -194,7 +183,6 @@ async function composeApiHarness(
     service,
     taskQueue,
     temporal: service.temporal,
-    stop: () => stopInReverse(owned),
   };
 }
 
