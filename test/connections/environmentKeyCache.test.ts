@@ -14,9 +14,9 @@ import { uniqueName, useDatabase } from '../helpers/stack.js';
 let pool: Pool;
 let lookups = 0;
 
-/** Two API processes' stores on one database, each keeping keys; `counted` counts key lookups sent. */
-async function twoProcesses() {
-  const counted = new Proxy(pool, {
+/** The file's pool, counting in `lookups` the key lookups sent through it. */
+function countingLookups(): Pool {
+  return new Proxy(pool, {
     get(target, property, receiver) {
       if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
       return (...args: unknown[]) => {
@@ -25,6 +25,11 @@ async function twoProcesses() {
       };
     },
   });
+}
+
+/** Two API processes' stores on one database, each keeping keys, their key lookups counted. */
+async function twoProcesses() {
+  const counted = countingLookups();
   const a = createEnvironmentStore({ db: counted, holdings: [] });
   const b = createEnvironmentStore({ db: counted, holdings: [] });
   const stops = [await a.cacheSecretKeys(), await b.cacheSecretKeys()];
@@ -106,15 +111,7 @@ describe('kept secret keys', () => {
   });
 
   it('are kept no longer than their ttl (SERVICE_KEY_CACHE_SECONDS: 0 to an hour, 10 s unless set)', async () => {
-    const counted = new Proxy(pool, {
-      get(target, property, receiver) {
-        if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
-        return (...args: unknown[]) => {
-          if (typeof args[0] === 'string' && args[0].includes('secret_key_hash = $1')) lookups++;
-          return (target.query as (...a: unknown[]) => unknown)(...args);
-        };
-      },
-    });
+    const counted = countingLookups();
     const store = createEnvironmentStore({ db: counted, holdings: [] });
     const stop = await store.cacheSecretKeys({ ttlMs: 300 });
     try {
