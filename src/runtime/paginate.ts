@@ -19,21 +19,21 @@ export class PaginationError extends Error {
   readonly code = 'invalid_pagination' satisfies RunErrorCode;
 }
 
-/** The walk's settings, every key in the format's spelling. */
-export interface PaginationSettings {
-  type: 'cursor' | 'link' | 'offset';
-  limit?: number | string;
-  limit_name_in_request?: string;
-  response_path?: string;
-  in_body?: boolean;
-  cursor_path_in_response?: string;
-  cursor_name_in_request?: string;
-  link_rel_in_response_header?: string;
-  link_path_in_response_body?: string;
-  offset_name_in_request?: string;
-  offset_start_value?: number;
-  offset_calculation_method?: 'per-page' | 'by-response-size';
-}
+/** The walk's settings, every key in the format's spelling (declared, with their docs, in public.ts). */
+export type PaginationSettings = Pick<
+  Pagination,
+  | 'limit'
+  | 'limit_name_in_request'
+  | 'response_path'
+  | 'in_body'
+  | 'cursor_path_in_response'
+  | 'cursor_name_in_request'
+  | 'link_rel_in_response_header'
+  | 'link_path_in_response_body'
+  | 'offset_name_in_request'
+  | 'offset_start_value'
+  | 'offset_calculation_method'
+> & { type: 'cursor' | 'link' | 'offset' };
 
 /** One page of items, and the `on_page` call the format makes before it asks for the next page. */
 export interface Page<T> {
