@@ -163,15 +163,20 @@ async function refused(connecting: Promise<unknown>): Promise<{ status: number |
   throw new Error('the connection succeeded; a refusal was expected');
 }
 
+/** The headers of a JSON request of environment A for connection c1. */
+const c1JsonHeaders = (): Record<string, string> => ({
+  Authorization: `Bearer ${h.envA.secretKey}`,
+  'Connection-Id': 'c1',
+  'Provider-Config-Key': TRACKER,
+  'Content-Type': 'application/json',
+});
+
 /** One raw POST /mcp (for what the SDK's client never sends), with environment A's key and c1's headers. */
 async function post(body: string | Buffer, headers: Record<string, string> = {}) {
   const response = await fetch(`${h.baseUrl}/mcp`, {
     method: 'POST',
     headers: {
-      Authorization: `Bearer ${h.envA.secretKey}`,
-      'Connection-Id': 'c1',
-      'Provider-Config-Key': TRACKER,
-      'Content-Type': 'application/json',
+      ...c1JsonHeaders(),
       Accept: 'application/json, text/event-stream',
       ...headers,
     },
@@ -549,12 +554,7 @@ describe('malformed protocol input', () => {
     // payload converter cannot convert it).
     const rest = await fetch(`${h.baseUrl}/action/trigger`, {
       method: 'POST',
-      headers: {
-        Authorization: `Bearer ${h.envA.secretKey}`,
-        'Connection-Id': 'c1',
-        'Provider-Config-Key': TRACKER,
-        'Content-Type': 'application/json',
-      },
+      headers: c1JsonHeaders(),
       body: `{"action_name":"echo","input":{"x":${deep}}}`,
     });
     expect(rest.status).toBe(400);
