@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { createEnvironmentStore } from '../../src/connections/environmentStore.js';
+import { createEnvironmentStore, type EnvironmentStore } from '../../src/connections/environmentStore.js';
 import { loadSettings } from '../../src/settings.js';
 import { eventually } from '../helpers/eventually.js';
 import { uniqueName, useDatabase } from '../helpers/stack.js';
@@ -36,16 +36,35 @@ async function twoProcesses() {
   return { a, b, stop: () => Promise.all(stops.map((stop) => stop())) };
 }
 
+/**
+ * Runs `body` with two processes' stores (twoProcesses) and an environment created in `a` that `b`
+ * already knows, then stops their caches.
+ */
+async function withTwoProcesses(
+  body: (context: {
+    a: EnvironmentStore;
+    b: EnvironmentStore;
+    environment: { id: string };
+    secretKey: string;
+  }) => Promise<void>,
+): Promise<void> {
+  const { a, b, stop } = await twoProcesses();
+  try {
+    const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
+    expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+    await body({ a, b, environment, secretKey });
+  } finally {
+    await stop();
+  }
+}
+
 beforeAll(async () => {
   ({ pool } = await useDatabase());
 });
 
 describe('kept secret keys', () => {
   it('spare the lookup, and a rotated key stops working in the rotating process at once and in the other one when notified', async () => {
-    const { a, b, stop } = await twoProcesses();
-    try {
-      const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
-      expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+    await withTwoProcesses(async ({ a, b, environment, secretKey }) => {
       const before = lookups;
       for (let i = 0; i < 20; i++) expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
       expect(lookups).toBe(before);
@@ -61,29 +80,19 @@ describe('kept secret keys', () => {
       const name = uniqueName('renamed').toLowerCase();
       await a.rename(environment.id, name);
       await eventually(async () => ((await b.findBySecretKey(rotated))?.name === name ? true : undefined), 5000);
-    } finally {
-      await stop();
-    }
+    });
   });
 
   it('stop working when the environment is deleted', async () => {
-    const { a, b, stop } = await twoProcesses();
-    try {
-      const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
-      expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+    await withTwoProcesses(async ({ a, b, environment, secretKey }) => {
       await a.delete(environment.id);
       expect(await a.findBySecretKey(secretKey)).toBeUndefined();
       await eventually(async () => ((await b.findBySecretKey(secretKey)) === undefined ? true : undefined), 5000);
-    } finally {
-      await stop();
-    }
+    });
   });
 
   it('are not used while the notification connection is lost: a rotation then is seen at once', async () => {
-    const { a, b, stop } = await twoProcesses();
-    try {
-      const { environment, secretKey } = await a.create({ name: uniqueName('env').toLowerCase() });
-      expect((await b.findBySecretKey(secretKey))?.id).toBe(environment.id);
+    await withTwoProcesses(async ({ a, b, environment, secretKey }) => {
       // Every listener of this database loses its connection (as a Postgres restart would do it).
       await pool.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -105,9 +114,7 @@ describe('kept secret keys', () => {
         10_000,
         'the cache to listen again',
       );
-    } finally {
-      await stop();
-    }
+    });
   });
 
   it('are kept no longer than their ttl (SERVICE_KEY_CACHE_SECONDS: 0 to an hour, 10 s unless set)', async () => {
