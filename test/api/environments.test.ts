@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
-import { runCli } from '../../src/cli/main.js';
+import { runCliCaptured, type CliOutcome } from '../helpers/cli.js';
 import { createClient } from '../../src/client/index.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
 import { apiFailure, connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
@@ -17,17 +17,8 @@ let h: ApiHarness;
 
 const failure = apiFailure;
 
-async function cli(args: string[], env: Record<string, string | undefined>) {
-  let out = '';
-  let err = '';
-  const code = await runCli(args, {
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    cwd: process.cwd(),
-    env: { SERVICE_URL: h.baseUrl, ...env },
-  });
-  return { code, out, err };
-}
+const cli = (args: string[], env: Record<string, string | undefined>): Promise<CliOutcome> =>
+  runCliCaptured(args, { cwd: process.cwd(), env: { SERVICE_URL: h.baseUrl, ...env } });
 
 const rowsOf = (environmentId: string) => environmentRows(h.pool, environmentId);
 

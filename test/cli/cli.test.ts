@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileProject, type BuildManifest } from '../../src/cli/compile.js';
-import { runCli } from '../../src/cli/main.js';
+import { runCliCaptured, type CliOutcome } from '../helpers/cli.js';
 import { compileConfig } from '../../src/config/index.js';
 import { ActionError } from '../../src/runtime/public.js';
 
@@ -31,17 +31,7 @@ function tempProject(): string {
   return dir;
 }
 
-async function cli(root: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(args, {
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    cwd: root,
-    env: {},
-  });
-  return { code, out, err };
-}
+const cli = (root: string, ...args: string[]): Promise<CliOutcome> => runCliCaptured(args, { cwd: root, env: {} });
 
 function spawnCli(root: string, ...args: string[]): { code: number | null; out: string; err: string } {
   const result = spawnSync(process.execPath, [BIN, ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });

@@ -11,8 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
-import { stack } from '../helpers/stack.js';
+import { localTemporalEnv, runCliCaptured, type CliOutcome } from '../helpers/cli.js';
 
 const SERVICE_YAML = `integrations:
   crm:
@@ -176,22 +175,8 @@ function write(root: string, files: Record<string, unknown>): void {
   }
 }
 
-async function serviceTest(root: string): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const code = await runCli(['test'], {
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    cwd: root,
-    env: {
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_NAMESPACE: temporalNamespace,
-      SERVICE_WORKFLOW_BUNDLE: workflowBundlePath,
-    },
-  });
-  return { code, out, err };
-}
+const serviceTest = (root: string): Promise<CliOutcome> =>
+  runCliCaptured(['test'], { cwd: root, env: localTemporalEnv() });
 
 describe("service test: the recorded runs of the field's format", () => {
   const root = mkdtempSync(join(tmpdir(), 'format-recordings-'));

@@ -6,24 +6,21 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
+import { runCliCaptured, type CliOutcome } from '../helpers/cli.js';
 import { startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
 
 let h: ApiHarness;
 let root: string;
 
-async function cli(args: string[], options: { interactive?: boolean; env?: Record<string, string> } = {}) {
-  let out = '';
-  let err = '';
-  const code = await runCli(args, {
-    out: (text) => (out += text),
-    err: (text) => (err += text),
+const cli = (
+  args: string[],
+  options: { interactive?: boolean; env?: Record<string, string> } = {},
+): Promise<CliOutcome> =>
+  runCliCaptured(args, {
     cwd: root,
     env: { SERVICE_URL: h.baseUrl, SERVICE_SECRET_KEY: h.envA.secretKey, ...options.env },
     interactive: options.interactive ?? false,
   });
-  return { code, out, err };
-}
 
 beforeAll(async () => {
   h = await startApiHarness();
