@@ -4,19 +4,11 @@
  * with per-model counts or the error.
  */
 import { createHmac } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test as kit, withApiHarness, withFakeUpstream, type ApiHarness, type FakeUpstream } from '../kit/index.js';
 import { INTEGRATION } from './fixtures.js';
-import {
-  deployWithConnection,
-  eventually,
-  json,
-  startApiHarness,
-  startFakeServer,
-  type ApiHarness,
-} from './helpers/harness.js';
+import { deployWithConnection, eventually, json } from './helpers/harness.js';
 
-let h: ApiHarness;
-let app: Awaited<ReturnType<typeof startFakeServer>>;
 let secret = '';
 let failing = false;
 
@@ -31,35 +23,51 @@ interface Run {
   error: { code: string; message: string } | null;
 }
 
-const runs = async () =>
+const runs = async (h: ApiHarness) =>
   (
     await h.api.call<{ runs: Run[] }>('GET', '/sync/runs', {
       query: { provider_config_key: INTEGRATION, connection_id: 'c1' },
     })
   ).runs;
 
-beforeAll(async () => {
-  h = await startApiHarness();
-  app = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
-  h.fake.setHandler((_request, response) =>
-    failing
-      ? json(response, 404, { error: 'gone' })
-      : json(response, 200, {
-          issues: [
-            { id: '1', title: 'one' },
-            { id: '2', title: 'two' },
-          ],
-        }),
-  );
-  await deployWithConnection(h, 'k');
-  secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
+/**
+ * `app`: the application's webhook receiver. `api`: the API, its fake external API answering two
+ * issues (404 once `failing`), deployed with connection c1, its webhooks sent to `app`.
+ */
+const it = kit.extend<{ app: FakeUpstream; api: ApiHarness }>({
+  app: [
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's dependencies from this pattern
+    async ({}, use) => withFakeUpstream((_request, response) => json(response, 200, { ok: true }), use),
+    { scope: 'file' },
+  ],
+  api: [
+    async ({ db, upstream, app }, use) =>
+      withApiHarness({ database: db, upstream }, use, async (h) => {
+        h.fake.setHandler((_request, response) =>
+          failing
+            ? json(response, 404, { error: 'gone' })
+            : json(response, 200, {
+                issues: [
+                  { id: '1', title: 'one' },
+                  { id: '2', title: 'two' },
+                ],
+              }),
+        );
+        await deployWithConnection(h, 'k');
+        secret = (await h.api.webhooks.setSettings({ url: `${app.url}/hooks` })).generated_secret ?? '';
+      }),
+    { scope: 'file' },
+  ],
 });
 
 describe('after each sync run', () => {
-  it('records a successful run with its per-model counts, and tells the application, signed', async () => {
+  it('records a successful run with its per-model counts, and tells the application, signed', async ({
+    api: h,
+    app,
+  }) => {
     await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
     const [run] = await eventually(
-      async () => ((await runs()).length === 1 ? runs() : undefined),
+      async () => ((await runs(h)).length === 1 ? runs(h) : undefined),
       45_000,
       'the run in the history',
     );
@@ -90,11 +98,11 @@ describe('after each sync run', () => {
     });
   });
 
-  it('records a failed run with its error, and the application hears of the failure', async () => {
+  it('records a failed run with its error, and the application hears of the failure', async ({ api: h, app }) => {
     failing = true;
     await h.api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: 'c1', syncs: ['issues'] });
     const [latest] = await eventually(
-      async () => ((await runs()).length === 2 ? runs() : undefined),
+      async () => ((await runs(h)).length === 2 ? runs(h) : undefined),
       45_000,
       'the failed run',
     );
@@ -119,7 +127,7 @@ describe('after each sync run', () => {
     });
   });
 
-  it('is refused without a key, validated, and scoped to the environment', async () => {
+  it('is refused without a key, validated, and scoped to the environment', async ({ api: h }) => {
     expect((await h.anonymous.raw('GET', '/sync/runs', { query: { provider_config_key: INTEGRATION } })).status).toBe(
       401,
     );
