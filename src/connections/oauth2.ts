@@ -211,6 +211,19 @@ export function settingsFromTokenResponse(
   return settings;
 }
 
+/**
+ * requestToken with an integration's OAuth client (`resolved`'s id and secret); the integration
+ * without a client id fails with missing_oauth_client, before any request.
+ */
+export function requestIntegrationToken(
+  integrationId: string,
+  resolved: { clientId: string | undefined; clientSecret: string | undefined },
+  request: Omit<TokenRequest, 'clientId' | 'clientSecret'>,
+): Promise<Record<string, unknown>> {
+  if (!resolved.clientId) throw missingClient(integrationId);
+  return requestToken({ ...request, clientId: resolved.clientId, clientSecret: resolved.clientSecret });
+}
+
 export function missingClient(integrationId: string): ServiceError {
   return new ServiceError(
     'missing_oauth_client',

@@ -20,7 +20,7 @@ import { signOAuth1 } from './oauth1.js';
 import {
   credentialsFromTokenResponse,
   missingClient,
-  requestToken,
+  requestIntegrationToken,
   settingsFromTokenResponse,
   TokenRequestError,
   type Fetch,
@@ -328,10 +328,8 @@ export class OAuthFlow {
         : this.deps.encryptor.decrypt(session.secret_encrypted, 'oauth_session_secret');
     let raw: Record<string, unknown>;
     try {
-      raw = await requestToken({
+      raw = await requestIntegrationToken(scope.integrationId, resolved, {
         provider,
-        clientId: resolved.clientId,
-        clientSecret: resolved.clientSecret,
         connectionConfig: session.connection_config,
         grant: {
           grant_type: 'authorization_code',

@@ -28,8 +28,7 @@ import {
 import type { ResolvedIntegration } from './integrationStore.js';
 import {
   credentialsFromTokenResponse,
-  missingClient,
-  requestToken,
+  requestIntegrationToken,
   settingsFromTokenResponse,
   TokenRequestError,
 } from './oauth2.js';
@@ -194,13 +193,10 @@ export class TokenRefreshSystem {
         ),
       );
     }
-    if (!resolved.clientId) throw missingClient(scope.integrationId);
     let raw: Record<string, unknown>;
     try {
-      raw = await requestToken({
+      raw = await requestIntegrationToken(scope.integrationId, resolved, {
         provider,
-        clientId: resolved.clientId,
-        clientSecret: resolved.clientSecret,
         connectionConfig: row.connection_config,
         grant: { grant_type: 'refresh_token', refresh_token: credentials.refresh_token },
         fetch: resources.fetch,
