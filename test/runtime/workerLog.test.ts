@@ -6,47 +6,47 @@
  * (src/temporal/logger.ts into src/log.ts's JSON lines, as src/main.ts does) and the bundle the service runs
  * (src/temporal/workflowBundle.ts), at INFO so that the INFO line can be seen.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import { WITHHELD } from '../../src/temporal/logger.js';
 import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
 import { randomUUID } from 'node:crypto';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
-import {
-  actionDefinition,
-  bundle,
-  json,
-  startFakeApi,
-  syncDefinition,
-  useRuntime,
-  type RuntimeHarness,
-} from './helpers.js';
+import { runtimeTestWith, type RuntimeHarness } from '../kit/index.js';
+import { actionDefinition, bundle, json, syncDefinition } from './helpers.js';
 import { startWorkerProcess, type WorkerChild } from './processWorker.js';
 
 // The connections' credential in this worker: a script reads it with svc.getConnection().
 const KEY = 'tok_9fQ2-zX7/leak+me';
 
-let h: RuntimeHarness;
-let control: SyncControl;
-let worker: WorkerChild;
-
-beforeAll(async () => {
-  h = await useRuntime({ worker: false });
-  control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-  const api = await startFakeApi((_request, response) => json(response, 200, {}));
-  worker = await startWorkerProcess({
-    databaseUrl: h.dbUrl,
-    taskQueue: h.taskQueue,
-    apiBaseUrl: api.url,
-    env: { WORKER_LOG_LEVEL: 'info', WORKER_API_KEY: KEY },
-  });
+/**
+ * `runtime` without workers of its own, its fake API answering `{}`; `worker`: the worker process on its
+ * task queue at INFO with the connections' credential, stopped when the file ends.
+ */
+const it = runtimeTestWith({ worker: false, upstream: (_request, response) => json(response, 200, {}) }).extend<{
+  worker: WorkerChild;
+}>({
+  worker: [
+    async ({ runtime, upstream }, use) => {
+      const worker = await startWorkerProcess({
+        databaseUrl: runtime.dbUrl,
+        taskQueue: runtime.taskQueue,
+        apiBaseUrl: upstream.url,
+        env: { WORKER_LOG_LEVEL: 'info', WORKER_API_KEY: KEY },
+      });
+      try {
+        await use(worker);
+      } finally {
+        worker.child.kill('SIGTERM');
+        await worker.exited;
+      }
+    },
+    { scope: 'file' },
+  ],
 });
 
-afterAll(async () => {
-  worker.child.kill('SIGTERM');
-  await worker.exited;
-});
+const controlOf = (h: RuntimeHarness): SyncControl => createSyncControl({ client: h.client, taskQueue: h.taskQueue });
 
 interface Fields {
   level: string;
@@ -57,7 +57,7 @@ interface Fields {
 type Entry = Fields & { raw: string };
 
 /** The log entries (JSON lines) the worker wrote about one workflow. */
-const entriesAbout = (workflowId: string): Entry[] =>
+const entriesAbout = (worker: WorkerChild, workflowId: string): Entry[] =>
   worker
     .output()
     .split('\n')
@@ -65,11 +65,12 @@ const entriesAbout = (workflowId: string): Entry[] =>
     .map((raw) => ({ ...(JSON.parse(raw) as Fields), raw }));
 
 /** The entry of a run's failure, if the worker wrote it yet. */
-const failureOf = (workflowId: string): Entry | undefined =>
-  entriesAbout(workflowId).find((entry) => entry.message.startsWith('Workflow failed'));
+const failureOf = (worker: WorkerChild, workflowId: string): Entry | undefined =>
+  entriesAbout(worker, workflowId).find((entry) => entry.message.startsWith('Workflow failed'));
 
 describe('the worker log of failed runs', () => {
-  it('logs an ActionError as one INFO line without a stack trace', async () => {
+  it('logs an ActionError as one INFO line without a stack trace', async ({ runtime: h, worker }) => {
+    const control = controlOf(h);
     const refusing = await h.scripts.put(
       bundle(`async function (svc, input) { throw new ActionError({ message: 'issue is locked', issue: input.n }); }`),
     );
@@ -77,8 +78,10 @@ describe('the worker log of failed runs', () => {
     const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, 'expected-failure-log');
     const outcome = await control.runAction({ definition, connectionId: 'c1', input: { n: 7 } }, { workflowId });
     expect(outcome).toMatchObject({ ok: false, body: { error_type: 'action_script_failure' } });
-    const entry = await eventually(async () => failureOf(workflowId), 15_000);
-    expect(entriesAbout(workflowId).filter((found) => found.message.startsWith('Workflow failed'))).toHaveLength(1);
+    const entry = await eventually(async () => failureOf(worker, workflowId), 15_000);
+    expect(
+      entriesAbout(worker, workflowId).filter((found) => found.message.startsWith('Workflow failed')),
+    ).toHaveLength(1);
     expect(entry.level).toBe('info');
     // The script's message ('issue is locked') went to the caller; the log does not repeat it.
     expect(entry.message).toMatch(
@@ -89,14 +92,18 @@ describe('the worker log of failed runs', () => {
     expect(entry.raw).not.toContain('issue is locked');
   });
 
-  it('still logs an unexpected failure (a script that throws a TypeError) as a WARN with its type', async () => {
+  it('still logs an unexpected failure (a script that throws a TypeError) as a WARN with its type', async ({
+    runtime: h,
+    worker,
+  }) => {
+    const control = controlOf(h);
     const broken = await h.scripts.put(bundle(`async function (svc) { null.boom(); }`));
     const definition = actionDefinition('broken', broken);
     const workflowId = rootActionId({ ...definition, connectionId: 'c1' }, 'unexpected-failure-log');
     await expect(
       control.runAction({ definition, connectionId: 'c1', input: {} }, { workflowId }),
     ).rejects.toMatchObject({ code: 'script_error' });
-    const entry = await eventually(async () => failureOf(workflowId), 15_000);
+    const entry = await eventually(async () => failureOf(worker, workflowId), 15_000);
     expect([entry.level, entry.message]).toEqual(['warn', 'Workflow failed']);
     // Its type, not its message: the message of a script's error is the script's text.
     expect(entry['failureType']).toBe('script_error'); // the attribute is there, the type is not an expected one
@@ -105,7 +112,11 @@ describe('the worker log of failed runs', () => {
     expect(entry.raw).not.toContain('Cannot read properties of null');
   });
 
-  it('never shows a credential the script read, whatever way its failure carries it', async () => {
+  it('never shows a credential the script read, whatever way its failure carries it', async ({
+    runtime: h,
+    worker,
+  }) => {
+    const control = controlOf(h);
     const read = `const key = (await svc.getConnection()).credentials.apiKey;`;
     const leaks: Record<string, string> = {
       thrown: `throw new Error('the token is ' + key);`,
@@ -145,7 +156,7 @@ describe('the worker log of failed runs', () => {
 
     // Every run's failure is logged (so the lines below are the ones that would have leaked) …
     const entries = await eventually(async () => {
-      const found = workflowIds.map(failureOf);
+      const found = workflowIds.map((workflowId) => failureOf(worker, workflowId));
       return found.every((entry) => entry !== undefined) ? found : undefined;
     }, 30_000);
     for (const entry of entries) expect(entry.raw).toMatch(/withheld from the worker log/);
