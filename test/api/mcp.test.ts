@@ -16,6 +16,7 @@ import { createMcpSessionRegistry } from '../../src/api/mcp/sessions.js';
 import type { DeployRequest } from '../../src/deploy/deployments.js';
 import { bundle, PROVIDER } from './fixtures.js';
 import { eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { rejection } from '../helpers/rejection.js';
 
 const TRACKER = 'tracker';
 const CRM = 'crm';
@@ -153,15 +154,12 @@ async function agent(
 }
 
 /** The HTTP status a connect fails with (the SDK's StreamableHTTPError), and its body's JSON-RPC error. */
-async function refused(connecting: Promise<unknown>): Promise<{ status: number | undefined; body: string }> {
-  try {
-    await connecting;
-  } catch (error) {
-    if (error instanceof StreamableHTTPError) return { status: error.code, body: error.message };
-    throw error;
-  }
-  throw new Error('the connection succeeded; a refusal was expected');
-}
+const refused = (connecting: Promise<unknown>): Promise<{ status: number | undefined; body: string }> =>
+  rejection(
+    connecting,
+    (error) => (error instanceof StreamableHTTPError ? { status: error.code, body: error.message } : undefined),
+    'a refusal',
+  );
 
 /** The headers of a JSON request of environment A for connection c1. */
 const c1JsonHeaders = (): Record<string, string> => ({

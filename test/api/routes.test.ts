@@ -9,26 +9,14 @@ import { createApi } from '../../src/api/index.js';
 import { createClient, ServiceApiError, type ServiceClient } from '../../src/client/index.js';
 import { allowOutbound } from '../helpers/outbound.js';
 import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { connectionOf, eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { apiError, connectionOf, eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
 import { deferCleanup } from '../helpers/cleanup.js';
 
 let h: ApiHarness;
 const c1 = connectionOf('c1');
 const c2 = connectionOf('c2');
 
-/** The API error a call fails with (status and code), or a failure of the test when it succeeds. */
-async function failure(
-  call: Promise<unknown>,
-): Promise<{ status: number; code: string; message: string; errors: unknown }> {
-  try {
-    await call;
-  } catch (error) {
-    if (error instanceof ServiceApiError)
-      return { status: error.status, code: error.code, message: error.message, errors: error.errors };
-    throw error;
-  }
-  throw new Error('the call succeeded; an error was expected');
-}
+const failure = apiError;
 
 async function waitForRecords(client: ServiceClient, connection: typeof c1, model: string, count: number) {
   return eventually(

@@ -21,6 +21,7 @@ import { createDatabase, stack, uniqueName, type TestDatabase } from '../../help
 export { eventually } from '../../helpers/eventually.js';
 import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
 import { deferCleanup, startOwned } from '../../helpers/cleanup.js';
+import { rejection } from '../../helpers/rejection.js';
 import { createFakeUpstream, startFakeUpstream, type FakeUpstream } from '../../helpers/fakeUpstream.js';
 
 export { json } from '../../helpers/fakeUpstream.js';
@@ -202,15 +203,20 @@ export async function deployWithConnection(h: ApiHarness, apiKey: string, connec
   });
 }
 
-/** The API error a call fails with (status and code); fails the test when the call succeeds. */
+/** The API error a call fails with (status, code, message, per-field errors); fails the test when the call succeeds. */
+export const apiError = (
+  call: Promise<unknown>,
+): Promise<{ status: number; code: string; message: string; errors: unknown }> =>
+  rejection(call, (error) =>
+    error instanceof ServiceApiError
+      ? { status: error.status, code: error.code, message: error.message, errors: error.errors }
+      : undefined,
+  );
+
+/** The status and code of the API error a call fails with (apiError). */
 export async function apiFailure(call: Promise<unknown>): Promise<{ status: number; code: string }> {
-  try {
-    await call;
-  } catch (error) {
-    if (error instanceof ServiceApiError) return { status: error.status, code: error.code };
-    throw error;
-  }
-  throw new Error('the call succeeded; an error was expected');
+  const { status, code } = await apiError(call);
+  return { status, code };
 }
 
 /** A catalog entry `fake-oauth` (OAuth 2) whose endpoints are under `origin`: for startApiHarness's providers. */
