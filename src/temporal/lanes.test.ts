@@ -78,6 +78,13 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
       else running.resolve(running.step.continues ? `${name}+` : name);
       await new Promise((resolve) => setImmediate(resolve));
     },
+    /** Runs `step` as the activation of `workflow` (named `name`) to its end; answers its outcome. */
+    async activateToEnd(workflow: { activate(step: Step): Promise<unknown> }, name: string, step: Step) {
+      const outcome = workflow.activate(step).catch(() => undefined);
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.finish(name);
+      return outcome;
+    },
     running: () => [...pending.keys()],
     tick: async () => new Promise((resolve) => setImmediate(resolve)),
     advance: (ms: number) => {
@@ -228,16 +235,12 @@ describe('lanes', () => {
     h.entityRuns.add('sync:b:i:c:runaway');
     // A replay of a long history on a starved thread: interrupted, but its script had run fine before.
     // Its failed task says so instead of an isolate timeout, which the run watch would take as evidence.
-    const first = replayed.activate({ ms: 3000, interrupted: true, replaying: true }).catch(() => undefined);
-    await h.tick();
-    await h.finish('sync:a:i:c:replayed');
-    expect(await first).toMatch(/^replayed: the replay of sync:a:i:c:replayed's history was interrupted after 3000 ms/);
+    expect(
+      await h.activateToEnd(replayed, 'sync:a:i:c:replayed', { ms: 3000, interrupted: true, replaying: true }),
+    ).toMatch(/^replayed: the replay of sync:a:i:c:replayed's history was interrupted after 3000 ms/);
     expect(h.runaways).toEqual([]);
     // New work of a run interrupted: the run's script computed past its budget.
-    const second = runaway.activate({ ms: 3000, interrupted: true }).catch(() => undefined);
-    await h.tick();
-    await h.finish('sync:b:i:c:runaway');
-    expect(await second).toBe('interrupted');
+    expect(await h.activateToEnd(runaway, 'sync:b:i:c:runaway', { ms: 3000, interrupted: true })).toBe('interrupted');
     expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:b:i:c:runaway']);
   });
 
@@ -247,19 +250,13 @@ describe('lanes', () => {
     h.entityRuns.add('sync:a:i:c:stopped');
     // The worker was stopped 6 s in the middle of a healthy activation: its isolate timeout fired.
     h.standStill(6000);
-    const first = entity.activate({ ms: 6010, interrupted: true }).catch(() => undefined);
-    await h.tick();
-    await h.finish('sync:a:i:c:stopped');
-    expect(await first).toMatch(
+    expect(await h.activateToEnd(entity, 'sync:a:i:c:stopped', { ms: 6010, interrupted: true })).toMatch(
       /^replayed: sync:a:i:c:stopped's activation was interrupted after 6010 ms, 6000 ms of which the worker process stood still/,
     );
     expect(h.runaways).toEqual([]);
     // A stall too short to explain the interruption excuses nothing.
     h.standStill(400);
-    const second = entity.activate({ ms: 3000, interrupted: true }).catch(() => undefined);
-    await h.tick();
-    await h.finish('sync:a:i:c:stopped');
-    expect(await second).toBe('interrupted');
+    expect(await h.activateToEnd(entity, 'sync:a:i:c:stopped', { ms: 3000, interrupted: true })).toBe('interrupted');
     expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:a:i:c:stopped']);
   });
 
