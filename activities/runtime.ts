@@ -67,6 +67,8 @@ export interface RuntimeDeps {
   syncRunConcurrency?: number | undefined;
   /** SYNC_EXECUTION_TIME_LIMIT in ms, handed to each run with its script (LoadedScript). Absent: none. */
   executionTimeLimitMs?: number | undefined;
+  /** SYNC_RUN_MAX_EXECUTIONS, handed to each run with its script (LoadedScript). Absent: the default. */
+  maxExecutions?: number | undefined;
 }
 
 // A sync run past its environment's bound tries to begin again after this (its step is tried 10
@@ -189,7 +191,12 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       const run = await translated(caller);
       const script = await translated(() => scripts.load(hash, run.environmentId));
       const limit = deps.executionTimeLimitMs;
-      return limit === undefined ? script : { ...script, executionTimeLimitMs: limit };
+      const max = deps.maxExecutions;
+      return {
+        ...script,
+        ...(limit === undefined ? {} : { executionTimeLimitMs: limit }),
+        ...(max === undefined ? {} : { maxExecutions: max }),
+      };
     },
 
     /**

@@ -70,7 +70,7 @@ export const ERROR_CODES = {
     status: 500,
     run: 'run',
     meaning:
-      'A run that continued in a next execution made no progress: same checkpoint, nothing saved (a run’s failure).',
+      'A run reached its execution’s limit without getting further: a checkpoint it had been at, or no record saved (a run’s failure).',
   },
   client_secret_required: {
     status: 400,
@@ -304,6 +304,12 @@ export const ERROR_CODES = {
     status: 500,
     run: 'run',
     meaning: 'The run neared Temporal’s history limits (a run’s failure).',
+  },
+  run_max_executions: {
+    status: 500,
+    run: 'run',
+    meaning:
+      'A sync run spanned SYNC_RUN_MAX_EXECUTIONS executions and was stopped, its checkpoint kept (a run’s failure).',
   },
   run_superseded: {
     status: 409,

@@ -199,6 +199,7 @@ function composeParts(options: {
   inboundQueueLimits?: InboundQueueLimits;
   syncRunConcurrency?: number;
   executionTimeLimitMs?: number | null;
+  maxExecutions?: number;
 }): ServiceParts {
   const { db, encryptor, temporal, taskQueue } = options;
   // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
@@ -294,6 +295,7 @@ function composeParts(options: {
     runSlots,
     ...(options.syncRunConcurrency === undefined ? {} : { syncRunConcurrency: options.syncRunConcurrency }),
     ...(options.executionTimeLimitMs == null ? {} : { executionTimeLimitMs: options.executionTimeLimitMs }),
+    ...(options.maxExecutions === undefined ? {} : { maxExecutions: options.maxExecutions }),
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
     // The apply workflow's activities (activities/deploy.ts).
@@ -387,6 +389,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       ...(overrides.log ? { log: overrides.log } : {}),
       syncRunConcurrency: settings.SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT,
       executionTimeLimitMs: settings.SYNC_EXECUTION_TIME_LIMIT,
+      maxExecutions: settings.SYNC_RUN_MAX_EXECUTIONS,
       inboundQueueLimits: {
         ...DEFAULT_INBOUND_QUEUE_LIMITS,
         syncBytes: settings.WEBHOOK_QUEUE_SYNC_BYTES,

@@ -58,4 +58,12 @@ describe('settings', () => {
       );
     }
   });
+
+  it('reads SYNC_RUN_MAX_EXECUTIONS (1000 by default) and refuses what is not a whole number from 2, naming it', () => {
+    expect(loadSettings({}).SYNC_RUN_MAX_EXECUTIONS).toBe(1000);
+    expect(loadSettings({ SYNC_RUN_MAX_EXECUTIONS: '50' }).SYNC_RUN_MAX_EXECUTIONS).toBe(50);
+    for (const bad of ['1', '2.5', 'many']) {
+      expect(() => loadSettings({ SYNC_RUN_MAX_EXECUTIONS: bad }), bad).toThrow(/SYNC_RUN_MAX_EXECUTIONS/);
+    }
+  });
 });

@@ -231,6 +231,13 @@ export const settingsSchema = z.object({
    */
   SYNC_EXECUTION_TIME_LIMIT: executionTimeLimit('30m'),
   /**
+   * How many executions one sync run may span (issue 32): a run about to start one more fails
+   * `run_max_executions`, its checkpoint kept, so that no run goes on unbounded whatever its script
+   * does. 1,000 executions hold ~9.5 million pages at the default budget, or 500 hours at the
+   * default time limit. A worker setting, read when an execution loads its script.
+   */
+  SYNC_RUN_MAX_EXECUTIONS: z.coerce.number().int().min(2).max(1_000_000).default(1000),
+  /**
    * Token requests the background refresher has in flight at once, per worker process, and of those
    * one environment's at most (src/connections/tokenRefresher.ts).
    */

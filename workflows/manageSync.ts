@@ -48,6 +48,7 @@ import {
   RUNAWAY_VERDICT_SIGNAL,
   SCRIPT_INCIDENT_SIGNAL,
   SYNC_ENTITY_VERSION,
+  CHAIN_RULES_VERSION,
   type QueuedWebhook,
   type RunawayVerdictSignal,
   type RunOptions,
@@ -199,6 +200,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   // (nothing replayed, no earlier attempt in the history): no other instance can have executed any
   // step of its run.
   const firstInstance = !workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3;
+  // Version 2 executions keep the chain rules they were recorded with (SYNC_ENTITY_VERSION).
+  const chainRules = (input.version ?? CHILD_RUNS) >= CHAIN_RULES_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -340,7 +343,12 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
       budget: (given) => {
         budget = given;
       },
-      chain: { executions: continued?.executions ?? [], canContinue: true, ...continued?.handOff },
+      chain: {
+        executions: continued?.executions ?? [],
+        canContinue: true,
+        ...continued?.handOff,
+        ...(chainRules ? {} : { legacy: true }),
+      },
     });
     outcome = { ok: true, result };
   } catch (error) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutionChain, RUN_CONTINUES } from './runChain.js';
+import { checkpointDigest, ExecutionChain, RUN_CONTINUES } from './runChain.js';
 
 const first = () => new ExecutionChain({ executions: [], canContinue: true });
 
@@ -10,9 +10,14 @@ describe('ExecutionChain: whether a run at a limit continues or fails', () => {
     expect(chain.afterSave(true, false)).toBeUndefined(); // nothing saved yet: nothing to continue from
     chain.saved({ cursor: '10' });
     expect(chain.afterSave(false, true)).toBeUndefined(); // not near a limit
-    expect(chain.afterSave(true, false)?.type).toBe(RUN_CONTINUES);
+    expect(chain.afterSave(true, true)?.type).toBe(RUN_CONTINUES);
     expect(chain.continuing).toBe(true);
-    expect(chain.handOff()).toEqual({ checkpoint: '[["cursor","10"]]', tracking: {}, inherited: false });
+    expect(chain.handOff()).toEqual({
+      checkpoint: '[["cursor","10"]]',
+      tracking: {},
+      inherited: false,
+      seen: [checkpointDigest('[["cursor","10"]]')],
+    });
   });
 
   it('at the history budget: run_history_limit without a checkpoint, checkpoint_not_advancing when it did not move', () => {
@@ -26,11 +31,14 @@ describe('ExecutionChain: whether a run at a limit continues or fails', () => {
     const next = new ExecutionChain({ executions: ['e1'], canContinue: true, checkpoint: '[["cursor","10"]]' });
     next.saved({ cursor: '10' });
     expect(next.atLimit(false, 'u').type).toBe('checkpoint_not_advancing');
-    // The same checkpoint but new records saved: progress.
-    expect(next.atLimit(true, 'u').type).toBe(RUN_CONTINUES);
+    // The same checkpoint with records saved is no progress either: the next execution would begin
+    // where this one did (version 2 took it for progress, and stopped the loop one execution later).
+    expect(next.atLimit(true, 'u').type).toBe('checkpoint_not_advancing');
     const moved = new ExecutionChain({ executions: ['e1'], canContinue: true, checkpoint: '[["cursor","10"]]' });
     moved.saved({ cursor: '20' });
-    expect(moved.atLimit(false, 'u').type).toBe(RUN_CONTINUES);
+    // A moved checkpoint without any record saved in the execution is no progress (its save time in it).
+    expect(moved.atLimit(false, 'u').type).toBe('checkpoint_not_advancing');
+    expect(moved.atLimit(true, 'u').type).toBe(RUN_CONTINUES);
   });
 
   it('a run that cannot continue (its own workflow) fails at the budget whatever it saved', () => {

@@ -17,8 +17,30 @@ import { checkpointKey, type Checkpoint } from '../src/syncs/checkpoint.js';
 /** The failure type that ends an execution whose run continues in the next one (never a run's outcome). */
 export const RUN_CONTINUES = 'run_continues';
 
-/** Past this share of the history budget, a run continues after its next saveCheckpoint. */
+/** Past this share of the history budget, a run continues at its next saveCheckpoint. */
 export const SOFT_SHARE = 0.9;
+
+/** SYNC_RUN_MAX_EXECUTIONS by default: executions one run may span (the 1001st is refused). */
+export const DEFAULT_MAX_EXECUTIONS = 1000;
+
+/**
+ * A short digest of a checkpoint's key (53 bits, cyrb53): the chain keeps the digests of the places
+ * its executions began from and first saved, a few bytes each in the continue-as-new input, however
+ * large the checkpoints. Pure (workflow code has no crypto); a false match (about 1 in 10^10 for a run
+ * of 1,000 executions) would stop a healthy run with checkpoint_not_advancing, never continue a loop.
+ */
+export function checkpointDigest(key: string): string {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < key.length; i++) {
+    const ch = key.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
+}
 
 /** What an execution knows of its run's chain. */
 export interface ChainContext extends Partial<ChainHandOff> {
@@ -26,6 +48,13 @@ export interface ChainContext extends Partial<ChainHandOff> {
   executions: string[];
   /** Whether a next execution can take the run over (a run inside its sync entity); else limits fail it. */
   canContinue: boolean;
+  /**
+   * An execution of a sync entity of version 2 (recorded before the hostile review of issue 32): the
+   * rules it was recorded with, so that its history replays (progress is a checkpoint unlike the
+   * execution's start or a record written; the cut comes right after a saveCheckpoint; no bound on
+   * executions).
+   */
+  legacy?: boolean;
 }
 
 /** How the chain ends an execution or fails its run at a limit. */
@@ -35,8 +64,16 @@ export class ExecutionChain {
   private current: string | null | undefined;
   private inherited: boolean;
   private readonly tracking: Record<string, number>;
+  /** Digests of where the run's earlier executions began and what each first saved. */
+  private readonly seen: ReadonlySet<string>;
+  /** Digest of the first checkpoint this execution saved. */
+  private firstSaved: string | undefined;
+  /** This execution saved a checkpoint an earlier one began from or first saved: it went back. */
+  private wentBack = false;
   /** This execution is ending so that the run continues: its last bookkeeping steps are not refused. */
   continuing = false;
+  /** SYNC_RUN_MAX_EXECUTIONS of the worker that loaded the script (or the run's option). */
+  maxExecutions = DEFAULT_MAX_EXECUTIONS;
 
   constructor(readonly context: ChainContext) {
     const continued = context.executions.length > 0;
@@ -44,6 +81,12 @@ export class ExecutionChain {
     this.current = this.start;
     this.inherited = context.inherited ?? false;
     this.tracking = { ...(context.tracking ?? {}) };
+    this.seen = new Set(context.seen ?? []);
+  }
+
+  /** Whether this execution follows the rules of a version 2 entity (see ChainContext.legacy). */
+  get legacy(): boolean {
+    return this.context.legacy === true;
   }
 
   /** The index of this execution in its chain. */
@@ -64,17 +107,52 @@ export class ExecutionChain {
   saved(checkpoint: Checkpoint | null): void {
     if (this.start === undefined) this.start = null;
     this.current = checkpointKey(checkpoint);
+    if (this.current === null || this.legacy) return;
+    const digest = checkpointDigest(this.current);
+    this.firstSaved ??= digest;
+    // Saving again the place this execution began from is harmless (a script that re-saves what it read).
+    if (this.current !== this.start && this.seen.has(digest)) this.wentBack = true;
   }
 
-  /** Whether the run may end this execution now and continue: it has a checkpoint and moved since it began. */
+  /** Whether this execution saved a checkpoint of its own (the cut refuses a save only after one). */
+  get savedHere(): boolean {
+    return this.firstSaved !== undefined;
+  }
+
+  /**
+   * Whether the run may end this execution now and continue from its last checkpoint. `wrote`: records
+   * were written (version 2: added, updated or deleted) or saved at all (batchSave or batchDelete of
+   * any record, unchanged ones included: a second full pass over unchanged data is progress).
+   * Progress is a checkpoint that is neither where this execution began nor one where an earlier
+   * execution began or that it first saved, reached without going back to such a place, with records
+   * saved: a checkpoint that merely differs (its save time in it, a cursor that cycles, a script that
+   * never reads its checkpoint and walks the first pages again) is not.
+   */
   private progressed(wrote: boolean): boolean {
-    return this.current != null && (wrote || this.current !== (this.start ?? null));
+    if (this.current == null) return false;
+    if (this.legacy) return wrote || this.current !== (this.start ?? null);
+    return (
+      wrote && !this.wentBack && this.current !== (this.start ?? null) && !this.seen.has(checkpointDigest(this.current))
+    );
   }
 
-  /** After a saveCheckpoint: the failure that ends the execution when it is near a limit and may continue. */
+  /**
+   * At a limit (past SOFT_SHARE of the history budget or the time limit) when the script calls
+   * saveCheckpoint after its execution's last stored one (version 2: right after storing it): the
+   * failure that ends the execution, the run continuing from the last stored checkpoint; or, when it
+   * did not get further, checkpoint_not_advancing; undefined: the script goes on (not at a limit; no
+   * checkpoint yet, the history budget then decides; or records saved and the checkpoint is still the
+   * one this execution began with: a script that checkpoints seldom is given until the budget).
+   */
   afterSave(near: boolean, wrote: boolean): ApplicationFailure | undefined {
-    if (!near || !this.context.canContinue || !this.progressed(wrote)) return undefined;
-    return this.continues('its execution neared a limit after a saveCheckpoint');
+    if (!near || !this.context.canContinue) return undefined;
+    if (this.progressed(wrote)) return this.continues('its execution reached a limit at a saveCheckpoint');
+    if (this.legacy || this.current == null) return undefined;
+    if (wrote && !this.wentBack && this.current === (this.start ?? null)) return undefined;
+    return this.notAdvancing(
+      'the run reached a limit of its execution (history budget or time) at a saveCheckpoint',
+      wrote,
+    );
   }
 
   /** At the history budget: continue, or fail saying why it cannot. */
@@ -82,14 +160,7 @@ export class ExecutionChain {
     if (this.context.canContinue && this.progressed(wrote))
       return this.continues(`its execution reached the history budget (${usage})`);
     if (this.context.canContinue && this.current != null) {
-      return ApplicationFailure.create({
-        type: 'checkpoint_not_advancing',
-        nonRetryable: true,
-        message:
-          `the run reached its execution's history budget (${usage}) with the checkpoint it began with and no record ` +
-          'added, updated or deleted: continuing would start the script again at the same place forever. ' +
-          'Save a checkpoint that points past what was saved (svc.saveCheckpoint after each batchSave; docs/scripts.md "Resumable syncs").',
-      });
+      return this.notAdvancing(`the run reached its execution's history budget (${usage})`, wrote);
     }
     return ApplicationFailure.create({
       type: 'run_history_limit',
@@ -102,7 +173,38 @@ export class ExecutionChain {
     });
   }
 
+  private notAdvancing(where: string, wrote: boolean): ApplicationFailure {
+    const why = this.legacy
+      ? 'with the checkpoint it began with and no record added, updated or deleted'
+      : this.current === (this.start ?? null)
+        ? 'with the checkpoint its execution began with'
+        : this.wentBack || (this.current != null && this.seen.has(checkpointDigest(this.current)))
+          ? 'with a checkpoint an earlier execution of the run already began from or saved (it went back)'
+          : !wrote
+            ? 'having saved no record in this execution'
+            : 'without getting further';
+    return ApplicationFailure.create({
+      type: 'checkpoint_not_advancing',
+      nonRetryable: true,
+      message:
+        `${where} ${why}: continuing would start the script again at a place it has been, forever. ` +
+        'Read the checkpoint at the start (svc.getCheckpoint) and save one that points past what was saved, ' +
+        'without a time or a counter in it (svc.saveCheckpoint after each batchSave; docs/scripts.md "Resumable syncs").',
+    });
+  }
+
   private continues(why: string): ApplicationFailure {
+    // Nothing is unbounded: a run spans at most maxExecutions executions (SYNC_RUN_MAX_EXECUTIONS).
+    if (!this.legacy && this.index + 2 > this.maxExecutions) {
+      return ApplicationFailure.create({
+        type: 'run_max_executions',
+        nonRetryable: true,
+        message:
+          `${why}, but the run has had ${this.index + 1} executions, as many as SYNC_RUN_MAX_EXECUTIONS ` +
+          `(${this.maxExecutions}) allows: it stops here. Its checkpoint is kept, so the next run goes on from it; ` +
+          'raise SYNC_RUN_MAX_EXECUTIONS on the workers for a larger backfill (docs/operations.md).',
+      });
+    }
     this.continuing = true;
     return ApplicationFailure.create({
       type: RUN_CONTINUES,
@@ -133,17 +235,28 @@ export class ExecutionChain {
   }
 
   handOff(): ChainHandOff {
-    return {
+    const handOff: ChainHandOff = {
       checkpoint: this.current ?? this.start ?? null,
       tracking: { ...this.tracking },
       inherited: this.inherited,
     };
+    if (this.legacy) return handOff;
+    // Where this execution began and what it first saved join the places the next may not go back to.
+    const seen = new Set(this.seen);
+    if (this.start != null) seen.add(checkpointDigest(this.start));
+    if (this.firstSaved !== undefined) seen.add(this.firstSaved);
+    return { ...handOff, seen: [...seen] };
   }
 }
 
 /** Whether any record was added, updated or deleted. */
 export function wroteAny(summaries: Record<string, WriteSummary>): boolean {
   return Object.values(summaries).some((s) => s.added + s.updated + s.deleted > 0);
+}
+
+/** Whether any record was saved or deleted at all, unchanged ones included. */
+export function savedAny(summaries: Record<string, WriteSummary>): boolean {
+  return Object.values(summaries).some((s) => s.added + s.updated + s.deleted + s.unchanged > 0);
 }
 
 /** Adds a model's counts into per model counts. */

@@ -103,7 +103,7 @@ async function execute(
   try {
     const loaded =
       preloaded ?? (await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]));
-    runtime.useExecutionTimeLimit(loaded.executionTimeLimitMs);
+    runtime.useExecutionTimeLimit(loaded.executionTimeLimitMs, loaded.maxExecutions);
     const realm = createScriptRealm({
       scriptName: name,
       budget,

@@ -35,7 +35,7 @@ import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate, queryRecord, type Page } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
 import type { Checkpoint } from '../src/syncs/checkpoint.js';
-import { addSummary, RUN_CONTINUES, SOFT_SHARE, wroteAny, type ExecutionChain } from './runChain.js';
+import { addSummary, RUN_CONTINUES, savedAny, SOFT_SHARE, wroteAny, type ExecutionChain } from './runChain.js';
 import type { SvcShape } from './realm/types.js';
 import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
 import {
@@ -174,7 +174,7 @@ export interface SvcRuntime {
   /** Ends the run's use of the step ledger: its results are made durable, then the ledger forgets them. */
   finish: () => Promise<void>;
   /** The worker's time limit per execution, from the loaded script (the run's options win over it). */
-  useExecutionTimeLimit: (ms: number | undefined) => void;
+  useExecutionTimeLimit: (ms: number | undefined, maxExecutions?: number) => void;
   /** Runs one bookkeeping step of the run (not a script operation) with the same mode and budget. */
   step: <K extends keyof RuntimeActivities>(
     name: K,
@@ -288,7 +288,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       if (context.chain?.continuing) return;
       const usage = `${operations} svc operations, ${events} events, ${Math.round(info.historySize / 1024 / 1024)} MiB`;
       // A run inside its sync entity may continue from a checkpoint; a run of its own workflow cannot.
-      if (context.chain?.context.canContinue) throw context.chain.atLimit(wroteAny(summaries), usage);
+      if (context.chain?.context.canContinue) throw context.chain.atLimit(progressMade(context.chain), usage);
       throw ApplicationFailure.create({
         type: 'run_history_limit' satisfies RunErrorCode,
         nonRetryable: true,
@@ -542,12 +542,28 @@ export function createSvc(context: SvcContext): SvcRuntime {
       chain.read(found);
       return found;
     }
+    // The cut comes when the script CALLS saveCheckpoint at a limit, and that save is refused: the run
+    // continues from the checkpoint stored before it, whose page was saved whether the script saves
+    // its checkpoint after its batchSave or before it (a save of `next` before the batchSave of the
+    // page, cut right after, would lose that page). The cost: at most one page fetched again per cut.
+    // Version 2 executions cut right after the save, as they were recorded.
+    if (what === 'save' && !chain.legacy && chain.savedHere) {
+      const ends = chain.afterSave(nearLimit(), progressMade(chain));
+      if (ends) throw ends;
+    }
     await simple('saveCheckpoint', `${what}Checkpoint`, [writeScope, what === 'save' ? value : null]);
     chain.saved(what === 'save' ? value : null);
-    // Ends the execution here when it is near a limit: the run continues from this very checkpoint.
-    const ends = what === 'save' ? chain.afterSave(nearLimit(), wroteAny(summaries)) : undefined;
-    if (ends) throw ends;
+    if (what === 'save' && chain.legacy) {
+      // Version 2: ends the execution here when it is near a limit; the run continues from this very checkpoint.
+      const ends = chain.afterSave(nearLimit(), progressMade(chain));
+      if (ends) throw ends;
+    }
     return null;
+  }
+
+  /** What the chain's progress rule counts as records (runChain.ts progressed). */
+  function progressMade(chain: ExecutionChain): boolean {
+    return chain.legacy ? wroteAny(summaries) : savedAny(summaries);
   }
 
   /** svc.trackDeletesStart / trackDeletesEnd (issue 32): a pass over a model that may span executions. */
@@ -758,8 +774,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
       await endTask.forgetSteps();
     },
     step: (name, summary, args) => simple(name, summary, args, true),
-    useExecutionTimeLimit: (ms) => {
+    useExecutionTimeLimit: (ms, maxExecutions) => {
       workerTimeLimit = ms;
+      const max = context.options.maxExecutions ?? maxExecutions;
+      if (context.chain && max !== undefined) context.chain.maxExecutions = max;
     },
   };
 }

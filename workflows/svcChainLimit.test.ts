@@ -61,6 +61,7 @@ describe('a run at the history budget with a checkpoint that moved', () => {
 
   it('ends the execution with run_continues, an ApplicationFailure the script cannot catch (batchSave)', async () => {
     const { chain, ops } = svcWithChain();
+    await ops['batchSave']!([{ id: 'r0' }], 'Record'); // a page saved: the execution made progress
     await ops['saveCheckpoint']!({ cursor: 'p2' }); // 10 events: far from the budget, no cut
     info.historyLength = 150; // the script's next step finds the budget passed (no save since 90%)
     const error = await ops['batchSave']!([{ id: 'r1' }], 'Record').catch((e: unknown) => e);

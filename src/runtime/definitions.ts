@@ -70,6 +70,8 @@ export interface RunOptions {
    * budget ends an execution.
    */
   executionTimeLimitMs?: number;
+  /** Executions one sync run may span (SYNC_RUN_MAX_EXECUTIONS of the loading worker otherwise). */
+  maxExecutions?: number;
 }
 
 export interface RunSyncInput {
@@ -97,6 +99,8 @@ export interface LoadedScript {
    * Absent: no limit (`none`, or a bundle loaded by an older worker).
    */
   executionTimeLimitMs?: number;
+  /** The loading worker's SYNC_RUN_MAX_EXECUTIONS (absent: an older worker; the default applies). */
+  maxExecutions?: number;
 }
 
 /**
@@ -159,6 +163,12 @@ export interface ChainHandOff {
   tracking: Record<string, number>;
   /** The run began from a checkpoint an earlier run saved: it did not see the whole data set itself. */
   inherited: boolean;
+  /**
+   * Digests of the checkpoints the run's executions began from and first saved (workflows/runChain.ts
+   * checkpointDigest): a later execution that ends at or goes back to one of them did not progress.
+   * Absent from executions of version 2.
+   */
+  seen?: string[];
 }
 
 export type SyncStatusName = 'running' | 'idle' | 'paused' | 'failed';
@@ -271,7 +281,12 @@ export type RunWatchSinks = {
 
 /**
  * The run model of the sync entity workflow (workflows/manageSync.ts), carried in its input: 2, each
- * run inside the entity's own execution (issue 31). Executions that carry none run each run as a child
- * `runSync` (version 1) and continue as new in this one.
+ * run inside the entity's own execution (issue 31); 3, the same with the chain rules of the hostile
+ * review of issue 32 (workflows/runChain.ts: progress, the cut at a saveCheckpoint call, at most
+ * SYNC_RUN_MAX_EXECUTIONS executions; a pause stops a continuing run). Executions that carry none run
+ * each run as a child `runSync` (version 1); executions of 1 and 2 continue as new in this one.
  */
-export const SYNC_ENTITY_VERSION = 2;
+export const SYNC_ENTITY_VERSION = 3;
+
+/** The first entity version with the chain rules of issue 32's hostile review (see SYNC_ENTITY_VERSION). */
+export const CHAIN_RULES_VERSION = 3;
