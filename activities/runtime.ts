@@ -406,6 +406,9 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         runId: input.runId,
         limit,
         ttlMs: SYNC_SLOT_TTL_MS,
+        // A run inside its entity keeps the slot of the entity's previous execution (a run that
+        // continues holds one slot across its executions).
+        ...(run.workflowType === 'manageSync' ? { handOverFrom: run.workflowId } : {}),
       });
       if (slot === false) {
         throw ApplicationFailure.create({

@@ -20,6 +20,13 @@ export interface TakeSlot {
   limit: number;
   /** When the slot lapses if nobody gives it back. */
   ttlMs: number;
+  /**
+   * The sync entity whose run this is (its workflow id, verified by the caller): a slot another run of
+   * the same entity holds is handed over to this one, not counted. An entity runs one run at a time,
+   * so such a slot is its previous execution's, whose run continues in this one (issue 32) or that
+   * ended without giving it back; counting it, a bound of 1 kept a continuing run from ever going on.
+   */
+  handOverFrom?: string;
 }
 
 export function createRunSlots({ db }: { db: Pool }) {
@@ -35,6 +42,13 @@ export function createRunSlots({ db }: { db: Pool }) {
           slot.environmentId,
           slot.kind,
         ]);
+        if (slot.handOverFrom !== undefined) {
+          const prefix = `${slot.handOverFrom}:run:`;
+          await client.query(
+            'DELETE FROM run_slots WHERE environment_id = $1 AND kind = $2 AND left(run_id, length($3)) = $3 AND run_id <> $4',
+            [slot.environmentId, slot.kind, prefix, slot.runId],
+          );
+        }
         const { rows } = await client.query<{ going: string }>(
           'SELECT count(*) AS going FROM run_slots WHERE environment_id = $1 AND kind = $2 AND run_id <> $3',
           [slot.environmentId, slot.kind, slot.runId],

@@ -73,6 +73,8 @@ export interface RuntimeOptions {
   database?: TestDatabase;
   /** A fake external API the test connections' provider points at (test/kit's `upstream`). */
   upstream?: FakeUpstream;
+  /** More of the workers' runtime dependencies (run slots and their bound, a time limit). */
+  runtime?: (pool: Pool) => Partial<Parameters<typeof createServiceWorkers>[0]['runtime']>;
 }
 
 /** Database, worker and client of one test file (createRuntime), all torn down after it. */
@@ -109,7 +111,7 @@ async function composeRuntime(options: RuntimeOptions, owned: Array<() => Promis
     owned.push(() => connection.close());
     const workers = await createServiceWorkers({
       db: pool,
-      runtime: runtimeDeps(pool, connections, actions, client),
+      runtime: { ...runtimeDeps(pool, connections, actions, client), ...options.runtime?.(pool) },
       connection,
       namespace: temporalNamespace,
       taskQueue,
