@@ -335,6 +335,12 @@ export const ERROR_CODES = {
   sync_busy: { status: 429, meaning: 'The sync takes no more signals until its run ends; Retry-After says when.' },
   sync_endpoint_removed: { status: 404, meaning: 'A deploy removed the sync behind this generated endpoint.' },
   sync_not_found: { status: 404, meaning: 'The sync is not running for this connection.' },
+  sync_paused: {
+    status: 500,
+    run: 'run',
+    meaning:
+      'The sync was paused while its run spanned executions: the run stopped at its next continuation, its checkpoint kept (a run’s failure).',
+  },
   temporal_unavailable: { status: 500, run: 'operation', meaning: 'Temporal did not answer a lookup.' },
   temporal_unreachable: { status: 500, meaning: 'Temporal cannot be reached at the configured address.' },
   too_many_runs: {

@@ -223,9 +223,15 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   };
   let verdict: RunawayVerdictSignal | null = null;
   let stopRun: ((failure: ApplicationFailure) => void) | null = null;
+  // A pause arrived while this execution's run was under way (issue 32: it stops a run that continues).
+  let runUnderway = false;
+  let pausedInRun = false;
 
   setHandler(triggerSignal, ({ mode }) => receive({ type: 'trigger', mode }));
-  setHandler(pauseSignal, () => receive({ type: 'pause' }));
+  setHandler(pauseSignal, () => {
+    if (runUnderway) pausedInRun = true;
+    receive({ type: 'pause' });
+  });
   setHandler(resumeSignal, () => receive({ type: 'resume', now: Date.now() }));
   setHandler(reconfigureSignal, (definition) => receive({ type: 'reconfigure', definition }));
   setHandler(webhookSignal, (event) => receive({ type: 'webhook', event }));
@@ -298,6 +304,9 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
 
   // The run's id names this execution: Temporal's run id, which no script can choose.
   const runId = `${workflowInfo().workflowId}:run:${workflowInfo().runId}`;
+  // A run triggered while the sync was paused is not stopped by that pause, only by one that comes later.
+  const pausedAtChoice = entity.state.paused;
+  runUnderway = true;
   const tentative: RunCommit = commit ?? { events: received.length, at: Date.now(), created };
   let began: RunCommit | Error;
   try {
@@ -367,9 +376,23 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const next = continuationOf(entity, step, runId, outcome, continued);
   if (next) {
     await condition(allHandlersFinished);
-    return continueEntity(entity, undefined, next);
-  }
-  if (continued) outcome = chainOutcome(entity, outcome, runId, continued);
+    // A pause stops the run at its continuation (version 3): the run ends here, its checkpoint kept,
+    // and a later start of the sync goes on from it.
+    const stopOnPause = (continued ? continued.stopOnPause !== false : !pausedAtChoice) || pausedInRun;
+    if (!chainRules || !entity.state.paused || !stopOnPause) {
+      return continueEntity(entity, undefined, chainRules ? { ...next, stopOnPause } : next);
+    }
+    outcome = {
+      ok: false,
+      error: {
+        code: 'sync_paused',
+        message:
+          `the sync was paused while its run went on: the run stopped at its continuation after execution ${next.executions.length}, ` +
+          'its checkpoint kept; starting the sync (POST /sync/start) runs it at once from that checkpoint',
+      },
+      executions: next.executions,
+    };
+  } else if (continued) outcome = chainOutcome(entity, outcome, runId, continued);
   // ---- end issue 32
   const ended = runEnded(entity, outcome, Date.now(), rules);
   entity = ended.entity;

@@ -22,6 +22,11 @@ export interface RunContinuation {
   /** The start of the run's first execution: the run's start (and the next lastSyncDate). */
   startedAt: string;
   handOff: ChainHandOff;
+  /**
+   * Whether a pause stops the run at its next continuation (version 3): the run began while the sync
+   * was not paused, or a pause arrived during it. Absent (version 2): not stopped.
+   */
+  stopOnPause?: boolean;
 }
 
 /** The next execution's continuation, when this execution ended so that its run continues. */

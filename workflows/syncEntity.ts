@@ -268,6 +268,9 @@ export function runEnded(
   if (!neverScheduled && moveSchedule) state = { ...state, nextRunAt: iso(now + definition.runsMs) };
   // A run that could not begin because its environment had as many sync runs going as it may did
   // nothing: its webhook waits again, first, and the sync runs again soon rather than a whole interval later.
+  // A run stopped by a pause at its continuation (issue 32) is due again: starting the sync goes on at
+  // once from its checkpoint, not an interval later.
+  if (!outcome.ok && outcome.error.code === 'sync_paused' && !neverScheduled) state = { ...state, nextRunAt: iso(now) };
   if (!outcome.ok && outcome.error.code === 'environment_busy') {
     if (run.webhook) state = { ...state, webhooks: [run.webhook, ...state.webhooks] };
     if (!neverScheduled && run.scheduled) {
