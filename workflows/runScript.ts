@@ -31,6 +31,8 @@ const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationE
 
 /** The patch of the step that clears a sync's checkpoint at the start of a full run (issue 32). */
 const CLEAR_CHECKPOINT_ON_FULL = 'clear-checkpoint-on-full-run';
+/** The patch of the bookkeeping steps' reserve past the history budget (svc.ts BOOKKEEPING_RESERVE_EVENTS). */
+const BOOKKEEPING_RESERVE = 'bookkeeping-reserve';
 
 /** What a script threw, as the run's failure: typed, non-retryable, with a message that says where. */
 
@@ -176,8 +178,11 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   // no patched() (SvcContext.inline).
   const clearsCheckpoint =
     input.mode !== 'incremental' && firstExecution && (place.inline === true || patched(CLEAR_CHECKPOINT_ON_FULL));
+  // The same for the bookkeeping reserve; a run inside its entity has it from version 3 on.
+  const bookkeepingReserve = place.inline === true ? place.chain?.legacy !== true : patched(BOOKKEEPING_RESERVE);
   const runtime = createSvc({
     chain,
+    bookkeepingReserve,
     budget,
     kind: 'sync',
     scope,

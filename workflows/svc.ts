@@ -96,6 +96,11 @@ export class RequestError extends OperationError {
 // with a clear error, leaving room for the failure and the final log flush.
 export const HISTORY_EVENT_BUDGET = 48_000;
 export const HISTORY_BYTE_BUDGET = 45 * 1024 * 1024;
+// The run's own bookkeeping once its script returned (tracked deletes per model, the count, the last
+// logs) may go past the budget by this much, so that a script that returned at the budget is a
+// success (issue 32's hostile review), still well below Temporal's limits (51,200 events, 50 MiB).
+export const BOOKKEEPING_RESERVE_EVENTS = 1_500;
+export const BOOKKEEPING_RESERVE_BYTES = 3 * 1024 * 1024;
 // Events one operation adds: a local activity is one marker; a normal activity is scheduled, started
 // and completed plus the workflow task (scheduled, started, completed) that reacts to it.
 const EVENTS_PER_OPERATION = { local: 1, normal: 6 } as const;
@@ -157,6 +162,11 @@ export interface SvcContext {
   onActive?: () => void;
   /** A sync run's chain of executions (issue 32, workflows/runChain.ts): checkpoints, continuation, tracked deletes. */
   chain?: ExecutionChain;
+  /**
+   * The run's bookkeeping steps have a reserve past the history budget (BOOKKEEPING_RESERVE_EVENTS).
+   * Runs recorded before it (version 2 entities; a runSync without its patch) replay without it.
+   */
+  bookkeepingReserve?: boolean;
 }
 
 /** What the run workflow keeps from its `svc`: counts of writes and the log buffer to flush. */
@@ -282,13 +292,18 @@ export function createSvc(context: SvcContext): SvcRuntime {
       lowestOpenAtLastChange = stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep;
     }
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
-    const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
-    if (events > eventBudget || info.historySize > HISTORY_BYTE_BUDGET) {
+    const reserve = bookkeeping && context.bookkeepingReserve === true;
+    const eventBudget =
+      (context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET) + (reserve ? BOOKKEEPING_RESERVE_EVENTS : 0);
+    const byteBudget = HISTORY_BYTE_BUDGET + (reserve ? BOOKKEEPING_RESERVE_BYTES : 0);
+    if (events > eventBudget || info.historySize > byteBudget) {
       // A run that continues in a next execution (issue 32) still flushes its logs in this one.
       if (context.chain?.continuing) return;
       const usage = `${operations} svc operations, ${events} events, ${Math.round(info.historySize / 1024 / 1024)} MiB`;
-      // A run inside its sync entity may continue from a checkpoint; a run of its own workflow cannot.
-      if (context.chain?.context.canContinue) throw context.chain.atLimit(progressMade(context.chain), usage);
+      // A run inside its sync entity may continue from a checkpoint; a run of its own workflow cannot;
+      // nor can bookkeeping past its reserve (the script returned: it fails as any run past its budget).
+      if (context.chain?.context.canContinue && !reserve)
+        throw context.chain.atLimit(progressMade(context.chain), usage);
       throw ApplicationFailure.create({
         type: 'run_history_limit' satisfies RunErrorCode,
         nonRetryable: true,
