@@ -25,6 +25,9 @@ describe('checkCheckpoint', () => {
     expect(problem(Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, i])))).toMatch(/at most 16 keys/);
     expect(problem({ ['k'.repeat(256)]: 1 })).toMatch(/longer than 255/);
     expect(problem({ s: 'x'.repeat(4001) })).toMatch(/longer than 4000/);
+    // An own key `__proto__` (as JSON.parse or a computed key makes it) was dropped without a word.
+    expect(problem(JSON.parse('{"cursor":"c1","__proto__":"x"}'))).toMatch(/key "__proto__" is not allowed/);
+    expect(problem({ ['__proto__']: 1 })).toMatch(/key "__proto__" is not allowed/);
   });
 
   it('bounds the whole in bytes of UTF-8, not characters', () => {

@@ -26,6 +26,10 @@ export function checkCheckpoint(value: unknown): { ok: true; checkpoint: Checkpo
   }
   const checkpoint: Checkpoint = {};
   for (const [key, field] of entries) {
+    // Assigned, it would set the object's prototype (a primitive: silently dropped), not a key.
+    if (key === '__proto__') {
+      return { ok: false, problem: 'checkpoint key "__proto__" is not allowed: name the key otherwise' };
+    }
     if (key.length > CHECKPOINT_KEY_MAX_LENGTH) {
       return {
         ok: false,

@@ -5,6 +5,7 @@
  * SYNC_EXECUTION_TIME_LIMIT cuts a run that checkpoints into executions of one run.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ServiceApiError } from '../../src/client/index.js';
 import { bundle, deployRequest, INTEGRATION } from './fixtures.js';
 import { apiFailure, deployWithConnection, eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
 
@@ -77,6 +78,13 @@ describe('GET and DELETE /sync/checkpoint', () => {
 
     await runOnce();
     expect(await h.api.syncs.checkpoint(query)).toMatchObject({ checkpoint: { runs: 2 }, version: 2 });
+    // GET /sync/status shows the same checkpoint (it said null whatever was saved).
+    const { syncs } = await h.api.syncs.status({
+      provider_config_key: INTEGRATION,
+      connection_id: 'c1',
+      syncs: ['issues'],
+    });
+    expect(syncs[0]?.checkpoint).toEqual({ runs: 2, at: 'page-2', done: false });
 
     expect(await h.api.syncs.resetCheckpoint(query)).toEqual({ deleted: true });
     expect(await h.api.syncs.resetCheckpoint(query)).toEqual({ deleted: false });
@@ -103,6 +111,15 @@ describe('GET and DELETE /sync/checkpoint', () => {
     expect(await apiFailure(h.api.syncs.resetCheckpoint({ ...query, variant: 'v2' as 'base' }))).toMatchObject({
       status: 400,
     });
+    // One sync only: a wildcard or a list is a 400 naming the field (a wildcard answered 200 with nulls).
+    for (const sync of ['*', 'issues,other']) {
+      for (const call of [h.api.syncs.checkpoint, h.api.syncs.resetCheckpoint]) {
+        const error = await call({ ...query, sync }).catch((e: unknown) => e);
+        expect(error, sync).toBeInstanceOf(ServiceApiError);
+        expect((error as ServiceApiError).status, sync).toBe(400);
+        expect((error as ServiceApiError).message, sync).toMatch(/sync.*no wildcard/);
+      }
+    }
     expect(await apiFailure(h.anonymous.syncs.checkpoint(query))).toMatchObject({ status: 401 });
     expect((await apiFailure(h.apiB.syncs.checkpoint(query))).status).toBe(404);
   });

@@ -12,7 +12,11 @@ export const syncCheckpointQuery = z
   .object({
     provider_config_key: z.string().min(1),
     connection_id: z.string().min(1),
-    sync: z.string().min(1).describe('The sync’s name.'),
+    sync: z
+      .string()
+      .min(1)
+      .regex(/^[^*,]+$/, { error: 'sync must name one sync: no wildcard (`*`) or list (`a,b`) here' })
+      .describe('The name of one sync (no wildcard, no list).'),
     variant: z
       .literal(BASE_VARIANT, { error: 'sync variants are not supported: only the default variant `base` exists' })
       .optional()

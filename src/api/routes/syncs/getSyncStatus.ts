@@ -62,7 +62,12 @@ export const syncStatusSchema = z.object({
           'Of the latest run: `INCREMENTAL`, or `INITIAL` when it was a full one (`sync_type: full`, or a full refresh) or no run finished yet.',
         ),
       sync_type: z.enum(['incremental', 'full']).describe('`sync_type` of service.yaml.'),
-      checkpoint: z.null().describe('Always null: runs keep no checkpoint here (`lastSyncDate` is kept by the sync).'),
+      checkpoint: z
+        .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+        .nullable()
+        .describe(
+          'What the sync’s script last saved with svc.saveCheckpoint for this connection (GET /sync/checkpoint has its version and run); null when there is none.',
+        ),
       finishedAt: z.string().nullable(),
       nextScheduledSyncAt: z.string().nullable(),
       frequency: z
@@ -104,7 +109,16 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
       const syncs = await Promise.all(
         pairs.map(async ({ connectionId, definition }) => {
           const ref = { ...definition, connectionId };
-          const own = await deps.syncFrequencies.get(ref);
+          const [own, stored] = await Promise.all([
+            deps.syncFrequencies.get(ref),
+            deps.checkpoints.get({
+              environmentId: environment.id,
+              integrationId: definition.integrationId,
+              connectionId,
+              syncName: definition.syncName,
+            }),
+          ]);
+          const checkpoint = stored?.checkpoint ?? null;
           const base = {
             id: syncWorkflowId(ref),
             connection_id: connectionId,
@@ -121,7 +135,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
               ...base,
               status: publicSyncStatus(status.status),
               type: publicSyncType(status.latestResult),
-              checkpoint: null,
+              checkpoint,
               finishedAt: status.finishedAt,
               nextScheduledSyncAt: status.nextScheduledSyncAt,
               latestResult: status.latestResult?.models ?? null,
@@ -137,7 +151,7 @@ export const getSyncStatusRoute = (deps: ApiDeps) =>
               ...base,
               status: publicSyncStatus(undefined),
               type: publicSyncType(null),
-              checkpoint: null,
+              checkpoint,
               finishedAt: null,
               nextScheduledSyncAt: null,
               latestResult: null,
