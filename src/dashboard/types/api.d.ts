@@ -112,7 +112,7 @@ declare namespace Api {
     status: 'RUNNING' | 'PAUSED' | 'STOPPED' | 'SUCCESS' | 'ERROR';
     type: 'INCREMENTAL' | 'INITIAL';
     sync_type: 'incremental' | 'full';
-    checkpoint: null;
+    checkpoint: Record<string, string | number | boolean> | null;
     finishedAt: string | null;
     nextScheduledSyncAt: string | null;
     frequency: string;
