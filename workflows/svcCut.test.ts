@@ -7,7 +7,7 @@
  * case forces the limit before every operation of the first execution, then runs the next execution
  * from the checkpoint it left, with the activities stubbed by an in-memory store.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, RawValue } from '@temporalio/common';
 import { describe, expect, it, vi } from 'vitest';
 import type * as Workflow from '@temporalio/workflow';
 import type { Checkpoint } from '../src/syncs/checkpoint.js';
@@ -21,7 +21,11 @@ vi.mock('@temporalio/workflow', async (original) => {
     {},
     {
       get: (_target, name) => ({
-        executeWithOptions: (_options: unknown, args: unknown[]) => {
+        executeWithOptions: (_options: unknown, sent: unknown[]) => {
+          // A local activity's input travels as a RawValue of its JSON (src/runtime/localActivityInput.ts).
+          const args = sent.map((arg) =>
+            arg instanceof RawValue ? (JSON.parse(new TextDecoder().decode(arg.payload.data)) as unknown) : arg,
+          );
           if (name === 'getCheckpoint') return Promise.resolve(store.checkpoint);
           if (name === 'saveCheckpoint') {
             store.checkpoint = args[1] as Checkpoint | null;
