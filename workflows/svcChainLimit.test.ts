@@ -13,25 +13,9 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type * as Workflow from '@temporalio/workflow';
 
 const info = { historyLength: 10, historySize: 1000, unsafe: { isReplaying: false }, taskQueue: 'q', workflowId: 'w' };
-vi.mock('@temporalio/workflow', async (original) => {
-  const real = await original<typeof Workflow>();
-  const stub = new Proxy(
-    {},
-    {
-      get: (_target, name) => ({
-        executeWithOptions: () =>
-          Promise.resolve(name === 'saveRecords' ? { added: 1, updated: 0, deleted: 0, unchanged: 0 } : 1),
-      }),
-    },
-  );
-  return {
-    ...real,
-    workflowInfo: () => info,
-    patched: () => true,
-    proxyLocalActivities: () => stub,
-    proxyActivities: () => stub,
-  };
-});
+vi.mock('@temporalio/workflow', async (original) =>
+  (await import('./stubbedWorkflow.testing.js')).stubbedWorkflow(await original<typeof Workflow>(), info),
+);
 
 const { createSvc } = await import('./svc.js');
 const { ExecutionChain, RUN_CONTINUES } = await import('./runChain.js');

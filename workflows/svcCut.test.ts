@@ -15,41 +15,30 @@ import type { ChainHandOff } from '../src/runtime/definitions.js';
 
 const info = { historyLength: 10, historySize: 1000, unsafe: { isReplaying: false }, taskQueue: 'q', workflowId: 'w' };
 const store: { checkpoint: Checkpoint | null; saved: Map<number, number> } = { checkpoint: null, saved: new Map() };
-vi.mock('@temporalio/workflow', async (original) => {
-  const real = await original<typeof Workflow>();
-  const stub = new Proxy(
-    {},
-    {
-      get: (_target, name) => ({
-        executeWithOptions: (_options: unknown, sent: unknown[]) => {
-          // A local activity's input travels as a RawValue of its JSON (src/runtime/localActivityInput.ts).
-          const args = sent.map((arg) =>
-            arg instanceof RawValue ? (JSON.parse(new TextDecoder().decode(arg.payload.data)) as unknown) : arg,
-          );
-          if (name === 'getCheckpoint') return Promise.resolve(store.checkpoint);
-          if (name === 'saveCheckpoint') {
-            store.checkpoint = args[1] as Checkpoint | null;
-            return Promise.resolve(1);
-          }
-          if (name === 'saveRecords') {
-            for (const record of (args[0] as { records: { id: number }[] }).records) {
-              store.saved.set(record.id, (store.saved.get(record.id) ?? 0) + 1);
-            }
-            return Promise.resolve({ added: 1, updated: 0, deleted: 0, unchanged: 0 });
-          }
-          return Promise.resolve(1);
-        },
-      }),
+vi.mock('@temporalio/workflow', async (original) =>
+  (await import('./stubbedWorkflow.testing.js')).stubbedWorkflow(
+    await original<typeof Workflow>(),
+    info,
+    (name, sent) => {
+      // A local activity's input travels as a RawValue of its JSON (src/runtime/localActivityInput.ts).
+      const args = sent.map((arg) =>
+        arg instanceof RawValue ? (JSON.parse(new TextDecoder().decode(arg.payload.data)) as unknown) : arg,
+      );
+      if (name === 'getCheckpoint') return store.checkpoint;
+      if (name === 'saveCheckpoint') {
+        store.checkpoint = args[1] as Checkpoint | null;
+        return 1;
+      }
+      if (name === 'saveRecords') {
+        for (const record of (args[0] as { records: { id: number }[] }).records) {
+          store.saved.set(record.id, (store.saved.get(record.id) ?? 0) + 1);
+        }
+        return { added: 1, updated: 0, deleted: 0, unchanged: 0 };
+      }
+      return 1;
     },
-  );
-  return {
-    ...real,
-    workflowInfo: () => info,
-    patched: () => true,
-    proxyLocalActivities: () => stub,
-    proxyActivities: () => stub,
-  };
-});
+  ),
+);
 
 const { createSvc } = await import('./svc.js');
 const { ExecutionChain, RUN_CONTINUES } = await import('./runChain.js');
