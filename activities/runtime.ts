@@ -69,6 +69,8 @@ export interface RuntimeDeps {
   executionTimeLimitMs?: number | undefined;
   /** SYNC_RUN_MAX_EXECUTIONS, handed to each run with its script (LoadedScript). Absent: the default. */
   maxExecutions?: number | undefined;
+  /** SYNC_EXECUTION_OPERATION_LIMIT, handed to each run with its script (LoadedScript). Absent: none. */
+  executionOperationLimit?: number | undefined;
 }
 
 // A sync run past its environment's bound tries to begin again after this (its step is tried 10
@@ -192,10 +194,12 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       const script = await translated(() => scripts.load(hash, run.environmentId));
       const limit = deps.executionTimeLimitMs;
       const max = deps.maxExecutions;
+      const operations = deps.executionOperationLimit;
       return {
         ...script,
         ...(limit === undefined ? {} : { executionTimeLimitMs: limit }),
         ...(max === undefined ? {} : { maxExecutions: max }),
+        ...(operations === undefined ? {} : { executionOperationLimit: operations }),
       };
     },
 

@@ -1,11 +1,14 @@
 /**
  * A backfill past one execution's history bound (issue 32). `npx tsx bench/backfill.ts [--records N]
- * [--page N] [--kills N] [--raw N]`.
+ * [--page N] [--kills N] [--raw N] [--operations N] [--budget N]`.
  *
  * A sync entity (workflows/manageSync.ts, the production run model) runs a resumable sync script
  * (docs/scripts.md "Resumable syncs": `svc.get` of a page by cursor, `svc.batchSave`, `svc.saveCheckpoint`)
  * over a fake API on loopback serving N records (default 1,000,000) at pages of 100 (10,000 pages: past
- * the ~9,500 pages one execution holds, docs/architecture.md), with the default history budget. The
+ * the ~9,500 pages one execution's history holds, docs/architecture.md), each execution ending after
+ * `--operations` svc operations (SYNC_EXECUTION_OPERATION_LIMIT's default; 48000 to let only the history
+ * budget end it, as before that setting) and the history budget `--budget`. A recovery is timed from the
+ * kill to the first request the new worker sends. The
  * worker runs in a process of its own (test/runtime/workerProcess.ts, the production data converter's
  * claim check) and is SIGKILLed `--kills` times (default 2) at evenly spread pages, a warm standby taking
  * over each time. Prints the time, the executions of the run, Temporal Cloud's billable actions of all
@@ -17,13 +20,14 @@
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { startStack } from '../src/devstack/index.js';
+import { DEFAULT_EXECUTION_OPERATION_LIMIT } from '../src/runtime/definitions.js';
 import { createDataConverter } from '../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore } from '../src/runtime/scriptStore.js';
 import { billableActions } from '../src/temporal/billableActions.js';
@@ -36,8 +40,15 @@ import { formatCount, line } from './lib/stats.js';
 import { RAW_TABLE_SQL, rawUpsert, syntheticRecord } from './lib/syncRecords.js';
 import { bundle } from './syncHarness.js';
 
-const { records, page, kills, raw, budget } = positiveIntegerFlags(
-  { records: 1_000_000, page: 100, kills: 2, raw: 100_000, budget: 48_000 },
+const { records, page, kills, raw, budget, operations } = positiveIntegerFlags(
+  {
+    records: 1_000_000,
+    page: 100,
+    kills: 2,
+    raw: 100_000,
+    budget: 48_000,
+    operations: DEFAULT_EXECUTION_OPERATION_LIMIT,
+  },
   process.argv.slice(2),
 );
 const pages = Math.ceil(records / page);
@@ -57,6 +68,7 @@ const server = createServer((request, response) => {
   const url = new URL(request.url ?? '/', 'http://x');
   const start = Number(url.searchParams.get('cursor') ?? '0');
   hits.set(start, (hits.get(start) ?? 0) + 1);
+  if (socketEpoch.get(request.socket) === epoch) requestsThisEpoch++;
   const items = Array.from({ length: Math.max(0, Math.min(page, records - start)) }, (_, i) =>
     syntheticRecord(start + i),
   );
@@ -64,6 +76,12 @@ const server = createServer((request, response) => {
   response.end(JSON.stringify({ items, next: start + page < records ? String(start + page) : null }));
 });
 const hits = new Map<number, number>();
+// A recovery ends at the first request of the new worker: one on a connection opened after the kill. A request
+// the killed worker wrote before it died can still be read after the kill, on a connection it opened.
+let epoch = 0;
+let requestsThisEpoch = 0;
+const socketEpoch = new WeakMap<Socket, number>();
+server.on('connection', (socket: Socket) => socketEpoch.set(socket, epoch));
 try {
   await migrate(pool);
   const workflowBundle = join(dir, 'workflows.js');
@@ -160,7 +178,8 @@ try {
   const workflowId = await control.ensureSync(
     definition,
     ref.connectionId,
-    budget === 48_000 ? undefined : { historyEventBudget: budget },
+    // The worker setting SYNC_EXECUTION_OPERATION_LIMIT as a run option (the test worker has no settings).
+    { executionOperationLimit: operations, ...(budget === 48_000 ? {} : { historyEventBudget: budget }) },
   );
   const killAt = Array.from({ length: kills }, (_, i) => Math.floor((pages * (i + 1)) / (kills + 1)));
   const recoveries: number[] = [];
@@ -168,12 +187,12 @@ try {
     while (hits.size < at) await new Promise((resolve) => setTimeout(resolve, 20));
     worker.child.kill('SIGKILL');
     const killed = Date.now();
-    const fetched = [...hits.values()].reduce((a, b) => a + b, 0);
+    epoch++;
+    requestsThisEpoch = 0;
     worker = await next;
     worker.run();
     next = standby();
-    while ([...hits.values()].reduce((a, b) => a + b, 0) === fetched)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    while (requestsThisEpoch === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     recoveries.push(Date.now() - killed);
     console.log(
       `  killed at page ${formatCount(at)} (${new Date(killed).toISOString()}): requests again after ${((Date.now() - killed) / 1000).toFixed(1)} s; load ${load()}`,

@@ -200,6 +200,7 @@ function composeParts(options: {
   syncRunConcurrency?: number;
   executionTimeLimitMs?: number | null;
   maxExecutions?: number;
+  executionOperationLimit?: number;
 }): ServiceParts {
   const { db, encryptor, temporal, taskQueue } = options;
   // Late-bound: deployments needs the connections, and a saved connection needs the deployment's syncs.
@@ -296,6 +297,9 @@ function composeParts(options: {
     ...(options.syncRunConcurrency === undefined ? {} : { syncRunConcurrency: options.syncRunConcurrency }),
     ...(options.executionTimeLimitMs == null ? {} : { executionTimeLimitMs: options.executionTimeLimitMs }),
     ...(options.maxExecutions === undefined ? {} : { maxExecutions: options.maxExecutions }),
+    ...(options.executionOperationLimit === undefined
+      ? {}
+      : { executionOperationLimit: options.executionOperationLimit }),
     resolveAction: ({ environmentId, integrationId, actionName }) =>
       deployments.actionDefinition(environmentId, integrationId, actionName).catch(() => null),
     // The apply workflow's activities (activities/deploy.ts).
@@ -390,6 +394,7 @@ export async function createService(settings: Settings, overrides: ServiceOverri
       syncRunConcurrency: settings.SYNC_RUN_CONCURRENCY_PER_ENVIRONMENT,
       executionTimeLimitMs: settings.SYNC_EXECUTION_TIME_LIMIT,
       maxExecutions: settings.SYNC_RUN_MAX_EXECUTIONS,
+      executionOperationLimit: settings.SYNC_EXECUTION_OPERATION_LIMIT,
       inboundQueueLimits: {
         ...DEFAULT_INBOUND_QUEUE_LIMITS,
         syncBytes: settings.WEBHOOK_QUEUE_SYNC_BYTES,

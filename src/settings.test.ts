@@ -66,4 +66,14 @@ describe('settings', () => {
       expect(() => loadSettings({ SYNC_RUN_MAX_EXECUTIONS: bad }), bad).toThrow(/SYNC_RUN_MAX_EXECUTIONS/);
     }
   });
+
+  it('reads SYNC_EXECUTION_OPERATION_LIMIT (1000 by default) and refuses what is not a whole number from 100 to 48,000, naming it', () => {
+    expect(loadSettings({}).SYNC_EXECUTION_OPERATION_LIMIT).toBe(1000);
+    expect(loadSettings({ SYNC_EXECUTION_OPERATION_LIMIT: '400' }).SYNC_EXECUTION_OPERATION_LIMIT).toBe(400);
+    for (const bad of ['99', '48001', '500.5', 'lots']) {
+      expect(() => loadSettings({ SYNC_EXECUTION_OPERATION_LIMIT: bad }), bad).toThrow(
+        /SYNC_EXECUTION_OPERATION_LIMIT/,
+      );
+    }
+  });
 });

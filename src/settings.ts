@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { SECRET_KEY_PATTERN } from './connections/environmentStore.js';
 import { ServiceError } from './errors.js';
 import { LOG_LEVELS } from './log.js';
+import { DEFAULT_EXECUTION_OPERATION_LIMIT } from './runtime/definitions.js';
 import { OutboundPolicy } from './runtime/outbound.js';
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -233,10 +234,23 @@ export const settingsSchema = z.object({
   /**
    * How many executions one sync run may span (issue 32): a run about to start one more fails
    * `run_max_executions`, its checkpoint kept, so that no run goes on unbounded whatever its script
-   * does. 1,000 executions hold ~9.5 million pages at the default budget, or 500 hours at the
-   * default time limit. A worker setting, read when an execution loads its script.
+   * does. 1,000 executions hold ~330,000 pages of get + batchSave + saveCheckpoint at the default
+   * SYNC_EXECUTION_OPERATION_LIMIT, or 500 hours at the default time limit. A worker setting, read when an execution loads its script.
    */
   SYNC_RUN_MAX_EXECUTIONS: z.coerce.number().int().min(2).max(1_000_000).default(1000),
+  /**
+   * How many svc operations one execution of a sync run that checkpoints may take: past it, as past
+   * SYNC_EXECUTION_TIME_LIMIT, the run ends the execution when its script next calls
+   * `svc.saveCheckpoint` and continues in a next one. It bounds the replay a worker must finish within
+   * a run's 4 s workflow task timeout to take the run over after a crash (one activation per
+   * operation; docs/architecture.md "Recovery"). A worker setting, read when an execution loads its script.
+   */
+  SYNC_EXECUTION_OPERATION_LIMIT: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(48_000)
+    .default(DEFAULT_EXECUTION_OPERATION_LIMIT),
   /**
    * Token requests the background refresher has in flight at once, per worker process, and of those
    * one environment's at most (src/connections/tokenRefresher.ts).

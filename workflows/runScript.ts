@@ -105,7 +105,7 @@ async function execute(
   try {
     const loaded =
       preloaded ?? (await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]));
-    runtime.useExecutionTimeLimit(loaded.executionTimeLimitMs, loaded.maxExecutions);
+    runtime.useExecutionLimits(loaded);
     const realm = createScriptRealm({
       scriptName: name,
       budget,

@@ -27,6 +27,7 @@ import { checkRecords, formatInvalidRecords, modelIndex } from '../src/config/ch
 import {
   LOG_REDACTION_MARGIN,
   SCRIPT_LIMITS,
+  type LoadedScript,
   type RunActionInput,
   type RunOptions,
   type SyncDefinition,
@@ -183,8 +184,10 @@ export interface SvcRuntime {
   flushLogs: () => Promise<void>;
   /** Ends the run's use of the step ledger: its results are made durable, then the ledger forgets them. */
   finish: () => Promise<void>;
-  /** The worker's time limit per execution, from the loaded script (the run's options win over it). */
-  useExecutionTimeLimit: (ms: number | undefined, maxExecutions?: number) => void;
+  /** The worker's limits per execution and run, from the loaded script (the run's options win over them). */
+  useExecutionLimits: (
+    limits: Pick<LoadedScript, 'executionTimeLimitMs' | 'maxExecutions' | 'executionOperationLimit'>,
+  ) => void;
   /** Runs one bookkeeping step of the run (not a script operation) with the same mode and budget. */
   step: <K extends keyof RuntimeActivities>(
     name: K,
@@ -319,15 +322,19 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // checkpoints continues in a next execution after its next saveCheckpoint.
   const executionStartedAt = Date.now();
   let workerTimeLimit: number | undefined;
+  let workerOperationLimit: number | undefined;
   function nearLimit(): boolean {
     const info = workflowInfo();
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
     const eventBudget = context.options.historyEventBudget ?? HISTORY_EVENT_BUDGET;
     const timeLimit = context.options.executionTimeLimitMs ?? workerTimeLimit;
+    // A worker taking the run over replays one activation per operation, within the 4 s task timeout.
+    const operationLimit = context.options.executionOperationLimit ?? workerOperationLimit;
     return (
       events > eventBudget * SOFT_SHARE ||
       info.historySize > HISTORY_BYTE_BUDGET * SOFT_SHARE ||
-      (timeLimit !== undefined && Date.now() - executionStartedAt >= timeLimit)
+      (timeLimit !== undefined && Date.now() - executionStartedAt >= timeLimit) ||
+      (operationLimit !== undefined && operations >= operationLimit)
     );
   }
 
@@ -789,8 +796,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
       await endTask.forgetSteps();
     },
     step: (name, summary, args) => simple(name, summary, args, true),
-    useExecutionTimeLimit: (ms, maxExecutions) => {
-      workerTimeLimit = ms;
+    useExecutionLimits: ({ executionTimeLimitMs, maxExecutions, executionOperationLimit }) => {
+      workerTimeLimit = executionTimeLimitMs;
+      workerOperationLimit = executionOperationLimit;
       const max = context.options.maxExecutions ?? maxExecutions;
       if (context.chain && max !== undefined) context.chain.maxExecutions = max;
     },

@@ -72,6 +72,11 @@ export interface RunOptions {
   executionTimeLimitMs?: number;
   /** Executions one sync run may span (SYNC_RUN_MAX_EXECUTIONS of the loading worker otherwise). */
   maxExecutions?: number;
+  /**
+   * A sync run that checkpoints continues in a next execution after its first saveCheckpoint past this
+   * many svc operations of its execution (SYNC_EXECUTION_OPERATION_LIMIT of the loading worker otherwise).
+   */
+  executionOperationLimit?: number;
 }
 
 export interface RunSyncInput {
@@ -101,6 +106,11 @@ export interface LoadedScript {
   executionTimeLimitMs?: number;
   /** The loading worker's SYNC_RUN_MAX_EXECUTIONS (absent: an older worker; the default applies). */
   maxExecutions?: number;
+  /**
+   * The loading worker's SYNC_EXECUTION_OPERATION_LIMIT. Absent (a history recorded before it existed,
+   * replayed as it ran): no limit.
+   */
+  executionOperationLimit?: number;
 }
 
 /**
@@ -287,6 +297,9 @@ export type RunWatchSinks = {
  * each run as a child `runSync` (version 1); executions of 1 and 2 continue as new in this one.
  */
 export const SYNC_ENTITY_VERSION = 3;
+
+/** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
+export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
 
 /** The first entity version with the chain rules of issue 32's hostile review (see SYNC_ENTITY_VERSION). */
 export const CHAIN_RULES_VERSION = 3;

@@ -246,6 +246,26 @@ describe('a run that continues past one execution', () => {
     await control.stop(ref, 'test over');
   });
 
+  it('continues past its operation limit, after a saveCheckpoint: each execution replays a bounded history', async () => {
+    ids = Array.from({ length: 40 }, (_, i) => `o${String(i).padStart(2, '0')}`);
+    const { definition, ref } = await define('counted', resumable);
+    // Three operations a page (get, batchSave, saveCheckpoint): an execution holds about four pages.
+    await control.ensureSync(definition, ref.connectionId, { executionOperationLimit: 12 });
+    const status = await settled(ref, 1);
+    expect(status.latestError).toBeNull();
+    const executions = status.latestResult?.executions?.length ?? 1;
+    // 8 pages: at least 3 pages a continuation (one of them fetched again), so at least 3 executions.
+    expect(executions).toBeGreaterThanOrEqual(3);
+    expect(status.latestResult?.models['Record']).toEqual({
+      added: 40,
+      updated: 0,
+      deleted: 0,
+      unchanged: (executions - 1) * PAGE,
+    });
+    expect(await live(ref.connectionId)).toEqual(ids);
+    await control.stop(ref, 'test over');
+  });
+
   it('saveCheckpoint refuses what is not a small flat object, naming the problem', async () => {
     ids = ['x1'];
     const bad = bundle(`async function sync(svc) {
