@@ -34,7 +34,7 @@ import { assertRunOwnsSync } from '../src/records/postgresRecordStore.js';
 import type { Checkpoint } from '../src/syncs/checkpoint.js';
 import { CheckpointStore } from '../src/syncs/checkpointStore.js';
 import type { Encryptor } from '../src/connections/encryption.js';
-import type { HttpRequestInput, HttpResult, IntegrationDescription } from '../src/runtime/svcTypes.js';
+import type { HttpRequestInput, IntegrationDescription, RecordedResponse } from '../src/runtime/svcTypes.js';
 import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
 import type { RunSlots } from '../src/runtime/runSlots.js';
 
@@ -208,11 +208,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      * outcome goes to the step ledger as soon as it is known: a step executed again after a crash
      * answers from there and does not send the request again.
      */
-    async httpRequest(scope: ConnectionScope, request: HttpRequestInput, step?: StepRef): Promise<HttpResult> {
+    async httpRequest(scope: ConnectionScope, request: HttpRequestInput, step?: StepRef): Promise<RecordedResponse> {
       // Inside translated: a refused scope fails the step as `scope_denied`, final, not a retried error.
       await translated(async () => requireConnection(await caller(), scope));
       const key = await translated(() => stepKey(step));
-      const recalled = mayRepeat(step) ? await translated(() => ledger.recall<HttpResult>(key)) : undefined;
+      const recalled = mayRepeat(step) ? await translated(() => ledger.recall<RecordedResponse>(key)) : undefined;
       if (recalled?.ok === true) return recalled.value;
       if (recalled?.ok === false) {
         throw ApplicationFailure.create({ ...recalled.failure, nonRetryable: true });
@@ -222,7 +222,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       await ledger.flush(key.runId).catch((error: unknown) => {
         console.warn(`[worker] step ledger: could not record the steps before step ${key.step}: ${String(error)}`);
       });
-      let result: HttpResult;
+      let result: RecordedResponse;
       try {
         result = await sendRequest(deps.connections, scope, request);
       } catch (error) {
@@ -240,10 +240,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       // Recorded with the run's next record write, before its next request, or a moment later
       // (src/steps/stepLedger.ts): no round trip of its own on the way back to the script. The answer
       // is serialized once, for the ledger's copy and for the step's result (the payload the default
-      // converter would make: the same bytes in the history).
+      // converter would make: the same bytes in the history). Its body is one string (HttpAnswer): no
+      // API's answer is parsed or rebuilt on this thread, which every environment shares.
       const json = JSON.stringify(result);
       ledger.deferJson(key, `{"ok":true,"value":${json}}`);
-      return serializedJson(json) as HttpResult;
+      return serializedJson(json) as RecordedResponse;
     },
 
     /** Exactly once per step: the ledger row is written in the records' own transaction. */

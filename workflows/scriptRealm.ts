@@ -155,7 +155,26 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
         const args = JSON.parse(json) as unknown[];
         return operations[name]!(...(Array.isArray(args) ? args : []));
       })().then(
-        (result) => answer(onResult, result === undefined ? undefined : safeJson(result)),
+        (result) => {
+          if (result === undefined) return answer(onResult, undefined);
+          let text: string;
+          try {
+            text = JSON.stringify(result);
+          } catch (error) {
+            // An answer the realm cannot be given (an API's JSON nested 10^6 deep: the stack runs out)
+            // fails the operation, as it failed when the worker's main thread serialized it.
+            const reason = error instanceof Error ? error.message : String(error);
+            return answer(
+              onError,
+              safeJson({
+                kind: 'error',
+                name: 'TypeError',
+                message: `svc.${String(name)}: its answer cannot be sent to the script as JSON (${reason})`,
+              }),
+            );
+          }
+          answer(onResult, text);
+        },
         (error: unknown) => {
           if (error instanceof ApplicationFailure) options.fatal(error);
           const description = describe(error);

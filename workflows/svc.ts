@@ -61,9 +61,11 @@ import {
 } from '../src/runtime/public.js';
 import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
 import { localActivityInput } from '../src/runtime/localActivityInput.js';
+import { recordedBodyLength, responseOf } from '../src/runtime/httpAnswer.js';
 import {
   REQUEST_ERROR_TYPES,
   type HttpFailureDetails,
+  type RecordedResponse,
   type HttpMethod,
   type IntegrationDescription,
   type SentRequestConfig,
@@ -82,10 +84,9 @@ export class RequestError extends OperationError {
   constructor(code: RunErrorCode, message: string, config: RequestConfig, details: HttpFailureDetails | undefined) {
     super(code, message);
     this.config = config;
-    this.response =
-      details?.kind === 'response'
-        ? { ...details.response, statusText: reasonPhrase(details.response.status), config }
-        : undefined;
+    // Parsed here, on the run's thread (src/runtime/httpAnswer.ts); histories before it hold it parsed.
+    const response = details?.kind === 'response' ? responseOf(details.response) : undefined;
+    this.response = response ? { ...response, statusText: reasonPhrase(response.status), config } : undefined;
     this.status = this.response?.status;
     if (details?.kind === 'network') this.errno = details.code;
   }
@@ -198,10 +199,12 @@ export interface SvcRuntime {
 
 /** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
 function resultBytes(result: unknown): number {
-  const response = result as { data?: unknown; headers?: Record<string, unknown> } | undefined;
-  if (response === null || typeof response !== 'object' || !('data' in response)) return MARKER_BYTES;
+  const response = result as { data?: unknown; body?: unknown; headers?: Record<string, unknown> } | undefined;
+  if (response === null || typeof response !== 'object' || !('data' in response || typeof response.body === 'string')) {
+    return MARKER_BYTES;
+  }
   const declared = Number(response.headers?.['content-length']);
-  const body = Number.isFinite(declared) && declared > 0 ? declared : (JSON.stringify(response.data)?.length ?? 0);
+  const body = Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response as RecordedResponse);
   const encoded = body * CODEC_EXPANSION;
   return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
 }
@@ -461,7 +464,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
           },
         },
       );
-      return { ...result, statusText: reasonPhrase(result.status), data: result.data as T, config };
+      // The body is parsed here, on the run's own thread (src/runtime/httpAnswer.ts).
+      const response = responseOf(result);
+      return { ...response, statusText: reasonPhrase(response.status), data: response.data as T, config };
     } catch (error) {
       const cause = applicationFailureOf(error);
       if (cause && !EXECUTION_ENDING.has(cause.type)) {

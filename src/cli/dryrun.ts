@@ -14,6 +14,7 @@ import type { ConnectionService, RequestToAuthorize } from '../connections/types
 import { REDACTED, redactValue, secretForms } from '../runtime/redaction.js';
 import { RelayedError, ServiceError } from '../errors.js';
 import { sendRequest } from '../runtime/http.js';
+import { responseOf } from '../runtime/httpAnswer.js';
 import type { ServiceConfig } from '../config/types.js';
 import type { ConnectionRecord as RuntimeConnectionRecord } from '../runtime/public.js';
 import type { CliIo } from './io.js';
@@ -183,7 +184,8 @@ export async function dryrun(options: DryrunOptions, io: CliIo): Promise<number>
   const connections = apiConnections(api, ref, secrets);
   const scope = { environmentId: 'local', integrationId: script.integration, connectionId: options.connectionId };
   const backend: LocalBackend = {
-    httpRequest: (request) => sendRequest(connections, scope, request),
+    // A local run's exchanges are saved as fixtures with the body parsed, as before (one user, no worker).
+    httpRequest: async (request) => responseOf(await sendRequest(connections, scope, request)),
     getConnection: (flags) => connections.getConnection(scope, flags),
     getMetadata: async () =>
       (metadataOverride as Record<string, unknown> | undefined) ?? (await connections.getMetadata(scope)),

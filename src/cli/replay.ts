@@ -185,8 +185,13 @@ function resultText(step: RecordedStep): string {
   if (step.failure !== undefined) return `failed: ${step.failure}`;
   if (step.type === 'loadScript') return 'the local script';
   if (step.result === undefined || step.result === null) return 'done';
-  const response = step.result as { status?: unknown; data?: unknown } | undefined;
+  const response = step.result as { status?: unknown; data?: unknown; body?: unknown } | undefined;
   if (step.type === 'httpRequest' && response && typeof response.status === 'number') {
+    // Recorded as its text since issue 31 (src/runtime/httpAnswer.ts), parsed in older histories.
+    if (typeof response.body === 'string' && !('data' in response)) {
+      const text = response.body;
+      return `${response.status} ${text.length > SHOWN_RESULT ? `${text.slice(0, SHOWN_RESULT - 1)}…` : text}`;
+    }
     return `${response.status} ${shorten(response.data)}`;
   }
   return shorten(step.result);

@@ -6,13 +6,13 @@
 import { AxiosError, type AxiosResponse, type ResponseType } from 'axios';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ConnectionScope, RequestAuthorizer } from './connectionAccess.js';
-import { redactSecrets, redactValue } from './redaction.js';
+import { redactJsonText, redactSecrets, redactValue } from './redaction.js';
 import { isServiceError } from '../errors.js';
 import { OUTBOUND_REFUSED, outboundRefusal, policyRequest } from './outbound.js';
 import {
   REQUEST_ERROR_TYPES,
+  type HttpAnswer,
   type HttpRequestInput,
-  type HttpResult,
   type HttpFailureDetails,
   type SentRequestConfig,
 } from './svcTypes.js';
@@ -40,19 +40,19 @@ export const REQUEST_TIMEOUT_MS = 60_000;
 // A longer Retry-After would park the run for hours; past this the request fails instead.
 const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
+/**
+ * How the body is read: bytes for `arraybuffer`/`blob`, text for everything else. A JSON answer (the
+ * default) is read as text too and parsed on the run's workflow thread (src/runtime/httpAnswer.ts):
+ * parsing it here, on the worker's main thread, stalled every environment's tasks for as long as one
+ * API's answer took to parse (33.9 s for 32 MiB of `[{},{},…]`).
+ */
 function axiosResponseType(config: SentRequestConfig): ResponseType {
-  switch (config.responseType) {
-    case 'arraybuffer':
-    case 'blob':
-      return 'arraybuffer';
-    case 'text':
-    case 'document':
-    case 'stream':
-      // A stream cannot cross a durable step: it is read whole, as text.
-      return 'text';
-    default:
-      return 'json';
-  }
+  return config.responseType === 'arraybuffer' || config.responseType === 'blob' ? 'arraybuffer' : 'text';
+}
+
+/** Whether the script asked for JSON (no responseType, or 'json'): then the workflow side parses the text. */
+function wantsJson(config: SentRequestConfig): boolean {
+  return config.responseType === undefined || config.responseType === 'json';
 }
 
 function lowerCaseHeaders(headers: AxiosResponse['headers'] | undefined): Record<string, string> {
@@ -64,10 +64,10 @@ function lowerCaseHeaders(headers: AxiosResponse['headers'] | undefined): Record
   return out;
 }
 
-function responseData(config: SentRequestConfig, data: unknown): unknown {
+// A stream cannot cross a durable step: it is read whole, as text.
+function responseBody(data: unknown): string {
   if (data instanceof ArrayBuffer || Buffer.isBuffer(data)) return Buffer.from(data as ArrayBuffer).toString('base64');
-  if (axiosResponseType(config) === 'json' && typeof data === 'string' && data === '') return '';
-  return data;
+  return typeof data === 'string' ? data : '';
 }
 
 /** The longest response body (after decompression) a `svc` request reads: 32 MiB (docs/scripts.md "Limits"). */
@@ -93,7 +93,7 @@ export async function sendRequest(
   connections: RequestAuthorizer,
   scope: ConnectionScope,
   { method, config }: HttpRequestInput,
-): Promise<HttpResult> {
+): Promise<HttpAnswer> {
   const authorize = async (request: { method: string; endpoint: string; params: Record<string, string | number> }) => {
     try {
       return await connections.authorizeRequest(scope, {
@@ -149,14 +149,20 @@ export async function sendRequest(
         });
         continue;
       }
-      const result: HttpResult = {
+      const result: HttpAnswer = {
         status: response.status,
         headers: lowerCaseHeaders(response.headers),
-        data: responseData(config, response.data),
         request,
+        body: responseBody(response.data),
+        json: wantsJson(config),
       };
       if (response.status < 400) return result;
-      const details: HttpFailureDetails = { kind: 'response', response: redactValue(result, secrets) };
+      // The body is redacted as text, its JSON string literals as the values they spell (escapes too).
+      const redacted: HttpAnswer = {
+        ...redactValue({ ...result, body: '' }, secrets),
+        body: redactJsonText(result.body, secrets),
+      };
+      const details: HttpFailureDetails = { kind: 'response', response: redacted };
       const retryable = isRetryableStatus(response.status, config.retryOn);
       const retryAfter = retryable ? parseRetryAfter(result.headers['retry-after']) : undefined;
       throw ApplicationFailure.create({

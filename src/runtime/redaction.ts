@@ -49,3 +49,30 @@ export function redactValue<T>(value: T, secrets: readonly string[]): T {
   };
   return walk(value) as T;
 }
+
+// A JSON string literal with at least one escape in it (for valid JSON, a match starts at a literal's
+// opening quote: between a closing quote and the next opening one there is no backslash).
+const ESCAPED_LITERAL = /"(?:[^"\\]*\\.)+[^"\\]*"/g;
+
+/**
+ * A body kept as text (a failed request's answer, src/runtime/http.ts), redacted as `redactValue` would
+ * redact it once parsed, without parsing it on the worker's main thread: each credential value where it
+ * appears as written, and each JSON string literal that spells one through escapes (`\u0061`, `\/`)
+ * rewritten as its redacted value. Linear in the text; only literals with escapes are decoded.
+ */
+export function redactJsonText(text: string, secrets: readonly string[]): string {
+  if (secrets.length === 0) return text;
+  const plain = redactSecrets(text, secrets);
+  if (!plain.includes('\\')) return plain;
+  return plain.replace(ESCAPED_LITERAL, (literal) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(literal);
+    } catch {
+      return literal;
+    }
+    if (typeof value !== 'string') return literal;
+    const redacted = redactSecrets(value, secrets);
+    return redacted === value ? literal : JSON.stringify(redacted);
+  });
+}

@@ -32,11 +32,30 @@ export interface HttpRequestInput {
   page?: number;
 }
 
-/** A response as it is recorded in history: `config` and `statusText` are added on the workflow side. */
+/** A response with its body as the script sees it: `config` and `statusText` are added on the workflow side. */
 export type HttpResult = Omit<ServiceResponse, 'config' | 'statusText'>;
 
+/**
+ * A response as the request step records it since issue 31's JSON hole (src/runtime/httpAnswer.ts):
+ * the body as the API sent it, as text, parsed on the run's workflow thread, never on the worker's
+ * main thread. Histories written before it hold an HttpResult (the body parsed); the workflow side
+ * reads both.
+ */
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  request: { method: string; url: string };
+  /** The body: its text (UTF-8, BOM removed, as axios read it), or base64 for `arraybuffer`/`blob`. */
+  body: string;
+  /** The script asked for JSON (the default): `data` is the body parsed, or the text where it is not JSON. */
+  json: boolean;
+}
+
+/** What a request step's result or failure detail holds: today's form, or the older parsed one. */
+export type RecordedResponse = HttpAnswer | HttpResult;
+
 export type HttpFailureDetails =
-  | { kind: 'response'; response: HttpResult }
+  | { kind: 'response'; response: RecordedResponse }
   | { kind: 'network'; code: string; request: { method: string; url: string } };
 
 /** ApplicationFailure types of a failed request. */

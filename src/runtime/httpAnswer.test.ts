@@ -1,0 +1,116 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import axios from 'axios';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerData, isHttpAnswer, recordedBodyLength, responseOf } from './httpAnswer.js';
+import { redactJsonText, redactValue } from './redaction.js';
+
+// Bodies whose JSON reading differs at the edges: what axios (the client the request activity used to
+// parse with) gave for each is what the script must still see.
+const BODIES: Record<string, { type: string; body: string | Buffer }> = {
+  object: { type: 'application/json', body: '{"items":[{"id":1}],"next":null}' },
+  array: { type: 'application/json', body: '[{},{},{}]' },
+  invalid: { type: 'application/json', body: '{"items": [1, 2' },
+  html: { type: 'text/html', body: '<html>oops</html>' },
+  empty: { type: 'application/json', body: '' },
+  whitespace: { type: 'application/json', body: '  \n ' },
+  padded: { type: 'application/json', body: ' {"a":1}\n' },
+  bom: { type: 'application/json', body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":"é"}')]) },
+  string: { type: 'application/json', body: '"text"' },
+  number: { type: 'text/plain', body: '42' },
+  literalNull: { type: 'application/json', body: 'null' },
+  literalFalse: { type: 'application/json', body: 'false' },
+  deep: { type: 'application/json', body: `${'['.repeat(100_000)}${']'.repeat(100_000)}` },
+};
+
+function depth(value: unknown): number {
+  let levels = 0;
+  for (let node = value; Array.isArray(node); node = (node as unknown[])[0]) levels++;
+  return levels;
+}
+
+let server: Server;
+let base = '';
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    const fixture = BODIES[(request.url ?? '/').slice(1)];
+    if (!fixture) return void response.writeHead(404).end();
+    response.writeHead(200, { 'content-type': fixture.type });
+    response.end(fixture.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+describe('answerData', () => {
+  for (const name of Object.keys(BODIES)) {
+    it(`gives what axios gave for a JSON request: ${name}`, async () => {
+      const parsed = await axios.get<unknown>(`${base}/${name}`, { responseType: 'json' });
+      const text = await axios.get<string>(`${base}/${name}`, { responseType: 'text' });
+      expect(typeof text.data).toBe('string');
+      const data = answerData(text.data, true);
+      // A structure 10^5 deep is compared by its depth: a recursive comparison runs out of stack.
+      if (name === 'deep') expect(depth(data)).toBe(depth(parsed.data));
+      else expect(data).toEqual(parsed.data);
+    });
+  }
+
+  it('leaves the text of a text, stream or binary answer as it is', () => {
+    expect(answerData('{"a":1}', false)).toBe('{"a":1}');
+    expect(answerData('', false)).toBe('');
+  });
+});
+
+describe('responseOf', () => {
+  const request = { method: 'GET', url: 'https://api.example.com/items' };
+
+  it('parses the text form and passes the older parsed form through', () => {
+    const answer = { status: 200, headers: { 'content-type': 'application/json' }, request, body: '[1,2]', json: true };
+    expect(isHttpAnswer(answer)).toBe(true);
+    expect(responseOf(answer)).toEqual({ status: 200, headers: answer.headers, request, data: [1, 2] });
+    const older = { status: 200, headers: {}, request, data: { body: 'a field named body' } };
+    expect(isHttpAnswer(older)).toBe(false);
+    expect(responseOf(older)).toBe(older);
+    // A body that is a string in the older form is still its data.
+    expect(responseOf({ status: 200, headers: {}, request, data: 'x' })).toEqual({
+      status: 200,
+      headers: {},
+      request,
+      data: 'x',
+    });
+  });
+
+  it('weighs a body by its text, or by the JSON of older data', () => {
+    expect(recordedBodyLength({ status: 200, headers: {}, request, body: 'abcd', json: true })).toBe(4);
+    expect(recordedBodyLength({ status: 200, headers: {}, request, data: { a: 1 } })).toBe(7);
+  });
+});
+
+describe('redactJsonText', () => {
+  const secret = 'sk-live-4f2a/9b';
+  const secrets = [secret];
+
+  it('redacts what redactValue redacts once the text is parsed, escapes included', () => {
+    const bodies = [
+      JSON.stringify({ error: `bad token ${secret}` }),
+      // The same value spelled with JSON escapes: `\/` and `\u` forms.
+      `{"error":"bad token sk-live-4f2a\\/9b"}`,
+      `{"error":"bad token \\u0073k-live-4f2a/9b","other":"a \\"quoted\\" word"}`,
+      `{"sk-live-4f2a\\/9b":1,"list":["x","\\u0073\\u006b-live-4f2a/9b"]}`,
+    ];
+    for (const body of bodies) {
+      const redacted = redactJsonText(body, secrets);
+      expect(JSON.parse(redacted)).toEqual(redactValue(JSON.parse(body), secrets));
+      expect(JSON.stringify(JSON.parse(redacted))).not.toContain(secret);
+    }
+  });
+
+  it('redacts a text that is not JSON by value and leaves other text alone', () => {
+    expect(redactJsonText(`<p>token ${secret}</p>`, secrets)).toBe('<p>token [redacted]</p>');
+    expect(redactJsonText('{"a":"b\\"c"}', secrets)).toBe('{"a":"b\\"c"}');
+    expect(redactJsonText(`x ${secret}`, [])).toBe(`x ${secret}`);
+  });
+});
