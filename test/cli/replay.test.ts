@@ -170,8 +170,10 @@ describe('GET /runs/:run_id/history', () => {
     expect(run.workflow_id).toBe(succeeded.run_id.replace(/:run:[^:]+$/, ''));
     expect(run.status).toBe('CONTINUED_AS_NEW');
     const payloads = collectPayloadTexts(run.history);
-    // Decoded: the recorded answer of the fake API is readable ...
-    expect(payloads.some((text) => text.includes(`"title":"Issue 1.1","body":"${LONG_BODY}"`))).toBe(true);
+    // Decoded: the recorded answer of the fake API is readable (its body as the API sent it, a JSON
+    // string in the step's result: src/runtime/httpAnswer.ts) ...
+    const answered = JSON.stringify(`"title":"Issue 1.1","body":"${LONG_BODY}"`).slice(1, -1);
+    expect(payloads.some((text) => text.includes(answered))).toBe(true);
     // That answer was claim-checked: the history in Temporal holds its hash only.
     const { rows } = await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM payload_blobs');
     expect(Number(rows[0]?.n)).toBeGreaterThan(0);
