@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerData, isHttpAnswer, recordedBodyLength, responseOf } from './httpAnswer.js';
-import { redactJsonText, redactValue } from './redaction.js';
+import { redactJsonText, redactValue, WITHHELD_BODY } from './redaction.js';
 
 // Bodies whose JSON reading differs at the edges: what axios (the client the request activity used to
 // parse with) gave for each is what the script must still see.
@@ -90,27 +90,37 @@ describe('responseOf', () => {
 });
 
 describe('redactJsonText', () => {
-  const secret = 'sk-live-4f2a/9b';
+  const secret = 'sk-live-4f2a/9b"x';
   const secrets = [secret];
 
-  it('redacts what redactValue redacts once the text is parsed, escapes included', () => {
+  it('redacts what redactValue redacts once the text is parsed, as written or as JSON writes it', () => {
     const bodies = [
       JSON.stringify({ error: `bad token ${secret}` }),
-      // The same value spelled with JSON escapes: `\/` and `\u` forms.
-      `{"error":"bad token sk-live-4f2a\\/9b"}`,
-      `{"error":"bad token \\u0073k-live-4f2a/9b","other":"a \\"quoted\\" word"}`,
-      `{"sk-live-4f2a\\/9b":1,"list":["x","\\u0073\\u006b-live-4f2a/9b"]}`,
+      // `/` written as `\/` (PHP's json_encode does so by default), in a value and in a key.
+      `{"error":"bad token sk-live-4f2a\\/9b\\"x","other":"a \\"quoted\\" word"}`,
+      `{"sk-live-4f2a\\/9b\\"x":1,"list":["x","sk-live-4f2a/9b\\"x"]}`,
     ];
     for (const body of bodies) {
       const redacted = redactJsonText(body, secrets);
       expect(JSON.parse(redacted)).toEqual(redactValue(JSON.parse(body), secrets));
-      expect(JSON.stringify(JSON.parse(redacted))).not.toContain(secret);
+      expect(JSON.stringify(JSON.parse(redacted))).not.toContain('sk-live');
     }
   });
 
-  it('redacts a text that is not JSON by value and leaves other text alone', () => {
+  it('withholds a body that spells a credential in \\u escapes', () => {
+    for (const body of [
+      `{"error":"bad token \\u0073k-live-4f2a/9b\\"x"}`,
+      `["\\u0073\\u006b-live-4f2a\\/9b\\u0022x"]`,
+      `{"\\u0073k-live-4f2a/9b\\"x":true}`,
+    ]) {
+      expect(redactJsonText(body, secrets)).toBe(WITHHELD_BODY);
+    }
+  });
+
+  it('leaves escapes that spell no credential, and a text that is not JSON redacted by value', () => {
+    expect(redactJsonText('{"a":"b\\"c","d":"\\u0041\\\\"}', secrets)).toBe('{"a":"b\\"c","d":"\\u0041\\\\"}');
     expect(redactJsonText(`<p>token ${secret}</p>`, secrets)).toBe('<p>token [redacted]</p>');
-    expect(redactJsonText('{"a":"b\\"c"}', secrets)).toBe('{"a":"b\\"c"}');
+    expect(redactJsonText('{"a":"x"}\n{"b":"\\u0073k-live-4f2a/9b\\"x"}', secrets)).toBe(WITHHELD_BODY);
     expect(redactJsonText(`x ${secret}`, [])).toBe(`x ${secret}`);
   });
 });
