@@ -104,11 +104,16 @@ describe("a request's answer is parsed on the run's thread", () => {
       expect(huge.code).toBe('script_timeout');
     }
     // Parsed (V8's parser does not recurse), it cannot be handed to the script's realm: the request
-    // fails with an error the script can catch, as when the main thread failed to serialize it.
-    expect(deep.code).toBe('completed');
-    expect(deep.outcome).toMatchObject({
-      ok: true,
-      output: { error: expect.stringMatching(/Maximum call stack size exceeded/) },
-    });
+    // fails with an error the script can catch, as when the main thread failed to serialize it; on a
+    // loaded machine the parse and the attempt may pass the isolate timeout, and the run is stopped as
+    // its own script's runaway instead. Never another outcome, and the worker lives on (above).
+    if (deep.code === 'completed') {
+      expect(deep.outcome).toMatchObject({
+        ok: true,
+        output: { error: expect.stringMatching(/Maximum call stack size exceeded/) },
+      });
+    } else {
+      expect(deep.code).toBe('script_timeout');
+    }
   }, 900_000);
 });
