@@ -112,6 +112,11 @@ describe('redactJsonText', () => {
       `{"error":"bad token \\u0073k-live-4f2a/9b\\"x"}`,
       `["\\u0073\\u006b-live-4f2a\\/9b\\u0022x"]`,
       `{"\\u0073k-live-4f2a/9b\\"x":true}`,
+      // Not JSON, so the script sees the text, escapes and all: one bad escape later, a body cut
+      // mid-escape, an escape outside any string (test/api/answerRedaction.test.ts, through the stack).
+      `{"error":"bad token \\u0073k-live-4f2a/9b\\"x","hint":"C:\\q"}`,
+      `{"error":"bad token \\u0073k-live-4f2a/9b\\"x","more":"\\u00`,
+      `error: bad token \\u0073k-live-4f2a\\/9b"x`,
     ]) {
       expect(redactJsonText(body, secrets)).toBe(WITHHELD_BODY);
     }

@@ -76,9 +76,7 @@ export function redactJsonText(text: string, secrets: readonly string[]): string
   );
   if (!plain.includes('\\')) return plain;
   const view = decodedView(plain);
-  return view !== undefined && secrets.some((secret) => secret.length >= MIN_SECRET_LENGTH && view.includes(secret))
-    ? WITHHELD_BODY
-    : plain;
+  return secrets.some((secret) => secret.length >= MIN_SECRET_LENGTH && view.includes(secret)) ? WITHHELD_BODY : plain;
 }
 
 const ESCAPED: Record<number, number> = { 98: 8, 102: 12, 110: 10, 114: 13, 116: 9 };
@@ -90,40 +88,46 @@ function hexDigit(code: number): number {
 }
 
 /**
- * The text with the escapes inside its JSON string literals decoded (`\u0073` as `s`, `\/` as `/`, …)
- * and everything else as it is, in one pass over the characters (a regular expression that escaped the
- * quotes took 3-9 s for 36 MB of short escaped literals at load 14-18; the whole redaction with this
- * pass 0.6 s, about as much as the answer's other costs on this thread). Undefined when an escape is not
- * one JSON has: such a text is not JSON, and the script sees it as it is (answerData).
+ * The text with every JSON escape decoded (`\u0073` as `s`, `\/` as `/`, …), inside string literals or
+ * not, and any other backslash kept as it is, in one pass over the characters. It only detects: a body
+ * that is not JSON (one bad escape, a body cut mid-escape, an escape outside a string) is shown to the
+ * script as its text, escapes and all, so it must be searched as a reader would decode it (a regular
+ * expression that escaped the quotes took 3-9 s for 36 MB of short escaped literals at load 14-18; the
+ * whole redaction with this pass 0.6 s).
  */
-function decodedView(text: string): string | undefined {
+function decodedView(text: string): string {
   const out = new Uint16Array(text.length);
   let length = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code === 34) inString = !inString;
-    if (code !== 92 || !inString) {
+    if (code !== 92) {
       out[length++] = code;
       continue;
     }
-    const escape = text.charCodeAt(++i);
+    const escape = text.charCodeAt(i + 1);
     if (escape === 117) {
       let value = 0;
-      for (let k = 1; k <= 4; k++) {
-        const digit = hexDigit(text.charCodeAt(i + k));
-        if (digit < 0) return undefined;
+      let k = 1;
+      for (; k <= 4; k++) {
+        const digit = hexDigit(text.charCodeAt(i + 1 + k));
+        if (digit < 0) break;
         value = value * 16 + digit;
       }
-      out[length++] = value;
-      i += 4;
+      if (k > 4) {
+        out[length++] = value;
+        i += 5;
+        continue;
+      }
     } else if (escape === 34 || escape === 92 || escape === 47) {
       out[length++] = escape;
+      i += 1;
+      continue;
     } else if (ESCAPED[escape] !== undefined) {
       out[length++] = ESCAPED[escape];
-    } else {
-      return undefined;
+      i += 1;
+      continue;
     }
+    out[length++] = code;
   }
   return Buffer.from(out.buffer, 0, length * 2).toString('utf16le');
 }
