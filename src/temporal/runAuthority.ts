@@ -21,10 +21,15 @@
  * A workflow without a parent can only have been started by a Temporal client (the API, the deploy,
  * an operator), never by workflow code, so its id is a fact of the operator's. Environment ids hold no
  * colon (src/connections/environmentStore.ts), so the environment of a scope is exact.
+ *
+ * An execution this process's workers hold (src/temporal/runningExecutions.ts: every run whose local
+ * activities run here) is looked up there, in the facts Temporal gave the worker when it began it; any
+ * other is described.
  */
 import type { Client } from '@temporalio/client';
 import { ServiceError } from '../errors.js';
 import { SCRIPT_LIMITS } from '../runtime/definitions.js';
+import { runningExecution, type ExecutionFacts } from './runningExecutions.js';
 
 /** What a verified caller may act on. `rootId` is the id of the parentless workflow it descends from. */
 export interface RunAuthority {
@@ -92,10 +97,23 @@ export interface RunAuthorities {
   verify(caller: CallingExecution): Promise<RunAuthority>;
 }
 
-export function createRunAuthorities({ client }: { client: Client }): RunAuthorities {
+export function createRunAuthorities({
+  client,
+  held = runningExecution,
+}: {
+  client: Client;
+  /**
+   * What an execution this process's workers hold is, as Temporal said when it began
+   * (src/temporal/runningExecutions.ts): such an execution takes no describe.
+   * @default the process's registry
+   */
+  held?: (workflowId: string, runId: string) => ExecutionFacts | undefined;
+}): RunAuthorities {
   const cache = new Map<string, Promise<RunAuthority>>();
 
-  async function describe(workflowId: string, runId: string) {
+  async function describe(workflowId: string, runId: string): Promise<ExecutionFacts> {
+    const known = held(workflowId, runId);
+    if (known) return known;
     try {
       const description = await client.workflow.getHandle(workflowId, runId).describe();
       return {

@@ -21,6 +21,7 @@ import {
 } from '../sandbox/workerSide.js';
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
 import { createLanes, type RunawayNotice } from './lanes.js';
+import { holdingExecutions } from './runningExecutions.js';
 import { lineLog, log } from '../log.js';
 import { stopEntityRun, terminateRunaway } from './runaway.js';
 import { createRunWatch } from './runWatch.js';
@@ -92,20 +93,23 @@ function lanedWorker(
 ): typeof Worker {
   return workerClassWithThreads(
     SHARED_WORKFLOW_THREADS + 1,
+    // Each execution the lanes hold is known to the run authority without a describe.
     (creators, threadCpuMs) =>
-      createLanes(creators, {
-        threadCpuMs,
-        sharedLanes: SHARED_WORKFLOW_THREADS,
-        isIsolateTimeout: isIsolateTimeoutError,
-        interrupted: interruptedByIsolateTimeout,
-        startsTask: startsWorkflowTask,
-        continuesTask: continuesWorkflowTask,
-        replaying: replaysHistory,
-        replayInterruption: withReplayFailure,
-        onRunaway: onRunaway ?? (() => undefined),
-        ...(runsInEntity ? { runsInEntity } : {}),
-        log: lanesLog,
-      }),
+      holdingExecutions(
+        createLanes(creators, {
+          threadCpuMs,
+          sharedLanes: SHARED_WORKFLOW_THREADS,
+          isIsolateTimeout: isIsolateTimeoutError,
+          interrupted: interruptedByIsolateTimeout,
+          startsTask: startsWorkflowTask,
+          continuesTask: continuesWorkflowTask,
+          replaying: replaysHistory,
+          replayInterruption: withReplayFailure,
+          onRunaway: onRunaway ?? (() => undefined),
+          ...(runsInEntity ? { runsInEntity } : {}),
+          log: lanesLog,
+        }),
+      ),
     // The penalty lane's thread takes CPU time only when no other thread wants it.
     { lowPriority: [SHARED_WORKFLOW_THREADS] },
   );

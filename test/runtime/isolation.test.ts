@@ -67,6 +67,13 @@ describe('a script has no authority beyond its own run', () => {
       ENVIRONMENT,
     );
 
+    // The victim's action, which hands its caller the connection: the victim's API ran it once on the
+    // attacker's worker (which held it, src/temporal/runningExecutions.ts), and it closed.
+    const actionScriptHash = await scripts.put(
+      bundle(`async function (svc) { return { revealed: await svc.getConnection() }; }`),
+      VICTIM_ENV,
+    );
+
     const workflowBundle = await bundleWorkflows(ATTACKER_WORKFLOWS);
     const { temporalAddress, temporalNamespace } = stack();
     const connection = await connectWorker({ address: temporalAddress });
@@ -96,7 +103,31 @@ describe('a script has no authority beyond its own run', () => {
       await connection.close();
     });
 
-    const victim: Victim = { ...victimSync, scriptHash: victimHash, attackerScriptHash };
+    const rootActionId = `action:${VICTIM_ENV}:${INTEGRATION}:${VICTIM_CONNECTION}:reveal:${randomUUID()}`;
+    const victimControl = createSyncControl({ client: h.client, taskQueue });
+    const genuine = await victimControl.runAction(
+      {
+        definition: {
+          environmentId: VICTIM_ENV,
+          integrationId: INTEGRATION,
+          actionName: 'reveal',
+          scriptHash: actionScriptHash,
+        },
+        connectionId: VICTIM_CONNECTION,
+        input: {},
+      },
+      { workflowId: rootActionId },
+    );
+    // The genuine action is the victim's to run.
+    expect(JSON.stringify(genuine)).toContain(`secret-of-${VICTIM_ENV}`);
+
+    const victim: Victim = {
+      ...victimSync,
+      scriptHash: victimHash,
+      attackerScriptHash,
+      actionScriptHash,
+      rootActionId,
+    };
     // Started as the service starts a sync run of the attacker's own environment.
     const outcomes = await h.client.workflow.execute<(input: { victim: Victim }) => Promise<Record<string, string>>>(
       'runSync',
@@ -142,6 +173,9 @@ describe('a script has no authority beyond its own run', () => {
       expect({ attack, outcome: outcomes[attack] }).toEqual({ attack, outcome: 'refused: scope_denied' });
     }
     expect(outcomes['loadVictimScript']).toBe('refused: script_not_found');
+    // Verified as the attacker's nested action (another run id than the record's): the victim's bundle
+    // is not the attacker's environment's, and the victim's action never ran for the attacker.
+    expect(outcomes['childActionReusingVictimRootId']).toBe('refused: script_not_found');
     // The outcome: no secret of the victim's anywhere, and its data as it was.
     expect(JSON.stringify(outcomes)).not.toContain(`secret-of-${VICTIM_ENV}`);
     const stored = await records.listRecords({ ...victimScope, model: 'Issue' });
