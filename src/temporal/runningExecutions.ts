@@ -59,15 +59,17 @@ export function holdingExecutions<
 }): { createWorkflow(options: O): Promise<W>; destroy(): Promise<void> } {
   return {
     createWorkflow: async (options: O): Promise<W> => {
-      const workflow = await creator.createWorkflow(options);
+      // Read before the workflow exists: no code of the workflow's can have touched what Temporal gave.
       const { workflowId, runId, workflowType, parent } = options.info;
+      const parentIds = parent ? { workflowId: parent.workflowId, runId: parent.runId } : undefined;
+      const workflow = await creator.createWorkflow(options);
       const key = keyOf(workflowId, runId);
       const entry = held.get(key);
       if (entry) entry.count++;
       else {
         const facts: ExecutionFacts = {
           type: workflowType,
-          parent: parent ? { workflowId: parent.workflowId, runId: parent.runId } : undefined,
+          parent: parentIds,
         };
         held.set(key, { facts, count: 1 });
       }
