@@ -59,7 +59,7 @@ export default tseslint.config(
           selector:
             "CallExpression[callee.name='afterAll']:not(Program > ExpressionStatement > CallExpression, CallExpression[callee.name='describe'] > :function > BlockStatement > ExpressionStatement > CallExpression, CallExpression[callee.object.name='describe'] > :function > BlockStatement > ExpressionStatement > CallExpression)",
           message:
-            'afterAll runs only when registered at the top of a file or of a describe; elsewhere use deferCleanup (test/helpers/cleanup.ts).',
+            'afterAll runs only when registered at the top of a file or of a describe; elsewhere use deferCleanup (test/kit/cleanup.ts).',
         },
       ],
     },

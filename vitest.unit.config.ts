@@ -1,5 +1,5 @@
 /**
- * Tests that need no server: no Postgres, no Temporal, no harness (test/helpers/stack.ts), so no
+ * Tests that need no server: no Postgres, no Temporal, no harness (test/kit/stack.ts), so no
  * globalSetup. `npm test` runs them first, in seconds, then the rest with vitest.config.ts.
  *
  * Where a test lands, by its file name alone:

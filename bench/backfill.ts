@@ -9,7 +9,7 @@
  * `--operations` svc operations (SYNC_EXECUTION_OPERATION_LIMIT's default; 48000 to let only the history
  * budget end it, as before that setting) and the history budget `--budget`. A recovery is timed from the
  * kill to the first request the new worker sends. The
- * worker runs in a process of its own (test/runtime/workerProcess.ts, the production data converter's
+ * worker runs in a process of its own (test/kit/workerProcess.ts, the production data converter's
  * claim check) and is SIGKILLed `--kills` times (default 2) at evenly spread pages, a warm standby taking
  * over each time. Prints the time, the executions of the run, Temporal Cloud's billable actions of all
  * of them (src/temporal/billableActions.ts), the pages fetched twice, and checks records == source, each
@@ -34,7 +34,7 @@ import { billableActions } from '../src/temporal/billableActions.js';
 import { connectTemporal } from '../src/temporal/connection.js';
 import { createSyncControl } from '../src/temporal/syncControl.js';
 import { bundleWorkflows } from '../src/temporal/worker.js';
-import { spawnWorkerProcess } from '../test/runtime/workerSpawn.js';
+import { spawnWorkerProcess } from '../test/kit/workerSpawn.js';
 import { positiveIntegerFlags } from './lib/flags.js';
 import { formatCount, line } from './lib/stats.js';
 import { RAW_TABLE_SQL, rawUpsert, syntheticRecord } from './lib/syncRecords.js';
@@ -90,7 +90,7 @@ try {
   const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const taskQueue = `backfill-${randomBytes(4).toString('hex')}`;
 
-  /** A worker process (test/runtime/workerProcess.ts) that says `standby` and polls once told `run`. */
+  /** A worker process (test/kit/workerProcess.ts) that says `standby` and polls once told `run`. */
   const standby = async () => {
     const child = spawnWorkerProcess({
       ...process.env,

@@ -30,7 +30,7 @@ import { connectTemporal, connectWorker, syncWorkflowId } from '../src/temporal/
 import type { WriteSummary } from '../src/records/types.js';
 import type { ManageSyncInput } from '../workflows/manageSync.js';
 import { bundleWorkflows, createRuntimeWorkers, type RuntimeWorkers } from '../src/temporal/worker.js';
-import { runtimeDeps, TestConnections } from '../test/runtime/testConnections.js';
+import { runtimeDeps, TestConnections } from '../test/kit/testConnections.js';
 
 export interface RuntimeBench {
   pool: Pool;

@@ -1,6 +1,6 @@
 /**
  * What createService refuses before it connects to anything: a service without a Temporal server or a
- * database fails with `invalid_settings` naming the variable (test/api/helpers/harness.ts and
+ * database fails with `invalid_settings` naming the variable (test/kit/api.ts and
  * test/start.test.ts run the whole service through it on the real stack).
  */
 import { randomBytes } from 'node:crypto';

@@ -178,8 +178,8 @@ export interface ServiceWorkerOptions extends Omit<CreateWorkerOptions, 'activit
 /**
  * The worker's wiring: the activity map over `runtime` (activities/index.ts) and the Workers of both
  * task queues, sync runs and action runs (src/temporal/worker.ts). createService builds its workers
- * with it, and so do the tests that run a worker of their own (test/runtime/helpers.ts, and
- * test/runtime/workerProcess.ts, the worker process of the crash and chaos tests), so that a test's
+ * with it, and so do the tests that run a worker of their own (test/kit/runtime.ts, and
+ * test/kit/workerProcess.ts, the worker process of the crash and chaos tests), so that a test's
  * worker is wired as the service's is.
  */
 export function createServiceWorkers({ db, runtime, ...options }: ServiceWorkerOptions): Promise<RuntimeWorkers> {

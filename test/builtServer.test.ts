@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
 import { freePort } from '../src/devstack/process.js';
 import { sourceFiles } from './helpers/hostingFiles.js';
-import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from './helpers/pagedApi.js';
+import { deployPagedApi, expectExact, FakeApi, finishedRun, trigger } from './kit/pagedApi.js';
 import { productionEnv, startService, useEmptyDatabase, type ServiceProcess } from './helpers/serviceProcess.js';
 
 const REPO = join(import.meta.dirname, '..');
@@ -157,16 +157,7 @@ describe('the built server (node dist/src/main.js)', () => {
     expect((await chart.text()).length).toBeGreaterThan(1000);
 
     const api = createClient({ baseUrl: `http://127.0.0.1:${port}`, secretKey: SECRET_KEY });
-    await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
-    await api.deploy.apply({
-      yaml: YAML,
-      scripts: [{ integration: INTEGRATION, kind: 'sync', name: 'records', code: SYNC }],
-    });
-    await api.connections.import({
-      provider_config_key: INTEGRATION,
-      connection_id: 'built',
-      credentials: { type: 'API_KEY', apiKey: 'built' },
-    });
+    await deployPagedApi(api, ['built']);
     await trigger(api, 'built');
     await expectExact(fake, pool, 'built', await finishedRun(api, 'built', 120_000), 0);
 

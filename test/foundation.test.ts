@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createActivities } from '../activities/index.js';
 import type { checkHealth } from '../workflows/index.js';
 import { workflowIds } from '../src/temporal/connection.js';
-import { useDatabase, useTemporalClient, useWorker } from './helpers/stack.js';
+import { useTemporalClient, useWorker } from './kit/stack.js';
+import { useDatabase } from './kit/db.js';
 
 describe('foundation: a real workflow on the real Temporal server writes to the real Postgres', () => {
   it('runs checkHealth: the activity writes a row and the workflow returns it as read back', async () => {

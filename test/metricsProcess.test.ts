@@ -13,9 +13,10 @@ import { describe, expect, it } from 'vitest';
 import { freePort } from '../src/devstack/process.js';
 import { loadSettings } from '../src/settings.js';
 import { eventually } from './helpers/eventually.js';
-import { stack, uniqueName, useDatabase } from './helpers/stack.js';
-import { deferCleanup } from './helpers/cleanup.js';
-import { startFakeUpstream } from './helpers/fakeUpstream.js';
+import { stack, uniqueName } from './kit/stack.js';
+import { useDatabase } from './kit/db.js';
+import { deferCleanup } from './kit/cleanup.js';
+import { startFakeUpstream } from './kit/upstream.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;

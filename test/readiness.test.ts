@@ -12,7 +12,8 @@ import { freePort } from '../src/devstack/process.js';
 import { startTemporal, type TemporalServer } from '../src/devstack/temporal.js';
 import { eventually } from './helpers/eventually.js';
 import { productionEnv, startService } from './helpers/serviceProcess.js';
-import { stack, useDatabase } from './helpers/stack.js';
+import { stack } from './kit/stack.js';
+import { useDatabase } from './kit/db.js';
 
 interface Answer {
   status: number;

@@ -16,9 +16,10 @@ import { createEnvironmentStore } from '../src/connections/environmentStore.js';
 import { freePort } from '../src/devstack/process.js';
 import { connectTemporal } from '../src/temporal/connection.js';
 import { eventually } from './helpers/eventually.js';
-import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from './helpers/pagedApi.js';
+import { deployPagedApi, expectExact, FakeApi, finishedRun, trigger } from './kit/pagedApi.js';
 import { productionEnv, startService, type ServiceProcess } from './helpers/serviceProcess.js';
-import { stack, useDatabase } from './helpers/stack.js';
+import { stack } from './kit/stack.js';
+import { useDatabase } from './kit/db.js';
 
 const fake = new FakeApi();
 const scratch = mkdtempSync(join(tmpdir(), 'standby-test-'));
@@ -46,17 +47,7 @@ beforeAll(async () => {
   const { secretKey } = await createEnvironmentStore({ db: pool }).create({ name: 'standby' });
   api = createClient({ baseUrl: `http://127.0.0.1:${port}`, secretKey });
   connection = await connectTemporal({ address: stack().temporalAddress });
-  await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
-  await api.deploy.apply({
-    yaml: YAML,
-    scripts: [{ integration: INTEGRATION, kind: 'sync', name: 'records', code: SYNC }],
-  });
-  for (const id of ['first', 'second'])
-    await api.connections.import({
-      provider_config_key: INTEGRATION,
-      connection_id: id,
-      credentials: { type: 'API_KEY', apiKey: id },
-    });
+  await deployPagedApi(api, ['first', 'second']);
 }, 600_000);
 
 afterAll(async () => {

@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/devstack/process.js';
 import { threadMarksDirFor } from '../src/temporal/scriptThreads.js';
 import { eventually } from './helpers/eventually.js';
-import { stack, uniqueName } from './helpers/stack.js';
+import { stack, uniqueName } from './kit/stack.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;

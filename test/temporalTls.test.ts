@@ -22,7 +22,8 @@ import {
 } from '../src/temporal/connection.js';
 import type { checkHealth } from '../workflows/index.js';
 import { productionEnv, startService } from './helpers/serviceProcess.js';
-import { stack, useDatabase } from './helpers/stack.js';
+import { stack } from './kit/stack.js';
+import { useDatabase } from './kit/db.js';
 import { makePki, startTlsFrontend, type Pki, type TlsFrontend } from './helpers/tlsFrontend.js';
 
 const SERVER_NAME = 'temporal.test';

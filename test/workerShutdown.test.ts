@@ -16,11 +16,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
 import { createService } from '../src/service.js';
 import { loadSettings } from '../src/settings.js';
-import { bundle } from './api/fixtures.js';
 import { eventually } from './helpers/eventually.js';
-import { stack, uniqueName, useDatabase } from './helpers/stack.js';
-import { deferCleanup } from './helpers/cleanup.js';
-import { startFakeUpstream } from './helpers/fakeUpstream.js';
+import { stack, uniqueName } from './kit/stack.js';
+import { useDatabase } from './kit/db.js';
+import { deferCleanup } from './kit/cleanup.js';
+import { startFakeUpstream } from './kit/upstream.js';
+import { bundle } from './kit/scripts.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;

@@ -10,8 +10,10 @@
 import { createHmac } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { eventually, json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 // ---- The documented wire formats ---------------------------------------------------------------
 
@@ -161,7 +163,7 @@ const syncWebhookSuccess = syncWebhookBase.extend({
 // ---- The client's requests -----------------------------------------------------------------------
 
 let h: ApiHarness;
-let app: Awaited<ReturnType<typeof startFakeServer>>;
+let app: Awaited<ReturnType<typeof startFakeUpstream>>;
 
 /** The flag headers the client adds to every call (named after its product; a placeholder word here). */
 const CLIENT_FLAGS = { 'Product-Is-Sync': 'false', 'Product-Is-Script': 'false', 'Product-Is-Dry-Run': 'false' };
@@ -301,7 +303,7 @@ const calls = {
 
 beforeAll(async () => {
   h = await startApiHarness();
-  app = await startFakeServer();
+  app = await startFakeUpstream();
   h.fake.setHandler((request, response, body) => {
     const url = new URL(request.url ?? '/', 'http://x');
     if (url.pathname === '/api/issues' && request.method === 'GET') {

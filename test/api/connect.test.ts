@@ -5,7 +5,7 @@
  */
 import { describe, expect } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
-import { INTEGRATION, PROVIDER } from './fixtures.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
 
 const OAUTH = 'oa';

@@ -7,8 +7,9 @@ import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, withFakeUpstream, type ApiHarness, type FakeUpstream } from '../kit/index.js';
 import { CONNECT_FORM_ATTEMPTS } from '../../src/api/connectPage.js';
 import { metricsRegistry } from '../../src/metrics/index.js';
-import { INTEGRATION, PROVIDER } from './fixtures.js';
-import { fakeOAuthProvider, json } from './helpers/harness.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { fakeOAuthProvider } from '../kit/api.js';
+import { json } from '../kit/upstream.js';
 
 const OAUTH = 'oa';
 const alice = { connectionId: 'alice-1', providerConfigKey: INTEGRATION };

@@ -6,22 +6,16 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import {
-  apiFailure,
-  eventually,
-  fakeOAuthProvider,
-  json,
-  startApiHarness,
-  startFakeServer,
-  type ApiHarness,
-} from './helpers/harness.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { apiFailure, fakeOAuthProvider, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const OAUTH = 'oa';
 let h: ApiHarness;
-let tokens: Awaited<ReturnType<typeof startFakeServer>>;
-let app: Awaited<ReturnType<typeof startFakeServer>>;
-let otherApp: Awaited<ReturnType<typeof startFakeServer>>;
+let tokens: Awaited<ReturnType<typeof startFakeUpstream>>;
+let app: Awaited<ReturnType<typeof startFakeUpstream>>;
+let otherApp: Awaited<ReturnType<typeof startFakeUpstream>>;
 let secret = '';
 const alice = { connectionId: 'alice', providerConfigKey: OAUTH };
 
@@ -52,11 +46,11 @@ const receivedWhere = (match: (body: Record<string, unknown>) => boolean, count:
   );
 
 beforeAll(async () => {
-  tokens = await startFakeServer((_request, response) =>
+  tokens = await startFakeUpstream((_request, response) =>
     json(response, 400, { error: 'invalid_grant', error_description: 'the refresh token was revoked' }),
   );
-  app = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
-  otherApp = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
+  app = await startFakeUpstream((_request, response) => json(response, 200, { ok: true }));
+  otherApp = await startFakeUpstream((_request, response) => json(response, 200, { ok: true }));
   h = await startApiHarness({
     providers: fakeOAuthProvider(tokens.url),
   });

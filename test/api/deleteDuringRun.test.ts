@@ -7,10 +7,12 @@
  *   (src/records/postgresRecordStore.ts: the erase leaves the run row owned by no run).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
-import { eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { createClient } from '../../src/client/index.js';
 import { environmentRows } from '../helpers/environmentRows.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
 
 let h: ApiHarness;
 let slowArrived = 0;

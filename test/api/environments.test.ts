@@ -8,10 +8,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
 import { runCliCaptured, type CliOutcome } from '../helpers/cli.js';
 import { createClient } from '../../src/client/index.js';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { apiFailure, connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { apiFailure, connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
 import { environmentRows } from '../helpers/environmentRows.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
 
 let h: ApiHarness;
 

@@ -15,8 +15,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import { mapLimit } from '../../src/mapLimit.js';
 import { productionEnv, startService, type ServiceProcess } from '../helpers/serviceProcess.js';
-import { bundle, deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { connectionOf, eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { connectionOf, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
 
 const MB = 1_000_000;
 const SECRET = 'queue-secret-123';

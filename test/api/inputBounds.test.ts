@@ -9,7 +9,8 @@
  */
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
-import { deployWithConnection, INTEGRATION, PROVIDER } from './helpers/harness.js';
+import { deployWithConnection } from '../kit/api.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
 
 /** The API with the fixture deployment and one connection. */
 const it = kit.extend<{ api: ApiHarness }>({

@@ -14,9 +14,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpSessionRegistry } from '../../src/api/mcp/sessions.js';
 import type { DeployRequest } from '../../src/deploy/deployments.js';
-import { bundle, PROVIDER } from './fixtures.js';
-import { eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { PROVIDER } from '../kit/fixtures.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { rejection } from '../helpers/rejection.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
 
 const TRACKER = 'tracker';
 const CRM = 'crm';

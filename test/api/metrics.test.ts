@@ -6,20 +6,14 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startMetricsServer, type MetricsServer } from '../../src/metrics/server.js';
-import {
-  connectionOf,
-  deployWithConnection,
-  eventually,
-  INTEGRATION,
-  json,
-  startApiHarness,
-  startFakeServer,
-  type ApiHarness,
-} from './helpers/harness.js';
+import { connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 let h: ApiHarness;
 let metrics: MetricsServer;
-let hooks: Awaited<ReturnType<typeof startFakeServer>>;
+let hooks: Awaited<ReturnType<typeof startFakeUpstream>>;
 // A connection id that must never become a label value.
 const CONNECTION = 'conn-metrics-7d1f';
 
@@ -64,7 +58,7 @@ async function scrape(): Promise<{ text: string; value(name: string, labels?: Re
 beforeAll(async () => {
   h = await startApiHarness();
   metrics = await startMetricsServer({ host: '127.0.0.1', port: 0 });
-  hooks = await startFakeServer((_request, response) => json(response, 200, { ok: true }));
+  hooks = await startFakeUpstream((_request, response) => json(response, 200, { ok: true }));
   h.fake.setHandler((request, response, body) => {
     if (request.method === 'POST' && request.url === '/api/issues') {
       json(response, 200, { id: 'new', ...(JSON.parse(body) as object) });

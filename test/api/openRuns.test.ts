@@ -7,8 +7,9 @@
  */
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
-import { eventually, json, INTEGRATION, PROVIDER } from './helpers/harness.js';
-import { deployRequest } from './fixtures.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
 
 /** The API whose worker has 2 activity slots on the main queue. */
 const it = kit.extend<{ api: ApiHarness }>({

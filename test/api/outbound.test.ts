@@ -9,9 +9,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stack } from '../helpers/stack.js';
-import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
-import { json, startApiHarness, startFakeServer, type ApiHarness } from './helpers/harness.js';
+import { stack } from '../kit/stack.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const KEY = 'key-outbound-7f3a9c21';
 const X_KEY = 'x-key-5d1e44b0c2';
@@ -56,7 +58,7 @@ interface ProbeResult {
 }
 
 let h: ApiHarness;
-let other: Awaited<ReturnType<typeof startFakeServer>>;
+let other: Awaited<ReturnType<typeof startFakeUpstream>>;
 let internal: Server;
 let internalUrl: string;
 const internalRequests: string[] = [];
@@ -64,7 +66,7 @@ let internalConnections = 0;
 
 beforeAll(async () => {
   h = await startApiHarness();
-  other = await startFakeServer((_req, res) => json(res, 200, { landed: true }));
+  other = await startFakeUpstream((_req, res) => json(res, 200, { landed: true }));
   // An internal service: on loopback, never opened in the policy.
   internal = createServer((req, res) => {
     internalRequests.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)}`);

@@ -6,8 +6,10 @@
  * credential (`svc.log(token)`) has the line stored and shown by `GET /logs` redacted the same way.
  */
 import { describe, expect, it } from 'vitest';
-import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
-import { eventually, startApiHarness } from './helpers/harness.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { startApiHarness } from '../kit/api.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
 
 // A key with characters that percent-encoding changes, so each form is tried.
 const KEY = 'k3y/with+odd=chars&more-8c1f';

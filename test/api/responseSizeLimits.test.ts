@@ -8,7 +8,8 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
-import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { bundle } from '../kit/scripts.js';
 
 const KEY = 'key-response-limits-4c1d9e';
 

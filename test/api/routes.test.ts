@@ -8,9 +8,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createApi } from '../../src/api/index.js';
 import { createClient, ServiceApiError, type ServiceClient } from '../../src/client/index.js';
 import { allowOutbound } from '../helpers/outbound.js';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { apiError, connectionOf, eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { apiError, connectionOf, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
 
 let h: ApiHarness;
 const c1 = connectionOf('c1');

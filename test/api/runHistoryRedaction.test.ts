@@ -8,8 +8,9 @@
  */
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
-import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
 import { collectPayloadTexts } from '../helpers/historyPayloads.js';
+import { bundle } from '../kit/scripts.js';
 
 const READER = bundle(`async function (svc) {
   const connection = await svc.getConnection();

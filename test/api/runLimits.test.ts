@@ -10,8 +10,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
-import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
-import { connectionOf, eventually, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { deployRequest, INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { connectionOf, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
 
 let h: ApiHarness;
 // Requests to the fake API wait while their connection's key is held.

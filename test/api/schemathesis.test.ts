@@ -15,8 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSchemathesis } from '../../scripts/ensureSchemathesis.js';
-import { INTEGRATION } from './fixtures.js';
-import { deployWithConnection, json, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { json } from '../kit/upstream.js';
 
 /** The time budget of all runs together, in seconds: the suite stays within CI's 90 minutes. */
 const BUDGET_S = Number(process.env['SCHEMATHESIS_MAX_TIME_S'] ?? 180);

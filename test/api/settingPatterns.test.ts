@@ -9,15 +9,10 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
-import {
-  bundle,
-  fakeOAuthProvider,
-  INTEGRATION,
-  json,
-  PROVIDER,
-  startApiHarness,
-  type ApiHarness,
-} from './helpers/harness.js';
+import { fakeOAuthProvider, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { bundle } from '../kit/scripts.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { json } from '../kit/upstream.js';
 
 /** What a backtracking engine needs hours for; RE2 answers in microseconds. */
 const CATASTROPHIC = '^(a|a)*$';

@@ -6,8 +6,10 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
-import { bundle, deployRequest, INTEGRATION } from './fixtures.js';
-import { apiFailure, deployWithConnection, eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { deployRequest, INTEGRATION } from '../kit/fixtures.js';
+import { apiFailure, deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
 
 // Counts its runs in its checkpoint: each run reads the last one and saves one more.
 const COUNTING = bundle(`async function (svc) {

@@ -6,8 +6,9 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
-import { deployRequest, INTEGRATION } from './fixtures.js';
-import { apiFailure, deployWithConnection, eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { deployRequest, INTEGRATION } from '../kit/fixtures.js';
+import { apiFailure, deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
 
 let h: ApiHarness;
 const ref = (connectionId: string) => ({

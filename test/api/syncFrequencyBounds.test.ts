@@ -8,8 +8,8 @@
  */
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
-import { deployRequest, INTEGRATION, SERVICE_YAML } from './fixtures.js';
-import { apiFailure, deployWithConnection } from './helpers/harness.js';
+import { deployRequest, INTEGRATION, SERVICE_YAML } from '../kit/fixtures.js';
+import { apiFailure, deployWithConnection } from '../kit/api.js';
 
 /** The API with the fixture deployment, connection c1 and its sync started. */
 const it = kit.extend<{ api: ApiHarness }>({

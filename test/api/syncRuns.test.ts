@@ -6,8 +6,10 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, withFakeUpstream, type ApiHarness, type FakeUpstream } from '../kit/index.js';
-import { INTEGRATION } from './fixtures.js';
-import { deployWithConnection, eventually, json } from './helpers/harness.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { deployWithConnection } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
 
 let secret = '';
 let failing = false;

@@ -9,8 +9,9 @@ import { createHmac } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { mapLimit } from '../../src/mapLimit.js';
-import { INTEGRATION } from './fixtures.js';
-import { connectionOf, deployWithConnection, eventually, startApiHarness, type ApiHarness } from './helpers/harness.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { connectionOf, deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { eventually } from '../helpers/eventually.js';
 
 // Past Temporal's default limit of signals per execution (history.maximumSignalsPerExecution).
 const FLOOD = 10_200;

@@ -6,7 +6,8 @@
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, withFakeUpstream, type ApiHarness, type FakeUpstream } from '../kit/index.js';
 import { tokenRefreshFailures } from '../../src/metrics/index.js';
-import { fakeOAuthProvider, json, startFakeServer } from './helpers/harness.js';
+import { fakeOAuthProvider } from '../kit/api.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const OAUTH = 'oa';
 const CLIENT_SECRET = 'integration-client-secret-7d41';
@@ -100,7 +101,7 @@ describe('the token refresh sends the client secret only where its owner said, a
   it('a token endpoint cannot grow the metric series with a new error code each time', async ({ api: h }) => {
     // FINDING (fixed in src/metrics/index.ts codeLabel): this test failed before the fix.
     let answered = 0;
-    const rotating = await startFakeServer((_request, response) =>
+    const rotating = await startFakeUpstream((_request, response) =>
       json(response, 500, { error: `code_${++answered}_x` }),
     );
     await h.api.integrations.create({

@@ -19,31 +19,26 @@ import type { DeliverWebhookInput, SyncFinishedEvent } from '../../src/webhooks/
 import type { deliverWebhook } from '../../workflows/deliverWebhook.js';
 import type { SyncRunResult } from '../../src/runtime/definitions.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
-import { stack, uniqueName } from '../helpers/stack.js';
-import { INTEGRATION } from './fixtures.js';
-import {
-  deployWithConnection,
-  eventually,
-  json,
-  startApiHarness,
-  startFakeServer,
-  type ApiHarness,
-} from './helpers/harness.js';
+import { stack, uniqueName } from '../kit/stack.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { eventually } from '../helpers/eventually.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const WORKFLOW = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows', 'deliverWebhook.ts');
 
 let h: ApiHarness;
 let temporal: Client;
 let taskQueue: string;
-let app: Awaited<ReturnType<typeof startFakeServer>>;
+let app: Awaited<ReturnType<typeof startFakeUpstream>>;
 let secret = '';
 let result: SyncRunResult;
 
 beforeAll(async () => {
   h = await startApiHarness();
-  app = await startFakeServer();
+  app = await startFakeUpstream();
   h.fake.setHandler((_request, response) =>
     json(response, 200, {
       issues: [

@@ -6,10 +6,11 @@
  * src/config/fuzz.test.ts.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { INTEGRATION } from '../api/fixtures.js';
-import { deployWithConnection, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
 import { recordFigures, size } from './lib/figures.js';
 import { Random } from './lib/random.js';
+import { json } from '../kit/upstream.js';
 
 const CASES_PER_ROUTE = size(25, 400);
 const SEED = Number(process.env['CHAOS_SEED'] ?? Date.now() % 1_000_000);

@@ -8,9 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
-import { bundle, ENVIRONMENT, json, startFakeApi, syncDefinition } from '../runtime/helpers.js';
+import { recordsSync } from '../kit/runtime.js';
 import { recordFigures, size } from './lib/figures.js';
-import { runResult, superviseWorkers, useOwnStack } from './lib/ownStack.js';
+import { runResult, superviseWorkers, useOwnStack } from '../kit/ownStack.js';
+import { cursorSync } from '../kit/scripts.js';
+import { ENVIRONMENT } from '../kit/testConnections.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const TOTAL = size(10_000, 200_000);
 const KILLS = size(3, 10);
@@ -21,11 +24,7 @@ const PAGES = TOTAL / PAGE;
 // faults land in the middle of the run and not after it (the sync itself moves ~5,000 records/s).
 const PAGE_DELAY_MS = size(150, 100);
 
-const cursorSync = bundle(`async function sync(svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${PAGE}, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, title: r.title, n: r.n })), 'Record');
-  }
-}`);
+const pagedSync = cursorSync(PAGE, 'Record', ['id', 'title', 'n']);
 
 interface SourceRecord {
   id: string;
@@ -49,7 +48,7 @@ describe('faults: a full sync survives worker kills and server restarts', () => 
     const own = ownStack();
     let version: 1 | 2 = 1;
     const pageHits = new Map<number, number>();
-    const api = await startFakeApi(async (request, response) => {
+    const api = await startFakeUpstream(async (request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const start = Number(url.searchParams.get('cursor') ?? '0');
       const limit = Number(url.searchParams.get('limit'));
@@ -67,13 +66,10 @@ describe('faults: a full sync survives worker kills and server restarts', () => 
     const workers = superviseWorkers(own, { taskQueue, apiBaseUrl: api.url });
     try {
       await workers.ready();
-      const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(cursorSync, ENVIRONMENT);
+      const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(pagedSync, ENVIRONMENT);
       const input: RunSyncInput = {
-        definition: syncDefinition({
-          syncName: 'records',
-          syncType: 'full',
+        definition: recordsSync({
           trackDeletes: true,
-          models: ['Record'],
           scriptHash,
         }),
         connectionId: 'chaos',

@@ -8,8 +8,10 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, json, startFakeApi, syncDefinition, useRuntime } from '../runtime/helpers.js';
+import { actionDefinition, syncDefinition, useRuntime } from '../kit/runtime.js';
 import { recordFigures, size } from './lib/figures.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const TOTAL = size(2_000, 20_000);
 const PAGE = 50;
@@ -19,7 +21,7 @@ describe('flaky external API (30 % of requests fail)', () => {
   it('with retries every record arrives; with retries 0 the script sees the error', async () => {
     const h = await useRuntime();
     const failures = { 500: 0, 429: 0, reset: 0, ok: 0 };
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const roll = Math.random();
       if (roll < FAILURE_RATE) {

@@ -16,9 +16,12 @@ import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { createService } from '../../src/service.js';
 import { loadSettings } from '../../src/settings.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
-import { bundle, ENVIRONMENT, INTEGRATION, json, startFakeApi, syncDefinition } from '../runtime/helpers.js';
+import { recordsSync } from '../kit/runtime.js';
 import { recordFigures, size } from './lib/figures.js';
-import { runResult, superviseWorkers, useOwnStack } from './lib/ownStack.js';
+import { runResult, superviseWorkers, useOwnStack } from '../kit/ownStack.js';
+import { cursorSync } from '../kit/scripts.js';
+import { ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const TOTAL = size(3_000, 30_000);
 const PAGE = 100;
@@ -28,11 +31,7 @@ const PAGE_DELAY_MS = 100;
 const KILL_AT_PAGE = Math.floor(PAGES / 3);
 const CONNECTION = 'pgkill';
 
-const pagedSync = bundle(`async function sync(svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${PAGE}, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, title: r.title })), 'Record');
-  }
-}`);
+const pagedSync = cursorSync(PAGE, 'Record', ['id', 'title']);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -42,7 +41,7 @@ describe('Postgres killed with SIGKILL in the middle of a sync', () => {
   it(`the worker and the API live through it, and all ${TOTAL} records arrive exactly once`, async () => {
     const own = ownStack();
     const pageHits = new Map<number, number>();
-    const api = await startFakeApi(async (request, response) => {
+    const api = await startFakeUpstream(async (request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const start = Number(url.searchParams.get('cursor') ?? '0');
       pageHits.set(start, (pageHits.get(start) ?? 0) + 1);
@@ -110,7 +109,7 @@ describe('Postgres killed with SIGKILL in the middle of a sync', () => {
       await workers.ready();
       const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(pagedSync, ENVIRONMENT);
       const input: RunSyncInput = {
-        definition: syncDefinition({ syncName: 'records', syncType: 'full', models: ['Record'], scriptHash }),
+        definition: recordsSync({ scriptHash }),
         connectionId: CONNECTION,
         mode: 'incremental',
       };

@@ -9,10 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/eventually.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { stack } from '../helpers/stack.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime } from '../runtime/helpers.js';
+import { stack } from '../kit/stack.js';
+import { syncDefinition, useRuntime } from '../kit/runtime.js';
 import { recordFigures, size } from './lib/figures.js';
-import { superviseWorkers } from './lib/ownStack.js';
+import { superviseWorkers } from '../kit/ownStack.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const HEALTHY = 20;
 const PAGES = size(5, 20);
@@ -105,7 +107,7 @@ describe('misbehaving scripts among healthy syncs', () => {
   it(`${MISBEHAVING.length} misbehaving syncs fail alone, ${HEALTHY} healthy ones complete`, async () => {
     const h = await useRuntime({ worker: false });
     const escapes: string[] = [];
-    const api = await startFakeApi(async (request, response) => {
+    const api = await startFakeUpstream(async (request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       if (url.pathname === '/escape') {
         escapes.push(request.url ?? '');

@@ -9,12 +9,15 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@temporalio/client';
-import { bundle, deployRequest, INTEGRATION, PROVIDER, SERVICE_YAML } from '../api/fixtures.js';
-import { eventually, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
-import { stack } from '../helpers/stack.js';
+import { deployRequest, INTEGRATION, PROVIDER, SERVICE_YAML } from '../kit/fixtures.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
+import { stack } from '../kit/stack.js';
 import { useLogScan } from '../connections/helpers/logScan.js';
 import { recordFigures } from './lib/figures.js';
 import { connectTemporal } from '../../src/temporal/connection.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
 
 const secret = (tag: string) => `sk_${tag}_${randomBytes(12).toString('hex')}`;
 const KEY_A1 = secret('a1');

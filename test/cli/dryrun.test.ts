@@ -7,8 +7,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, startApiHarness, INTEGRATION, PROVIDER, type ApiHarness } from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { runLocalCli } from './localCli.js';
+import { json } from '../kit/upstream.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
 
 const API_KEY = 'key-of-connection-c1-0123456789';
 let h: ApiHarness;

@@ -12,8 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, json, PROVIDER, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { runLocalCli } from './localCli.js';
+import { eventually } from '../helpers/eventually.js';
+import { json } from '../kit/upstream.js';
+import { PROVIDER } from '../kit/fixtures.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/nango-integrations', import.meta.url));
 const INTEGRATION = 'tracker';

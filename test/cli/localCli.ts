@@ -2,7 +2,7 @@
  * What the tests of the CLI's local commands (dryrun, test, replay) share: the CLI run in-process in a
  * project folder, against the test API and the harness's Temporal with the prebuilt workflow bundle.
  */
-import type { ApiHarness } from '../api/helpers/harness.js';
+import type { ApiHarness } from '../kit/api.js';
 import { localTemporalEnv, runCliCaptured, type CliOutcome } from '../helpers/cli.js';
 
 export async function runLocalCli(

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { json, startFakeUpstream } from '../helpers/fakeUpstream.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'service-pack-'));

@@ -11,11 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncRun } from '../../src/client/index.js';
-import { json, startApiHarness, INTEGRATION, PROVIDER, type ApiHarness } from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { eventually } from '../helpers/eventually.js';
 import { collectPayloadTexts } from '../helpers/historyPayloads.js';
-import { stack } from '../helpers/stack.js';
+import { stack } from '../kit/stack.js';
 import { runLocalCli } from './localCli.js';
+import { json } from '../kit/upstream.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
 
 const API_KEY = 'key-of-connection-r1-0123456789';
 let h: ApiHarness;

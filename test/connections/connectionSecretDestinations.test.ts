@@ -15,8 +15,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
-import { json, startApiHarness, startFakeServer, type ApiHarness } from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { refreshRound } from '../../src/connections/tokenRefresher.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const CLIENT_SECRET = `cc-secret-${randomBytes(12).toString('hex')}`;
 const PRIVATE_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
@@ -25,8 +26,8 @@ const PRIVATE_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
 const ATTACKER_TOKEN = 'token-issued-by-the-attacker';
 
 let h: ApiHarness;
-let attacker: Awaited<ReturnType<typeof startFakeServer>>;
-let provider: Awaited<ReturnType<typeof startFakeServer>>;
+let attacker: Awaited<ReturnType<typeof startFakeUpstream>>;
+let provider: Awaited<ReturnType<typeof startFakeUpstream>>;
 
 const kinds = ['cc', 'jwt', 'app'] as const;
 type Kind = (typeof kinds)[number];
@@ -49,7 +50,7 @@ const settle = <T>(call: Promise<T>): Promise<T | { status: number; code: string
   });
 
 beforeAll(async () => {
-  attacker = await startFakeServer((_req, res) =>
+  attacker = await startFakeUpstream((_req, res) =>
     json(res, 201, {
       access_token: ATTACKER_TOKEN,
       token: ATTACKER_TOKEN,
@@ -57,7 +58,7 @@ beforeAll(async () => {
       expires_at: new Date(Date.now() + 3_600_000).toISOString(),
     }),
   );
-  provider = await startFakeServer((req, res) =>
+  provider = await startFakeUpstream((req, res) =>
     req.method === 'POST'
       ? json(res, 201, {
           access_token: 'provider-token',

@@ -10,7 +10,7 @@ import { describe, expect } from 'vitest';
 import { Encryptor, keyId, loadEncryptor } from '../../src/connections/encryption.js';
 import { reencryptAll } from '../../src/connections/reencrypt.js';
 import { test as it } from '../kit/index.js';
-import { startHarness } from './helpers/harness.js';
+import { startHarness } from '../kit/connections.js';
 import { useLogScan } from './helpers/logScan.js';
 
 const logScan = useLogScan();

@@ -9,7 +9,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { createEnvironmentStore, type EnvironmentStore } from '../../src/connections/environmentStore.js';
 import { loadSettings } from '../../src/settings.js';
 import { eventually } from '../helpers/eventually.js';
-import { uniqueName, useDatabase } from '../helpers/stack.js';
+import { uniqueName } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 let pool: Pool;
 let lookups = 0;

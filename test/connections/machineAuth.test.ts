@@ -17,9 +17,10 @@ import { startTokenRefresher } from '../../src/connections/tokenRefresher.js';
 import { createPool } from '../../src/db/pool.js';
 import { isServiceError } from '../../src/errors.js';
 import { eventually } from '../helpers/eventually.js';
-import { json, startApiHarness, startFakeServer, type ApiHarness } from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { useLogScan } from './helpers/logScan.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const logScan = useLogScan();
 
@@ -55,7 +56,7 @@ function verifyJwt(
 
 describe('client credentials, service accounts and app installations', () => {
   let h: ApiHarness;
-  let authServer: Awaited<ReturnType<typeof startFakeServer>>;
+  let authServer: Awaited<ReturnType<typeof startFakeUpstream>>;
   const account = rsaPair();
   const app = rsaPair();
   const clientSecret = `cs-${randomBytes(12).toString('hex')}`;
@@ -168,7 +169,7 @@ describe('client credentials, service accounts and app installations', () => {
   const kinds = ['cc', 'jwt', 'app'] as const;
 
   beforeAll(async () => {
-    authServer = await startFakeServer();
+    authServer = await startFakeUpstream();
     h = await startApiHarness({ providers: providers(authServer.url) });
     authServer.setHandler(handle);
     logScan.secret(clientSecret, h.envA.secretKey, ...account.privatePem.split('\n').slice(2, 4));

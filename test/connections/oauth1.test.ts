@@ -5,7 +5,7 @@
 import { describe, expect } from 'vitest';
 import { percentEncode, signOAuth1 } from '../../src/connections/oauth1.js';
 import { test as kit, withConnections, type ConnectionsHarness } from '../kit/index.js';
-import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
+import { startFakeProvider, type FakeProvider } from '../kit/oauthProvider.js';
 import { useLogScan } from './helpers/logScan.js';
 
 const logScan = useLogScan();

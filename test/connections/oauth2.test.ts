@@ -9,9 +9,9 @@ import { isServiceError, type ServiceError } from '../../src/errors.js';
 import type { ConnectionScope } from '../../src/connections/types.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { tokenRefreshFailures } from '../../src/metrics/index.js';
-import { useDatabase } from '../helpers/stack.js';
-import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
-import { fakeOAuth2Provider, startHarness, type Harness } from './helpers/harness.js';
+import { useDatabase } from '../kit/db.js';
+import { startFakeProvider, type FakeProvider } from '../kit/oauthProvider.js';
+import { fakeOAuth2Provider, startHarness, type Harness } from '../kit/connections.js';
 import { useLogScan } from './helpers/logScan.js';
 
 const logScan = useLogScan();

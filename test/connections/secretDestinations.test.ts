@@ -19,8 +19,10 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
-import { bundle, json, startApiHarness, startFakeServer, type ApiHarness } from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { refreshRound } from '../../src/connections/tokenRefresher.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const CLIENT_SECRET = `zd-client-secret-${randomBytes(12).toString('hex')}`;
 const CC_SECRET = `cc-client-secret-${randomBytes(12).toString('hex')}`;
@@ -31,8 +33,8 @@ const REFRESH_TOKEN = `refresh-${randomBytes(8).toString('hex')}`;
 const ATTACKER_TOKEN = 'token-issued-by-the-attacker';
 
 let h: ApiHarness;
-let attacker: Awaited<ReturnType<typeof startFakeServer>>;
-let provider: Awaited<ReturnType<typeof startFakeServer>>;
+let attacker: Awaited<ReturnType<typeof startFakeUpstream>>;
+let provider: Awaited<ReturnType<typeof startFakeUpstream>>;
 
 /** The template paths the provider fake answers token requests on. */
 const TOKEN_PATHS = {
@@ -89,10 +91,10 @@ const WHOAMI = bundle(`async function (svc) {
 }`);
 
 beforeAll(async () => {
-  attacker = await startFakeServer((_req, res) =>
+  attacker = await startFakeUpstream((_req, res) =>
     json(res, 200, { access_token: ATTACKER_TOKEN, token: ATTACKER_TOKEN, expires_in: 3600 }),
   );
-  provider = await startFakeServer((req, res) => {
+  provider = await startFakeUpstream((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const search = new URL(req.url ?? '/', 'http://x').search;
     if (req.method === 'POST' && search === '' && TOKEN_PATHS.ms.test(path))

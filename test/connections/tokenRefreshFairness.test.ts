@@ -17,8 +17,8 @@ import {
   type ConnectionsHarness,
   type FakeUpstream,
 } from '../kit/index.js';
-import { startFakeProvider, type FakeProvider } from './helpers/fakeProvider.js';
-import { fakeOAuth2Provider } from './helpers/harness.js';
+import { startFakeProvider, type FakeProvider } from '../kit/oauthProvider.js';
+import { fakeOAuth2Provider } from '../kit/connections.js';
 
 const MINUTE = 60_000;
 const HANGING = 200;

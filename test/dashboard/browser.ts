@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
 
 export const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 

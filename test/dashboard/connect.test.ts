@@ -12,10 +12,11 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { startFakeProvider, type FakeProvider } from '../connections/helpers/fakeProvider.js';
-import { fakeOAuth2Provider } from '../connections/helpers/harness.js';
-import { json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
+import { startFakeProvider, type FakeProvider } from '../kit/oauthProvider.js';
+import { fakeOAuth2Provider } from '../kit/connections.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { openBrowser } from './browser.js';
+import { json } from '../kit/upstream.js';
 
 const screenshots = fileURLToPath(new URL('./screenshots/', import.meta.url));
 const KEYED = 'keyed';

@@ -14,10 +14,12 @@ import type { ApiDeps } from '../../src/api/index.js';
 import { createApiRoutes, createGeneratedEndpointFallback } from '../../src/api/routes/index.js';
 import { createServer } from '../../src/api/server.js';
 import { createDashboardRouter, type DashboardOptions } from '../../src/dashboard/index.js';
-import { stack } from '../helpers/stack.js';
-import { bundle, json, startApiHarness, type ApiHarness } from '../api/helpers/harness.js';
+import { stack } from '../kit/stack.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { openBrowser } from './browser.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { bundle } from '../kit/scripts.js';
+import { json } from '../kit/upstream.js';
 
 const INTEGRATION = 'fake-api';
 const TEMPORAL_UI = 'http://127.0.0.1:18233';

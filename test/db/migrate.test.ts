@@ -1,7 +1,7 @@
 /** src/db/migrate.ts: a failing migration rolls back every migration of the same call. */
 import { describe, expect, it } from 'vitest';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
-import { useDatabase } from '../helpers/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 describe('migrate', () => {
   it('applies the pending migrations in one transaction: one that fails rolls back the others of its call', async () => {

@@ -12,10 +12,10 @@ import type { Client } from '@temporalio/client';
 import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import type { ApplyProgress } from '../../workflows/applyDeployment.js';
-import type { WorkerChild } from '../runtime/processWorker.js';
+import type { WorkerChild } from '../kit/processWorker.js';
 import { mapLimit } from '../../src/mapLimit.js';
-import { deployEnvironment, request } from './applyHarness.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deployEnvironment, request } from '../kit/apply.js';
+import { deferCleanup } from '../kit/cleanup.js';
 
 // A wave of the apply (APPLY_BATCHING: `parallel` calls of `size` connections), then two more calls.
 const WAVE = APPLY_BATCHING.size * APPLY_BATCHING.parallel;

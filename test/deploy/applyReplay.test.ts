@@ -16,9 +16,9 @@ import type { Client } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { APPLY_BATCHING, applyWorkflowId } from '../../src/deploy/plan.js';
 import { expectReplays, type History } from '../helpers/replay.js';
-import { useDatabase } from '../helpers/stack.js';
+import { useDatabase } from '../kit/db.js';
 import { mapLimit } from '../../src/mapLimit.js';
-import { deployEnvironment, request } from './applyHarness.js';
+import { deployEnvironment, request } from '../kit/apply.js';
 
 const { temporal } = proto;
 

@@ -7,15 +7,11 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DeployRequest } from '../../src/deploy/deployments.js';
-import {
-  bundle,
-  eventually,
-  INTEGRATION,
-  json,
-  PROVIDER,
-  startApiHarness,
-  type ApiHarness,
-} from '../api/helpers/harness.js';
+import { startApiHarness, type ApiHarness } from '../kit/api.js';
+import { bundle } from '../kit/scripts.js';
+import { eventually } from '../helpers/eventually.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { json } from '../kit/upstream.js';
 
 const ENDPOINT_PROBLEMS = fileURLToPath(new URL('../fixtures/configs/endpoint-problems.yaml', import.meta.url));
 

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stack, uniqueName } from '../helpers/stack.js';
+import { stack, uniqueName } from '../kit/stack.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOC = join(ROOT, 'docs/walkthrough.md');

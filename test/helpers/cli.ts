@@ -3,7 +3,7 @@
  */
 import type { CliIo } from '../../src/cli/io.js';
 import { runCli } from '../../src/cli/main.js';
-import { stack } from './stack.js';
+import { stack } from '../kit/stack.js';
 
 /** What one run of the command answered. */
 export interface CliOutcome {

@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { expect } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
-import { stack } from './stack.js';
+import { stack } from '../kit/stack.js';
 
 export type History = proto.temporal.api.history.v1.IHistory;
 

@@ -10,8 +10,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import pg from 'pg';
 import { eventually } from './eventually.js';
-import { stack, uniqueName } from './stack.js';
-import { deferCleanup } from './cleanup.js';
+import { stack, uniqueName } from '../kit/stack.js';
+import { deferCleanup } from '../kit/cleanup.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;

@@ -1,9 +1,9 @@
 /**
- * The test kit: vitest fixtures (`test.extend`) over the shared helpers (test/helpers/) and the area
+ * The test kit: vitest fixtures (`test.extend`) over the kit's modules (stack, db, upstream) and its
  * harnesses. A test names what it needs (`async ({ api }) => …`) and gets it; what costs seconds to
  * start (a database, the whole service) is file-scoped: started when the file's first test asks for it,
  * shared by the file's tests, and stopped by the fixture itself after `use` returns, when the file ends
- * (nothing depends on an afterAll registered in a hook, which vitest 3.2 drops: test/helpers/cleanup.ts).
+ * (nothing depends on an afterAll registered in a hook, which vitest 3.2 drops: test/kit/cleanup.ts).
  *
  * A file with options or setup of its own extends these, keeping the scope:
  *
@@ -19,11 +19,11 @@
  * fixture's dependencies), hence `({}, use)` where a fixture needs none.
  */
 import { test as base } from 'vitest';
-import { createApiHarness, type ApiHarness, type ApiHarnessOptions } from '../api/helpers/harness.js';
-import { createHarness, type Harness, type HarnessOptions } from '../connections/helpers/harness.js';
-import { createFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
-import { createDatabase, type TestDatabase } from '../helpers/stack.js';
-import { createRuntime, type RuntimeHarness, type RuntimeOptions } from '../runtime/helpers.js';
+import { createApiHarness, type ApiHarness, type ApiHarnessOptions } from './api.js';
+import { createHarness, type Harness, type HarnessOptions } from './connections.js';
+import { createFakeUpstream, type FakeUpstream, type UpstreamHandler } from './upstream.js';
+import { createDatabase, type TestDatabase } from './db.js';
+import { createRuntime, type RuntimeHarness, type RuntimeOptions } from './runtime.js';
 
 export type { ApiHarness, FakeUpstream, Harness as ConnectionsHarness, RuntimeHarness, TestDatabase, UpstreamHandler };
 
@@ -56,14 +56,14 @@ const setUpRunThenStop = <T extends { stop: () => Promise<void> }>(
     },
   );
 
-/** A fake external API (test/helpers/fakeUpstream.ts) for `body`, closed after it. */
+/** A fake external API (test/kit/upstream.ts) for `body`, closed after it. */
 export const withFakeUpstream = (
   handler: UpstreamHandler | undefined,
   body: (upstream: FakeUpstream) => Promise<void>,
 ): Promise<void> => runThenStop(createFakeUpstream(handler), (upstream) => upstream.close(), body);
 
 /**
- * The whole API over the real stack (test/api/helpers/harness.ts) for `body`, after `setUp` (a file's
+ * The whole API over the real stack (test/kit/api.ts) for `body`, after `setUp` (a file's
  * integrations, deployment, connections), stopped after it.
  */
 export const withApiHarness = (
@@ -72,12 +72,12 @@ export const withApiHarness = (
   setUp?: (harness: ApiHarness) => Promise<unknown>,
 ): Promise<void> => setUpRunThenStop(createApiHarness(options), body, setUp);
 
-/** The connections area and its OAuth routes (test/connections/helpers/harness.ts) for `body`, stopped after it. */
+/** The connections area and its OAuth routes (test/kit/connections.ts) for `body`, stopped after it. */
 export const withConnections = (options: HarnessOptions, body: (harness: Harness) => Promise<void>): Promise<void> =>
   runThenStop(createHarness(options), (harness) => harness.stop(), body);
 
 /**
- * The script runtime over the real stack (test/runtime/helpers.ts: workers with the runtime's activities,
+ * The script runtime over the real stack (test/kit/runtime.ts: workers with the runtime's activities,
  * a client with its data converter, the test connections pointing at `options.upstream`) for `body`, after
  * `setUp` (a file's handler, deployments), stopped after it.
  */
@@ -87,7 +87,7 @@ export const withRuntime = (
   setUp?: (runtime: RuntimeHarness) => Promise<unknown>,
 ): Promise<void> => setUpRunThenStop(createRuntime(options), body, setUp);
 
-/** A database of its own (test/helpers/stack.ts) for `body`, dropped after it. */
+/** A database of its own (test/kit/stack.ts) for `body`, dropped after it. */
 export const withDatabase = (body: (database: TestDatabase) => Promise<void>): Promise<void> =>
   runThenStop(createDatabase(), (database) => database.drop(), body);
 
@@ -120,7 +120,7 @@ export const test = base.extend<{ db: TestDatabase; upstream: FakeUpstream }>(ki
 
 /**
  * `db`, `upstream` and `api`: the whole service over `db`, its fixture integration's provider pointing
- * at `upstream`, two environments with their keys (test/api/helpers/harness.ts).
+ * at `upstream`, two environments with their keys (test/kit/api.ts).
  */
 export const apiTest = base.extend<{ db: TestDatabase; upstream: FakeUpstream; api: ApiHarness }>({
   ...kitFixtures,
@@ -129,7 +129,7 @@ export const apiTest = base.extend<{ db: TestDatabase; upstream: FakeUpstream; a
 
 /**
  * `db`, `upstream` and `connections`: the connections area over `db`, its OAuth routes on 127.0.0.1
- * (test/connections/helpers/harness.ts).
+ * (test/kit/connections.ts).
  */
 export const connectionsTest = base.extend<{ db: TestDatabase; upstream: FakeUpstream; connections: Harness }>({
   ...kitFixtures,
@@ -146,7 +146,7 @@ export interface RuntimeFixtureOptions extends Omit<RuntimeOptions, 'database' |
 
 /**
  * `db`, `upstream` and `runtime`: the script runtime over `db`, its test connections' provider pointing at
- * `upstream` (test/runtime/helpers.ts), made as `options` say. A file calls it once.
+ * `upstream` (test/kit/runtime.ts), made as `options` say. A file calls it once.
  */
 export const runtimeTestWith = ({ upstream: handler, setUp, ...options }: RuntimeFixtureOptions) =>
   base.extend<{ db: TestDatabase; upstream: FakeUpstream; runtime: RuntimeHarness }>({

@@ -4,7 +4,8 @@ import { createPool } from '../../src/db/pool.js';
 import { startRecordsMaintenance } from '../../src/records/maintenance.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import { freePort } from '../../src/devstack/process.js';
-import { uniqueName, useDatabase } from '../helpers/stack.js';
+import { uniqueName } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 describe('records maintenance (the worker purges what interrupted erases left)', () => {
   it('deletes erased records left behind at start and on every round after', async () => {

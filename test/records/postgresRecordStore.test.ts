@@ -3,7 +3,8 @@ import { ServiceError } from '../../src/errors.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { RecordStore, StoredRecord, SyncScope } from '../../src/records/types.js';
-import { uniqueName, useDatabase } from '../helpers/stack.js';
+import { uniqueName } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 let pool: Pool;
 let store: RecordStore;

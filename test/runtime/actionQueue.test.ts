@@ -10,7 +10,9 @@ import { createSyncControl, type SyncControl, type SyncRef } from '../../src/tem
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { eventually } from '../helpers/eventually.js';
 import { runtimeTestWith, type RuntimeHarness } from '../kit/index.js';
-import { actionDefinition, bundle, json, syncDefinition } from './helpers.js';
+import { actionDefinition, syncDefinition } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json } from '../kit/upstream.js';
 
 const SYNCS = 4;
 // The blocked request is answered after this at the latest, so that a run on the old single queue

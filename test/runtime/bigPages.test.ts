@@ -11,12 +11,14 @@ import { describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
+import { syncDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 describe('big pages never stall a run', () => {
   it('50,000 records at pages of 1,000, pages of 100 KB, and 1 KB records at pages of 5,000, complete with exact counts', async () => {
     const h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const start = Number(url.searchParams.get('cursor') ?? '0');
       const limit = Number(url.searchParams.get('limit'));

@@ -8,42 +8,16 @@ import type { SyncDefinition, SyncStatus } from '../../src/runtime/definitions.j
 import { createRunHistory } from '../../src/runtime/runHistory.js';
 import { CheckpointStore } from '../../src/syncs/checkpointStore.js';
 import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
-import { eventually } from '../helpers/eventually.js';
-import {
-  bundle,
-  ENVIRONMENT,
-  INTEGRATION,
-  json,
-  startFakeApi,
-  syncDefinition,
-  useRuntime,
-  type RuntimeHarness,
-} from './helpers.js';
+import { type RuntimeHarness, settledSync, syncDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle, resumableSync } from '../kit/scripts.js';
+import { ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const PAGE = 5;
 
-/**
- * A sync that walks the fake API from its checkpoint, saving a checkpoint after each page's batchSave,
- * and clears it at the end of the pass (docs/scripts.md "Resumable syncs", the cursor example).
- * `begin`, `beforeSave` and `end` add statements at those places.
- */
-function walker({ begin = '', beforeSave = '', end = '' } = {}): string {
-  return bundle(`async function sync(svc) {
-  const checkpoint = await svc.getCheckpoint();
-  ${begin}
-  let cursor = checkpoint ? checkpoint.cursor : '0';
-  for (;;) {
-    const res = await svc.get({ endpoint: '/records', params: { cursor, limit: ${PAGE} } });
-    await svc.batchSave(res.data.items, 'Record');
-    if (res.data.next === null) break;
-    cursor = res.data.next;
-    ${beforeSave}
-    await svc.saveCheckpoint({ cursor });
-  }
-  ${end}
-  await svc.clearCheckpoint();
-}`);
-}
+/** The resumable sync (test/kit/scripts.ts) at pages of PAGE, with `begin`, `beforeSave` and `end`. */
+const walker = (places: { begin?: string; beforeSave?: string; end?: string } = {}) =>
+  resumableSync({ limit: PAGE, ...places });
 
 const resumable = walker();
 
@@ -77,18 +51,8 @@ let control: SyncControl;
 let ids: string[] = [];
 const hits = new Map<string, number>();
 
-async function settled(ref: { connectionId: string } & SyncDefinition, runs: number): Promise<SyncStatus> {
-  return eventually(
-    async () => {
-      const status = await control.status(ref);
-      return status.executions >= runs && status.status !== 'running' && status.finishedAt !== null
-        ? status
-        : undefined;
-    },
-    120_000,
-    `run ${runs} of ${ref.syncName}`,
-  );
-}
+const settled = (ref: { connectionId: string } & SyncDefinition, runs: number): Promise<SyncStatus> =>
+  settledSync(control, ref, runs, 120_000);
 
 async function live(connectionId: string): Promise<string[]> {
   const { rows } = await h.pool.query<{ id: string }>(
@@ -111,7 +75,7 @@ async function runsOf(connectionId: string, syncName: string) {
 beforeAll(async () => {
   h = await useRuntime();
   control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-  const api = await startFakeApi((request, response) => {
+  const api = await startFakeUpstream((request, response) => {
     const url = new URL(request.url ?? '/', 'http://x');
     const start = Number(url.searchParams.get('cursor') ?? '0');
     const limit = Number(url.searchParams.get('limit'));

@@ -7,8 +7,9 @@ import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { compileProject } from '../../src/cli/compile.js';
 import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { actionDefinition, syncDefinition, useRuntime } from '../kit/runtime.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 // The project is written out by the test (its scripts import the generated models.ts, which only exists
 // after `compile`, so they cannot be linted in place).
@@ -100,7 +101,7 @@ describe('compiled bundles', () => {
 
     const h = await useRuntime();
     let items = [1, 2, 3, 4, 5].map((n) => ({ id: `i${n}`, name: `item ${n}` }));
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const offset = Number(url.searchParams.get('offset'));
       json(response, 200, { items: items.slice(offset, offset + Number(url.searchParams.get('limit'))) });

@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createConnections, Encryptor, type Connections } from '../../src/connections/index.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { bundle, json, startFakeApi, useRuntime } from './helpers.js';
+import { useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 describe('svc requests through the real connection service', () => {
   it('injects the API key, takes the base URL from the integration, fails clearly for an unknown connection', async () => {
@@ -18,7 +20,7 @@ describe('svc requests through the real connection service', () => {
         return connections.service;
       },
     });
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       if (request.headers.authorization !== 'Bearer pat-123') return json(response, 401, { error: 'bad credentials' });
       json(response, 200, { login: 'octocat', path: request.url });
     });

@@ -11,25 +11,15 @@ import { createRunSlots } from '../../src/runtime/runSlots.js';
 import { CheckpointStore } from '../../src/syncs/checkpointStore.js';
 import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime, type RuntimeHarness } from './helpers.js';
+import { type RuntimeHarness, settledSync, syncDefinition, useRuntime } from '../kit/runtime.js';
+import { resumableSync } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const PAGE = 5;
 const TOTAL = 200;
 const ids = Array.from({ length: TOTAL }, (_, i) => `r${String(i).padStart(3, '0')}`);
 
-// docs/scripts.md "Resumable syncs", the cursor example.
-const resumable = bundle(`async function sync(svc) {
-  const checkpoint = await svc.getCheckpoint();
-  let cursor = checkpoint ? checkpoint.cursor : '0';
-  for (;;) {
-    const res = await svc.get({ endpoint: '/records', params: { cursor, limit: ${PAGE}, conn: svc.connectionId } });
-    await svc.batchSave(res.data.items, 'Record');
-    if (res.data.next === null) break;
-    cursor = res.data.next;
-    await svc.saveCheckpoint({ cursor });
-  }
-  await svc.clearCheckpoint();
-}`);
+const resumable = resumableSync({ limit: PAGE, params: 'conn: svc.connectionId' });
 
 let h: RuntimeHarness;
 let control: SyncControl;
@@ -42,7 +32,7 @@ beforeAll(async () => {
     runtime: (pool) => ({ runSlots: createRunSlots({ db: pool }), syncRunConcurrency: 1 }),
   });
   control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-  const api = await startFakeApi(async (request, response) => {
+  const api = await startFakeUpstream(async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://x');
     const key = url.searchParams.get('conn') ?? '';
     hits.set(key, (hits.get(key) ?? 0) + 1);
@@ -65,18 +55,8 @@ const define = async (syncName: string) => {
   return { definition, ref: { ...definition, connectionId: syncName } };
 };
 
-async function settled(ref: { connectionId: string } & SyncDefinition, runs: number): Promise<SyncStatus> {
-  return eventually(
-    async () => {
-      const status = await control.status(ref);
-      return status.executions >= runs && status.status !== 'running' && status.finishedAt !== null
-        ? status
-        : undefined;
-    },
-    150_000,
-    `run ${runs} of ${ref.syncName}`,
-  );
-}
+const settled = (ref: { connectionId: string } & SyncDefinition, runs: number): Promise<SyncStatus> =>
+  settledSync(control, ref, runs, 150_000);
 
 async function live(connectionId: string): Promise<number> {
   const { rows } = await h.pool.query<{ n: string }>(

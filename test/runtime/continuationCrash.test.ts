@@ -10,36 +10,23 @@ import { describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
-import { bundle, startCursorApi, syncDefinition, useRuntime } from './helpers.js';
-import { startStandbyWorker, startWorkerProcess } from './processWorker.js';
+import { recordsSync, startCursorApi, useRuntime } from '../kit/runtime.js';
+import { startStandbyWorker, startWorkerProcess } from '../kit/processWorker.js';
+import { resumableSync } from '../kit/scripts.js';
 
 const TOTAL = 3000;
 const PAGE = 20;
 const PAGES = TOTAL / PAGE;
 
-const script = bundle(`async function sync(svc) {
-  const checkpoint = await svc.getCheckpoint();
-  let cursor = checkpoint ? checkpoint.cursor : '0';
-  for (;;) {
-    const res = await svc.get({ endpoint: '/records', params: { cursor, limit: ${PAGE} } });
-    await svc.batchSave(res.data.items, 'Record');
-    if (res.data.next === null) break;
-    cursor = res.data.next;
-    await svc.saveCheckpoint({ cursor });
-  }
-  await svc.clearCheckpoint();
-}`);
+const script = resumableSync({ limit: PAGE });
 
 describe('a run that continues past one execution survives SIGKILL of its worker', () => {
   it('3,000 records, ~5 executions, three kills (two as an execution begins): one run, exact', async () => {
     const h = await useRuntime({ worker: false });
     const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     const { url, pageHits } = await startCursorApi(TOTAL, PAGE);
-    const definition = syncDefinition({
-      syncName: 'records',
-      syncType: 'full',
+    const definition = recordsSync({
       trackDeletes: true,
-      models: ['Record'],
       runsMs: 3600_000,
       scriptHash: await h.scripts.put(script),
     });

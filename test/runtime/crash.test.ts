@@ -9,9 +9,9 @@ import { Worker } from '@temporalio/worker';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
-import { stack } from '../helpers/stack.js';
-import { startCursorApi, syncDefinition, useRuntime } from './helpers.js';
-import { startStandbyWorker, startWorkerProcess } from './processWorker.js';
+import { stack } from '../kit/stack.js';
+import { recordsSync, startCursorApi, useRuntime } from '../kit/runtime.js';
+import { startStandbyWorker, startWorkerProcess } from '../kit/processWorker.js';
 
 const TOTAL = 50_000;
 const PAGE = 100;
@@ -24,7 +24,7 @@ describe('a sync survives SIGKILL of its worker process', () => {
     const api = { url };
     const scriptHash = await h.scripts.put(script);
     const input: RunSyncInput = {
-      definition: syncDefinition({ syncName: 'records', syncType: 'full', models: ['Record'], scriptHash }),
+      definition: recordsSync({ scriptHash }),
       connectionId: 'crash',
       mode: 'incremental',
     };

@@ -16,8 +16,9 @@ import { readRunCommit } from '../../src/steps/stepLedger.js';
 import { createSyncControl, STATUS_QUERY_MS } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectReplays, type History } from '../helpers/replay.js';
-import { bundle, startCursorApi, syncDefinition, useRuntime } from './helpers.js';
-import { startWorkerProcess } from './processWorker.js';
+import { recordsSync, startCursorApi, useRuntime } from '../kit/runtime.js';
+import { startWorkerProcess } from '../kit/processWorker.js';
+import { bundle } from '../kit/scripts.js';
 
 const TOTAL = 20_000;
 const PAGE = 100;
@@ -35,10 +36,7 @@ describe('a run inside its sync entity survives SIGKILL of its worker process', 
     });
     const { url, pageHits, script } = await startCursorApi(TOTAL, PAGE);
     const api = { url };
-    const definition = syncDefinition({
-      syncName: 'records',
-      syncType: 'full',
-      models: ['Record'],
+    const definition = recordsSync({
       runsMs: 3600_000,
       scriptHash: await h.scripts.put(script),
     });

@@ -12,8 +12,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, useRuntime } from './helpers.js';
-import { superviseWorkers } from './processWorker.js';
+import { actionDefinition, useRuntime } from '../kit/runtime.js';
+import { superviseWorkers } from '../kit/processWorker.js';
+import { bundle } from '../kit/scripts.js';
 
 const RUNAWAYS = 8;
 const SAMPLES = 200;

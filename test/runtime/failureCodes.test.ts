@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ServiceError, type ErrorCode } from '../../src/errors.js';
-import { actionOutcomes, useRuntime } from './helpers.js';
-import { TestConnections } from './testConnections.js';
+import { actionOutcomes, useRuntime } from '../kit/runtime.js';
+import { TestConnections } from '../kit/testConnections.js';
 
 /** Connections whose every request fails with the code a test sets, as the real service raises it. */
 class FailingConnections extends TestConnections {

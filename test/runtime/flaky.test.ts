@@ -1,19 +1,21 @@
 /** A flaky external API (5xx, 429 with Retry-After, connection resets) is retried exactly as configured. */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, json, startFakeApi, useRuntime, type RuntimeHarness } from './helpers.js';
+import { actionDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 describe('retries of svc requests', () => {
   let h: RuntimeHarness;
   let control: SyncControl;
   const times = new Map<string, number[]>();
   const failuresLeft = new Map<string, number>();
-  let api: Awaited<ReturnType<typeof startFakeApi>>;
+  let api: Awaited<ReturnType<typeof startFakeUpstream>>;
 
   beforeAll(async () => {
     h = await useRuntime();
     control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    api = await startFakeApi((request, response) => {
+    api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const key = url.searchParams.get('key') ?? '';
       times.set(key, [...(times.get(key) ?? []), Date.now()]);

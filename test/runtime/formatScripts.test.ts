@@ -16,17 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileProject } from '../../src/cli/compile.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import {
-  actionDefinition,
-  ENVIRONMENT,
-  executeSync,
-  INTEGRATION,
-  json,
-  startFakeApi,
-  syncDefinition,
-  useRuntime,
-  type RuntimeHarness,
-} from './helpers.js';
+import { actionDefinition, executeSync, syncDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
+import { ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
 
 // Written out by the test: the scripts import the models.ts that `service compile` generates.
 const PROJECT: Record<string, string> = {
@@ -289,7 +281,7 @@ describe('scripts in the format of the field, compiled and run', () => {
     }
 
     h = await useRuntime();
-    const api = await startFakeApi((request, response, body) => {
+    const api = await startFakeUpstream((request, response, body) => {
       requests.push({ method: request.method ?? '', url: request.url ?? '', body, headers: request.headers });
       const url = new URL(request.url ?? '/', 'http://x');
       const param = (name: string): string | null => url.searchParams.get(name);

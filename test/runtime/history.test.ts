@@ -9,7 +9,9 @@ import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import type { OperationMode, RunSyncInput } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { runtimeTestWith, type RuntimeHarness } from '../kit/index.js';
-import { actionDefinition, bundle, executeSync, json, syncDefinition } from './helpers.js';
+import { actionDefinition, executeSync, syncDefinition } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json } from '../kit/upstream.js';
 
 const PAGES = 100;
 const PER_PAGE = 100;

@@ -24,12 +24,13 @@ import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
 import { createServiceWorkers } from '../../src/service.js';
-import { stack, uniqueName } from '../helpers/stack.js';
-import { actionDefinition, bundle, ENVIRONMENT, INTEGRATION, syncDefinition, useRuntime } from './helpers.js';
-import { runtimeDeps, TestConnections } from './testConnections.js';
+import { stack, uniqueName } from '../kit/stack.js';
+import { actionDefinition, syncDefinition, useRuntime } from '../kit/runtime.js';
+import { runtimeDeps, TestConnections, ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
 import type { Victim } from './fixtures/attackerWorkflows.js';
 import { connectWorker } from '../../src/temporal/connection.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { bundle } from '../kit/scripts.js';
 
 const ATTACKER_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'attackerWorkflows.ts');
 const VICTIM_ENV = 'victim-env';

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { rootActionId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, useRuntime } from './helpers.js';
+import { actionDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
 
 describe("a run's limits count every way of spending", () => {
   it('buffer memory: copies made through the species default (constructor undefined) are charged, and the run fails with script_memory_limit', async () => {

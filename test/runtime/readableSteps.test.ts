@@ -9,10 +9,12 @@ import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
-import { stack } from '../helpers/stack.js';
-import { bundle, executeSync, json, startFakeApi, stepSummaries, syncDefinition, useRuntime } from './helpers.js';
+import { stack } from '../kit/stack.js';
+import { executeSync, stepSummaries, syncDefinition, useRuntime } from '../kit/runtime.js';
 import { connectTemporal } from '../../src/temporal/connection.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from '../kit/cleanup.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const SECRET_IN_QUERY = 'sk_live_query_secret_0123456789';
 const SECRET_IN_PATH = 'tok_path_secret_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
@@ -25,7 +27,7 @@ const IN_ACTION_NAME = 'customer-ssn-078051120-card-4111111111111111';
 describe('step names in the history', () => {
   it('are readable and redacted while every payload stays encrypted', async () => {
     const h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const page = Number(url.searchParams.get('page') ?? '1');
       json(response, 200, {
@@ -97,7 +99,7 @@ describe('step names in the history', () => {
   it('carry no credential a script puts in a query, a path or an action name', async () => {
     // FINDING (fixed in src/runtime/stepSummary.ts): this test failed before the fix.
     const h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
-    const api = await startFakeApi((_request, response) => json(response, 200, { ok: true }));
+    const api = await startFakeUpstream((_request, response) => json(response, 200, { ok: true }));
     h.connections.setBaseUrl(api.url);
     const scriptHash = await h.scripts.put(
       bundle(`async function (svc) {

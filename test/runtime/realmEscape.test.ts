@@ -11,7 +11,9 @@ import type { ConnectionScope } from '../../src/connections/types.js';
 import type { ConnectionRecord } from '../../src/runtime/public.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, TestConnections, useRuntime } from './helpers.js';
+import { actionDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { TestConnections } from '../kit/testConnections.js';
 
 const VICTIM_ENV = 'victim-env';
 

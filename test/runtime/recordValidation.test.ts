@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../../src/config/validate.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { createPostgresLogStore } from '../../src/runtime/logStore.js';
-import { bundle, executeSync, syncDefinition, useRuntime } from './helpers.js';
+import { executeSync, syncDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
 
 const { config } = compileConfig(
   `integrations:\n  tracker:\n    syncs: {}\nmodels:\n  Issue:\n    id: string\n    state: open | closed\n    title: string\n`,

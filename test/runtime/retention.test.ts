@@ -25,7 +25,8 @@ import { createWebhookDeliveryStore } from '../../src/webhooks/deliveries.js';
 import { createWebhookSettingsStore } from '../../src/webhooks/settings.js';
 import { loadSettings } from '../../src/settings.js';
 import { eventually } from '../helpers/eventually.js';
-import { uniqueName, useDatabase, useTemporalClient } from '../helpers/stack.js';
+import { uniqueName, useTemporalClient } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 const DAY = 24 * 3_600_000;
 const NONE: RetentionPolicy = {

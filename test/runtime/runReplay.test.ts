@@ -22,7 +22,9 @@ import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { expectReplays, type History } from '../helpers/replay.js';
 import { runtimeTestWith } from '../kit/index.js';
-import { actionDefinition, bundle, executeSync, json, syncDefinition } from './helpers.js';
+import { actionDefinition, executeSync, syncDefinition } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json } from '../kit/upstream.js';
 
 const { temporal } = proto;
 

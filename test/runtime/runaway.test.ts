@@ -3,8 +3,9 @@ import { eventually } from '../helpers/eventually.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, syncDefinition, useRuntime } from './helpers.js';
-import { superviseWorkers } from './processWorker.js';
+import { actionDefinition, syncDefinition, useRuntime } from '../kit/runtime.js';
+import { superviseWorkers } from '../kit/processWorker.js';
+import { bundle } from '../kit/scripts.js';
 
 describe('runaway scripts fail their own run with a clear error', () => {
   it('a script that throws fails its run as script_error', async () => {

@@ -6,15 +6,14 @@ import type { RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import {
   actionDefinition,
-  bundle,
-  json,
-  startFakeApi,
   serviceControl,
   stepSummaries,
   syncDefinition,
   useRuntime,
   type RuntimeHarness,
-} from './helpers.js';
+} from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const ISSUES = Array.from({ length: 25 }, (_, i) => ({ id: `i${i}`, title: `issue ${i}` }));
 
@@ -31,11 +30,11 @@ const linkSync = bundle(`async function sync(svc) {
 
 describe('runtime: sync and action runs on the real Temporal server', () => {
   let h: RuntimeHarness;
-  let api: Awaited<ReturnType<typeof startFakeApi>>;
+  let api: Awaited<ReturnType<typeof startFakeUpstream>>;
 
   beforeAll(async () => {
     h = await useRuntime();
-    api = await startFakeApi((request, response) => {
+    api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       if (request.headers.authorization !== 'Bearer secret-key') return json(response, 401, { error: 'no key' });
       if (url.pathname === '/issues') {

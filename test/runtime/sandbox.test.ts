@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { actionDefinition, bundle, useRuntime } from './helpers.js';
+import { actionDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
 
 describe('the script sandbox', () => {
   it('no route from a script reaches the worker process or the workflow runtime', async () => {

@@ -12,8 +12,10 @@ import { describe, expect, it } from 'vitest';
 import { readRunCommit } from '../../src/steps/stepLedger.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime } from './helpers.js';
-import { startWorkerProcess } from './processWorker.js';
+import { recordsSync, useRuntime } from '../kit/runtime.js';
+import { startWorkerProcess } from '../kit/processWorker.js';
+import { cursorSync } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const PAGES = 2000;
 const STALLS = 14;
@@ -27,7 +29,7 @@ describe('a healthy long run whose worker stalls now and then', () => {
       committedRun: (executionRunId) => readRunCommit(h.pool, executionRunId),
     });
     let requests = 0;
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
       const start = Number(url.searchParams.get('cursor') ?? '0');
       requests += 1;
@@ -38,15 +40,8 @@ describe('a healthy long run whose worker stalls now and then', () => {
         });
       }, 200);
     });
-    const script = bundle(`async function sync(svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: 1, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, title: r.title })), 'Record');
-  }
-}`);
-    const definition = syncDefinition({
-      syncName: 'records',
-      syncType: 'full',
-      models: ['Record'],
+    const script = cursorSync(1, 'Record', ['id', 'title']);
+    const definition = recordsSync({
       runsMs: 3600_000,
       scriptHash: await h.scripts.put(script),
     });

@@ -11,7 +11,8 @@ import { createPostgresRecordStore } from '../../src/records/postgresRecordStore
 import type { RecordStore } from '../../src/records/types.js';
 import { createStepLedger, DEFER_MS, DEFERRED_KEPT, RETRY_MS, type StepLedger } from '../../src/steps/stepLedger.js';
 import { eventually } from '../helpers/eventually.js';
-import { uniqueName, useDatabase } from '../helpers/stack.js';
+import { uniqueName } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 let pool: Pool;
 let ledger: StepLedger;

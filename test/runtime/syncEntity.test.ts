@@ -2,7 +2,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { SyncDefinition, SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime, type RuntimeHarness } from './helpers.js';
+import { syncDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 async function until(
   control: SyncControl,
@@ -37,7 +39,7 @@ describe('sync entity workflow', () => {
   beforeAll(async () => {
     h = await useRuntime();
     control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    const api = await startFakeApi((_request, response) => json(response, 200, { items, fail }));
+    const api = await startFakeUpstream((_request, response) => json(response, 200, { items, fail }));
     h.connections.setBaseUrl(api.url);
   });
 

@@ -26,7 +26,9 @@ import { createSyncControl, type SyncControl, type SyncRef } from '../../src/tem
 import { ENTITY_HISTORY_EVENTS, type ManageSyncInput } from '../../workflows/manageSync.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectReplays, type History } from '../helpers/replay.js';
-import { bundle, json, startFakeApi, syncDefinition, useRuntime, type RuntimeHarness } from './helpers.js';
+import { syncDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const { temporal } = proto;
 
@@ -84,7 +86,7 @@ describe('sync entity workflow: history compatibility', () => {
   beforeAll(async () => {
     h = await useRuntime();
     control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    const api = await startFakeApi(async (_request, response) => {
+    const api = await startFakeUpstream(async (_request, response) => {
       if (hold) await released;
       json(response, 200, { items: [{ id: 'base', n: 0 }], fail });
     });

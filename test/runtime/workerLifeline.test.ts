@@ -1,6 +1,6 @@
 /**
  * A worker process a test starts never outlives the test runner (issue 29, "Also"): a clean-clone CI run
- * left test/runtime/workerProcess.ts running 28 minutes after the suite, reparented to init and retrying
+ * left test/kit/workerProcess.ts running 28 minutes after the suite, reparented to init and retrying
  * the stopped Temporal server. Here a stand-in runner starts a worker the way the tests do and is then
  * killed abruptly (SIGKILL: no hook of its runs); the worker must be gone soon after.
  */
@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/eventually.js';
-import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
+import { stack, uniqueName } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const TSX_LOADER = pathToFileURL(join(here, '..', '..', 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;

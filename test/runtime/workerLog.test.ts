@@ -14,8 +14,10 @@ import { eventually } from '../helpers/eventually.js';
 import { randomUUID } from 'node:crypto';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
 import { runtimeTestWith, type RuntimeHarness } from '../kit/index.js';
-import { actionDefinition, bundle, json, syncDefinition } from './helpers.js';
-import { startWorkerProcess, type WorkerChild } from './processWorker.js';
+import { actionDefinition, syncDefinition } from '../kit/runtime.js';
+import { startWorkerProcess, type WorkerChild } from '../kit/processWorker.js';
+import { bundle } from '../kit/scripts.js';
+import { json } from '../kit/upstream.js';
 
 // The connections' credential in this worker: a script reads it with svc.getConnection().
 const KEY = 'tok_9fQ2-zX7/leak+me';

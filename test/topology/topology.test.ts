@@ -19,8 +19,9 @@ import { Encryptor } from '../../src/connections/encryption.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { buildWorkflowBundle, saveWorkflowBundle } from '../../src/temporal/workflowBundle.js';
 import { eventually } from '../helpers/eventually.js';
-import { expectExact, FakeApi, finishedRun, INTEGRATION, SYNC, trigger, YAML } from '../helpers/pagedApi.js';
-import { stack, uniqueName, useDatabase } from '../helpers/stack.js';
+import { deployPagedApi, expectExact, FakeApi, finishedRun, trigger } from '../kit/pagedApi.js';
+import { stack, uniqueName } from '../kit/stack.js';
+import { useDatabase } from '../kit/db.js';
 import { connectTemporal } from '../../src/temporal/connection.js';
 
 const V2_ENTRY = resolve(import.meta.dirname, 'fixtures', 'workflowsV2.ts');
@@ -63,17 +64,7 @@ beforeAll(async () => {
       encryptor: new Encryptor([Buffer.from(topology.encryptionKey, 'base64')]),
     }),
   });
-  await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
-  await api.deploy.apply({
-    yaml: YAML,
-    scripts: [{ integration: INTEGRATION, kind: 'sync', name: 'records', code: SYNC }],
-  });
-  for (const connection of ['kill', 'restart', 'up1', 'up2', 'up3', 'after'])
-    await api.connections.import({
-      provider_config_key: INTEGRATION,
-      connection_id: connection,
-      credentials: { type: 'API_KEY', apiKey: connection },
-    });
+  await deployPagedApi(api, ['kill', 'restart', 'up1', 'up2', 'up3', 'after']);
 }, 600_000);
 
 afterAll(async () => {

@@ -3,7 +3,7 @@
  * test file calls `useLogScan()`, and after the file checks that no secret it was told about appears.
  */
 import { expect } from 'vitest';
-import { deferCleanup } from '../../helpers/cleanup.js';
+import { deferCleanup } from '../../kit/cleanup.js';
 
 export function useLogScan() {
   const written: string[] = [];

@@ -2,9 +2,9 @@ import type { ChildProcess } from 'node:child_process';
 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stack } from '../helpers/stack.js';
+import { stack } from './stack.js';
 import { runningWorkers, spawnWorkerProcess } from './workerSpawn.js';
-import { deferCleanup } from '../helpers/cleanup.js';
+import { deferCleanup } from './cleanup.js';
 
 export interface WorkerChild {
   child: ChildProcess;
@@ -78,7 +78,7 @@ function waitFor(worker: WorkerChild, line: string): Promise<void> {
   });
 }
 
-/** Starts test/runtime/workerProcess.ts and resolves once it polls its task queue (or says `until`). */
+/** Starts test/kit/workerProcess.ts and resolves once it polls its task queue (or says `until`). */
 export async function startWorkerProcess(options: WorkerProcessOptions, until = 'ready'): Promise<WorkerChild> {
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const child = spawnTrackedWorker({

@@ -6,39 +6,30 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 
 import type { Client } from '@temporalio/client';
-import type { ApiDeps } from '../../../src/api/index.js';
-import type { DeployRequest } from '../../../src/deploy/deployments.js';
-import { createClient, ServiceApiError, type ConnectionRef, type ServiceClient } from '../../../src/client/index.js';
-import { Encryptor } from '../../../src/connections/encryption.js';
-import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
-import type { Pool } from '../../../src/db/pool.js';
-import { createService, type Service, type ServiceOverrides } from '../../../src/service.js';
-import { loadSettings } from '../../../src/settings.js';
-import { createDatabase, stack, uniqueName, type TestDatabase } from '../../helpers/stack.js';
-export { eventually } from '../../helpers/eventually.js';
-import { deployRequest, INTEGRATION, PROVIDER } from '../fixtures.js';
-import { deferCleanup, startOwned } from '../../helpers/cleanup.js';
-import { rejection } from '../../helpers/rejection.js';
-import { createFakeUpstream, startFakeUpstream, type FakeUpstream } from '../../helpers/fakeUpstream.js';
-
-export { json } from '../../helpers/fakeUpstream.js';
-/**
- * The fake external API (test/helpers/fakeUpstream.ts): a handler a test can swap (404 until then),
- * every request recorded.
- */
-export const startFakeServer = startFakeUpstream;
-
-export { bundle, INTEGRATION, PROVIDER } from '../fixtures.js';
+import type { ApiDeps } from '../../src/api/index.js';
+import type { DeployRequest } from '../../src/deploy/deployments.js';
+import { createClient, ServiceApiError, type ConnectionRef, type ServiceClient } from '../../src/client/index.js';
+import { Encryptor } from '../../src/connections/encryption.js';
+import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
+import type { Pool } from '../../src/db/pool.js';
+import { createService, type Service, type ServiceOverrides } from '../../src/service.js';
+import { loadSettings } from '../../src/settings.js';
+import { stack, uniqueName } from './stack.js';
+import { createDatabase, type TestDatabase } from './db.js';
+import { listenOnLoopback } from './loopback.js';
+import { deployRequest, INTEGRATION, PROVIDER } from './fixtures.js';
+import { deferCleanup, givenOrStarted, startOwned } from './cleanup.js';
+import { rejection } from '../helpers/rejection.js';
+import { apiKeyProvider, createFakeUpstream, type FakeUpstream } from './upstream.js';
 
 export interface ApiHarness {
   pool: Pool;
   /** The connection string of the file's database (a second pool: another "process"). */
   dbUrl: string;
   baseUrl: string;
-  fake: Awaited<ReturnType<typeof startFakeServer>>;
+  fake: FakeUpstream;
   deps: ApiDeps;
   /** Environment A's client, environment B's client, and one without a key. */
   api: ServiceClient;
@@ -92,21 +83,17 @@ export const createApiHarness = (
 ): Promise<ApiHarness & { stop: () => Promise<void> }> => startOwned((owned) => composeApiHarness(options, owned));
 
 async function composeApiHarness(options: ApiHarnessOptions, owned: Array<() => Promise<void>>): Promise<ApiHarness> {
-  const database = options.database ?? (await createDatabase());
-  if (!options.database) owned.push(database.drop);
-  const { pool, url: dbUrl } = database;
-  const fake = options.upstream ?? (await createFakeUpstream());
-  if (!options.upstream) owned.push(fake.close);
+  const { pool, url: dbUrl } = await givenOrStarted(options.database, createDatabase, (db) => db.drop(), owned);
+  const fake = await givenOrStarted(
+    options.upstream,
+    () => createFakeUpstream(),
+    (fake) => fake.close(),
+    owned,
+  );
   // Listening before the service is composed, so that connect links and the OAuth callback point here.
   const server = createHttpServer();
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const closeServer = async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  };
+  const { url: baseUrl, close: closeServer } = await listenOnLoopback(server);
   owned.push(closeServer);
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
   const taskQueue = uniqueName('tq');
   const logs: string[] = [];
@@ -127,12 +114,7 @@ async function composeApiHarness(options: ApiHarnessOptions, owned: Array<() => 
     encryptor: new Encryptor([randomBytes(32)]),
     catalog: loadProviderCatalog({
       extra: {
-        [PROVIDER]: {
-          display_name: 'Fake API',
-          auth_mode: 'API_KEY',
-          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-          base_url: `${fake.url}/api`,
-        },
+        [PROVIDER]: apiKeyProvider(fake.url),
         ...options.providers,
       },
     }),
@@ -191,7 +173,7 @@ export const connectionOf = (connectionId: string): ConnectionRef => ({ connecti
 
 /**
  * The usual starting point of a test: environment A has the fixture integration, the fixture
- * deployment (test/api/fixtures.ts) and one connection with an API key.
+ * deployment (test/kit/fixtures.ts) and one connection with an API key.
  */
 export async function deployWithConnection(h: ApiHarness, apiKey: string, connectionId = 'c1'): Promise<void> {
   await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });

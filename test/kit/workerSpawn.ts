@@ -1,5 +1,5 @@
 /**
- * Spawning test/runtime/workerProcess.ts (node with tsx's loader, not the tsx CLI: the CLI runs the
+ * Spawning test/kit/workerProcess.ts (node with tsx's loader, not the tsx CLI: the CLI runs the
  * script in a child process of its own, so a SIGKILL sent to it would leave the real worker running as an
  * orphan) with a lifeline: its stdin is a pipe from this process, and it exits when the pipe closes, so
  * it never outlives the process that started it, even one killed with SIGKILL. No vitest here: the

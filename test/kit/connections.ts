@@ -4,15 +4,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 
-import { createOAuthRouter } from '../../../src/api/oauthRoutes.js';
-import { createConnections, type CreateConnectionsOptions } from '../../../src/connections/index.js';
-import { Encryptor } from '../../../src/connections/encryption.js';
-import { loadProviderCatalog } from '../../../src/connections/providers/catalog.js';
-import type { Pool } from '../../../src/db/pool.js';
-import { deferCleanup } from '../../helpers/cleanup.js';
+import { createOAuthRouter } from '../../src/api/oauthRoutes.js';
+import { createConnections, type CreateConnectionsOptions } from '../../src/connections/index.js';
+import { Encryptor } from '../../src/connections/encryption.js';
+import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
+import type { Pool } from '../../src/db/pool.js';
+import { deferCleanup } from './cleanup.js';
+import { listenOnLoopback } from './loopback.js';
 
 export function randomKey(): Buffer {
   return randomBytes(32);
@@ -39,8 +39,7 @@ export async function startHarness(options: HarnessOptions) {
 /** The connections area with its OAuth routes on 127.0.0.1; `stop` closes the server. */
 export async function createHarness(options: HarnessOptions) {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const appUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { url: appUrl, close: stop } = await listenOnLoopback(server);
   const encryptor = options.encryptor ?? new Encryptor([randomKey()]);
   const createOptions: CreateConnectionsOptions = {
     db: options.db,
@@ -54,10 +53,6 @@ export async function createHarness(options: HarnessOptions) {
   const app = express();
   app.use(createOAuthRouter({ flow: connections.oauthFlow, environments: connections.environments }));
   server.on('request', app);
-  const stop = async (): Promise<void> => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  };
 
   /** Opens `url` and follows redirects by hand (as a browser would), returning the final page. */
   async function browse(

@@ -5,7 +5,7 @@ import { afterAll } from 'vitest';
  *
  * vitest runs an `afterAll` only when it is registered while the file's suites are collected: one
  * registered inside a test, a `beforeAll` or a helper called from them is accepted silently and never
- * runs (vitest 3.2; test/helpers/cleanup.unit.test.ts shows it). Helpers register here instead. This module's
+ * runs (vitest 3.2; test/kit/cleanup.unit.test.ts shows it). Helpers register here instead. This module's
  * own `afterAll` is registered at import, during collection, so it always runs; it runs the teardowns
  * in reverse order of registration (a server closes before the database it uses is dropped), each even
  * when an earlier one failed, and reports every failure.
@@ -50,4 +50,17 @@ export async function startOwned<T extends object>(
     await stopInReverse(owned).catch(() => undefined);
     throw error;
   }
+}
+
+/** `given` (a kit fixture's, which its owner stops), else what `start` starts, with its `stop` pushed to `owned`. */
+export async function givenOrStarted<T>(
+  given: T | undefined,
+  start: () => Promise<T>,
+  stop: (value: T) => Promise<void>,
+  owned: Array<() => Promise<void>>,
+): Promise<T> {
+  if (given) return given;
+  const value = await start();
+  owned.push(() => stop(value));
+  return value;
 }

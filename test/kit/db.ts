@@ -1,28 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
-import { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
+/**
+ * A database per test file: cloned from the migrated template the test run made (test/globalSetup.ts),
+ * dropped by its owner (a kit fixture, or the file's end through useDatabase).
+ */
 import pg from 'pg';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { assertPostgresReachable } from '../../src/devstack/postgres.js';
-import { assertTemporalReachable } from '../../src/devstack/temporal.js';
-import { createLogger } from '../../src/log.js';
-import { installServiceRuntime } from '../../src/temporal/logger.js';
-import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 import { deferCleanup } from './cleanup.js';
-
-// Worker state changes at INFO drown the test output; warnings and errors still show.
-installServiceRuntime({ logger: createLogger({ level: 'warn', destination: 'stderr' }) });
-
-/** The servers the test run started (test/globalSetup.ts). */
-export function stack() {
-  return inject('stack');
-}
-
-/** A short unique suffix for names that must not collide between test files run in parallel. */
-export function uniqueName(prefix: string): string {
-  return `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-}
+import { stack, uniqueName } from './stack.js';
 
 /** A database of its own, cloned from the migrated template; `drop` ends its pool and drops it. */
 export interface TestDatabase {
@@ -79,42 +63,4 @@ async function adminQuery(url: string, sql: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-/** A Temporal client on the harness's server; fails naming Temporal when it is gone. */
-export async function useTemporalClient(): Promise<Client> {
-  const { temporalAddress, temporalNamespace } = stack();
-  await assertTemporalReachable(temporalAddress, temporalNamespace, 3000).catch((error: unknown) => {
-    throw new Error(`the test harness's Temporal server is gone: ${(error as Error).message}`);
-  });
-  const connection = await connectTemporal({ address: temporalAddress }, 3000);
-  deferCleanup(() => connection.close());
-  return new Client({ connection, namespace: temporalNamespace });
-}
-
-/**
- * A worker on a task queue of this test file's own, running the prebuilt workflow bundle with the
- * activities given; shut down after the file.
- */
-export async function useWorker(
-  activities: object,
-  options: { taskQueue?: string } = {},
-): Promise<{ taskQueue: string; worker: Worker }> {
-  const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-  const taskQueue = options.taskQueue ?? uniqueName('tq');
-  const connection = await connectWorker({ address: temporalAddress });
-  const worker = await Worker.create({
-    connection,
-    namespace: temporalNamespace,
-    taskQueue,
-    activities,
-    workflowBundle: { codePath: workflowBundlePath },
-  });
-  const running = worker.run();
-  deferCleanup(async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await connection.close();
-  });
-  return { taskQueue, worker };
 }

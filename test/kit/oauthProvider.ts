@@ -7,8 +7,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import { signOAuth1 } from '../../../src/connections/oauth1.js';
-import { json, startFakeUpstream } from '../../helpers/fakeUpstream.js';
+import { signOAuth1 } from '../../src/connections/oauth1.js';
+import { json, startFakeUpstream } from './upstream.js';
 
 export interface TokenRequestRecord {
   grantType: string;

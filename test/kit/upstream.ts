@@ -1,10 +1,11 @@
 /**
  * The one fake external API of the tests: an HTTP server on 127.0.0.1 that a test answers with a
- * handler it can swap, that records every request, and that is gone when the test file ends.
+ * handler it can swap, that records every request, and that is gone when the test file ends; with what
+ * tests of it share: `json` answers, cursor pages (`cursorPage`) and the catalog entry of a provider
+ * whose API it is (`apiKeyProvider`).
  *
- * The fakes of each area build on it and keep their own shape for their tests: test/api's
- * `startFakeServer`, test/runtime's `startFakeApi`, test/connections' OAuth provider, test/helpers'
- * paged API.
+ * The richer fakes are handlers on it, not servers of their own: test/kit/oauthProvider.ts (an OAuth
+ * 1.0a and 2 provider) and test/kit/pagedApi.ts (a paginated API whose pages can be held at a gate).
  */
 import {
   createServer,
@@ -13,9 +14,9 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { deferCleanup } from './cleanup.js';
-import { allowOutbound } from './outbound.js';
+import { allowOutbound } from '../helpers/outbound.js';
+import { listenOnLoopback } from './loopback.js';
 
 /** Answers one request; `body` is the request's whole body, read before the handler is called. */
 export type UpstreamHandler = (
@@ -88,15 +89,8 @@ export async function createFakeUpstream(handler: UpstreamHandler = notFound): P
         });
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { url, close } = await listenOnLoopback(server);
   allowOutbound(url);
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closed ??= new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }));
   return {
     url,
     server,
@@ -107,4 +101,34 @@ export async function createFakeUpstream(handler: UpstreamHandler = notFound): P
     },
     close,
   };
+}
+
+/**
+ * A provider catalog entry whose API is the fake upstream at `url` (its paths under `/api`), the
+ * connection's API key sent as `Authorization: Bearer <key>`.
+ */
+export function apiKeyProvider(url: string, displayName = 'Fake API'): Record<string, unknown> {
+  return {
+    display_name: displayName,
+    auth_mode: 'API_KEY',
+    api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+    base_url: `${url}/api`,
+  };
+}
+
+/**
+ * The page a request asks of a cursor-paginated list of `total` items (`?cursor=<offset>&limit=<n>`,
+ * the first page without a cursor): its offset, and the answer `{ items, next }` whose items `item`
+ * makes from their index, `next` null on the last page.
+ */
+export function cursorPage<T>(
+  request: IncomingMessage,
+  total: number,
+  item: (index: number) => T,
+): { start: number; answer: { items: T[]; next: string | null } } {
+  const url = new URL(request.url ?? '/', 'http://x');
+  const start = Number(url.searchParams.get('cursor') ?? '0');
+  const limit = Number(url.searchParams.get('limit'));
+  const items = Array.from({ length: Math.min(limit, total - start) }, (_, i) => item(start + i));
+  return { start, answer: { items, next: start + limit < total ? String(start + limit) : null } };
 }

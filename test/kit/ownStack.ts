@@ -10,18 +10,18 @@ import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { beforeAll } from 'vitest';
-import { createPool, type Pool } from '../../../src/db/pool.js';
-import { migrate } from '../../../src/db/migrate.js';
-import { findPostgresBinaries, startPostgres, type PostgresServer } from '../../../src/devstack/postgres.js';
-import { freePort, run, sleep } from '../../../src/devstack/process.js';
-import { startTemporal, type TemporalServer } from '../../../src/devstack/temporal.js';
-import { createDataConverter } from '../../../src/runtime/payloadStorage.js';
-import { bundleWorkflows } from '../../../src/temporal/worker.js';
-import { spawnTrackedWorker } from '../../runtime/processWorker.js';
-import { connectTemporal } from '../../../src/temporal/connection.js';
-import { deferCleanup } from '../../helpers/cleanup.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { findPostgresBinaries, startPostgres, type PostgresServer } from '../../src/devstack/postgres.js';
+import { freePort, run, sleep } from '../../src/devstack/process.js';
+import { startTemporal, type TemporalServer } from '../../src/devstack/temporal.js';
+import { createDataConverter } from '../../src/runtime/payloadStorage.js';
+import { bundleWorkflows } from '../../src/temporal/worker.js';
+import { spawnTrackedWorker } from './processWorker.js';
+import { deferCleanup } from './cleanup.js';
+import { createTemporalClient } from './stack.js';
 
 /** The environment without the variables that make the dev stack adopt a running server. */
 function ownEnv(): NodeJS.ProcessEnv {
@@ -107,11 +107,11 @@ export async function startOwnStack(): Promise<OwnStack> {
   await migrate(pool);
   const workflowBundlePath = join(dir, 'workflows.js');
   writeFileSync(workflowBundlePath, (await bundleWorkflows()).code);
-  const connection = await connectTemporal({ address: temporal.address }, 5000);
-  const client = new Client({
-    connection,
+  const { client, close: closeClient } = await createTemporalClient({
+    address: temporal.address,
     namespace: temporal.namespace,
     dataConverter: createDataConverter({ db: pool }),
+    timeoutMs: 5000,
   });
   return {
     dir,
@@ -153,7 +153,7 @@ export async function startOwnStack(): Promise<OwnStack> {
       }
     },
     async stop() {
-      await connection.close().catch(() => undefined);
+      await closeClient().catch(() => undefined);
       await pool.end().catch(() => undefined);
       await Promise.allSettled([temporal.stop(), postgres.stop()]);
       rmSync(dir, { recursive: true, force: true });
@@ -181,7 +181,7 @@ export interface WorkerDeath {
   ms: number;
 }
 
-/** Runs test/runtime/workerProcess.ts against `stack`, restarting it whenever it exits. */
+/** Runs test/kit/workerProcess.ts against `stack`, restarting it whenever it exits. */
 export function superviseWorkers(
   stack: Pick<OwnStack, 'databaseUrl' | 'temporalAddress' | 'namespace' | 'workflowBundlePath'>,
   options: { taskQueue: string; apiBaseUrl: string; nodeOptions?: string; env?: Record<string, string> },

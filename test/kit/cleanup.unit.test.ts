@@ -16,9 +16,7 @@ async function teardownsOf(source: string): Promise<{ log: string[]; exitCode: n
   const file = join(root, `case-${Math.random().toString(36).slice(2)}.test.ts`);
   writeFileSync(
     file,
-    source
-      .replaceAll('CLEANUP', JSON.stringify(resolve('test/helpers/cleanup.ts')))
-      .replaceAll('LOG', JSON.stringify(log)),
+    source.replaceAll('CLEANUP', JSON.stringify(resolve('test/kit/cleanup.ts'))).replaceAll('LOG', JSON.stringify(log)),
   );
   const vitest = resolve('node_modules/.bin/vitest');
   const result = await run(vitest, ['run', '--root', root, '--config', '/dev/null', file], { cwd: root }).then(

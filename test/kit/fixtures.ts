@@ -1,11 +1,9 @@
 /** The deployment the API tests use: one integration with syncs (one of two models) and actions. */
 import type { DeployRequest } from '../../src/deploy/deployments.js';
-import { bundle } from '../helpers/scriptBundle.js';
+import { bundle } from './scripts.js';
 
 export const INTEGRATION = 'fake-api';
 export const PROVIDER = 'fake-api';
-
-export { bundle };
 
 export const SERVICE_YAML = `
 integrations:

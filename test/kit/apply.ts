@@ -1,7 +1,7 @@
 /**
  * What the deploy apply tests share (applyCrash.test.ts, applyReplay.test.ts): an environment with
  * connections of one integration, deployments over it whose apply runs on the action queue of a worker
- * child process the test starts (test/runtime/processWorker.ts, WORKER_DEPLOY=1), and the deploy request.
+ * child process the test starts (test/kit/processWorker.ts, WORKER_DEPLOY=1), and the deploy request.
  */
 import { createConnections } from '../../src/connections/index.js';
 import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
@@ -11,10 +11,13 @@ import { mapLimit } from '../../src/mapLimit.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncWorkflowId } from '../../src/temporal/connection.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
-import { uniqueName, useDatabase } from '../helpers/stack.js';
-import { bundle, useRuntimeClient } from '../runtime/helpers.js';
-import { startWorkerProcess } from '../runtime/processWorker.js';
-import { runtimeDeps, TestConnections } from '../runtime/testConnections.js';
+import { uniqueName } from './stack.js';
+import { useDatabase } from './db.js';
+import { useRuntimeClient } from './runtime.js';
+import { startWorkerProcess } from './processWorker.js';
+import { apiKeyProvider } from './upstream.js';
+import { runtimeDeps, TestConnections } from './testConnections.js';
+import { bundle } from './scripts.js';
 
 export const INTEGRATION = 'crm';
 export const SYNC = 'people';
@@ -53,7 +56,7 @@ export async function deployEnvironment(count: number, applyTimeoutMs: number) {
   const { pool, url } = await useDatabase();
   const client = await useRuntimeClient(pool);
   const taskQueue = uniqueName('tq');
-  // The worker child's encryptor and records store (test/runtime/testConnections.ts).
+  // The worker child's encryptor and records store (test/kit/testConnections.ts).
   const shared = runtimeDeps(pool, new TestConnections(), new Map(), client);
   const connections = createConnections({
     db: pool,
@@ -61,12 +64,7 @@ export async function deployEnvironment(count: number, applyTimeoutMs: number) {
     callbackUrl: 'http://127.0.0.1/oauth/callback',
     catalog: loadProviderCatalog({
       extra: {
-        'fake-crm': {
-          display_name: 'Fake CRM',
-          auth_mode: 'API_KEY',
-          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-          base_url: `${UNUSED_API}/api`,
-        },
+        'fake-crm': apiKeyProvider(UNUSED_API, 'Fake CRM'),
       },
     }),
   });

@@ -12,15 +12,16 @@ import type { Pool } from 'pg';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import type { createClient } from '../../src/client/index.js';
-import { eventually } from './eventually.js';
-import { startFakeUpstream, type FakeUpstream } from './fakeUpstream.js';
+import { eventually } from '../helpers/eventually.js';
+import { apiKeyProvider, cursorPage, json, startFakeUpstream, type FakeUpstream } from './upstream.js';
+import { cursorSync } from './scripts.js';
 
 export const PAGE = 100;
 export const PAGES = 40;
 export const TOTAL = PAGE * PAGES;
 export const INTEGRATION = 'fake-api';
 
-export const YAML = `
+const YAML = `
 integrations:
   ${INTEGRATION}:
     syncs:
@@ -37,13 +38,7 @@ models:
     n: number
 `;
 
-export const SYNC = `"use strict";
-module.exports.default = async function (svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${PAGE}, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, n: r.n })), 'Item');
-  }
-};
-`;
+const SYNC = cursorSync(PAGE, 'Item', ['id', 'n']);
 
 /** The fake API: each connection (its API key) has its own records; pages can be held at a gate. */
 export class FakeApi {
@@ -83,25 +78,13 @@ export class FakeApi {
   /** A providers file naming this API as the integration's provider (SERVICE_PROVIDERS_FILE). */
   writeProvidersFile(dir: string): string {
     const file = join(dir, 'providers.yaml');
-    writeFileSync(
-      file,
-      stringify({
-        [INTEGRATION]: {
-          display_name: 'Fake API',
-          auth_mode: 'API_KEY',
-          api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-          base_url: `${this.url}/api`,
-        },
-      }),
-    );
+    writeFileSync(file, stringify({ [INTEGRATION]: apiKeyProvider(this.url) }));
     return file;
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const connection = (request.headers.authorization ?? '').replace(/^Bearer /, '');
-    const url = new URL(request.url ?? '/', 'http://x');
-    const start = Number(url.searchParams.get('cursor') ?? '0');
-    const limit = Number(url.searchParams.get('limit'));
+    const { start, answer } = cursorPage(request, TOTAL, (n) => ({ id: `${connection}-r${n}`, n }));
     const pages = this.hits.get(connection) ?? new Map<number, number>();
     this.hits.set(connection, pages);
     pages.set(start, (pages.get(start) ?? 0) + 1);
@@ -111,12 +94,7 @@ export class FakeApi {
     const gate = this.gates.get(connection);
     if (gate && start / PAGE >= gate.from) await gate.opened;
     await new Promise((resolveDelay) => setTimeout(resolveDelay, this.delayMs));
-    const items = Array.from({ length: Math.min(limit, TOTAL - start) }, (_, i) => ({
-      id: `${connection}-r${start + i}`,
-      n: start + i,
-    }));
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ items, next: start + limit < TOTAL ? String(start + limit) : null }));
+    json(response, 200, answer);
   }
 
   async stop(): Promise<void> {
@@ -131,6 +109,21 @@ export interface Run {
 }
 
 type Api = ReturnType<typeof createClient>;
+
+/** The integration over the fake API deployed to `api`'s environment, with a connection per API key of `connections`. */
+export async function deployPagedApi(api: Api, connections: readonly string[]): Promise<void> {
+  await api.integrations.create({ unique_key: INTEGRATION, provider: INTEGRATION });
+  await api.deploy.apply({
+    yaml: YAML,
+    scripts: [{ integration: INTEGRATION, kind: 'sync', name: 'records', code: SYNC }],
+  });
+  for (const connection of connections)
+    await api.connections.import({
+      provider_config_key: INTEGRATION,
+      connection_id: connection,
+      credentials: { type: 'API_KEY', apiKey: connection },
+    });
+}
 
 export async function trigger(api: Api, connection: string): Promise<void> {
   await api.syncs.trigger({ provider_config_key: INTEGRATION, connection_id: connection, syncs: ['records'] });

@@ -1,7 +1,7 @@
 /**
  * A runtime worker in a process of its own, for the tests that kill it (SIGKILL in the middle of a
  * sync) or that let a script exhaust its memory. Configured through the environment; prints `ready`
- * once polling. Run with `tsx test/runtime/workerProcess.ts`.
+ * once polling. Run with `tsx test/kit/workerProcess.ts`.
  */
 import { Client } from '@temporalio/client';
 import type { DeployActivityDeps } from '../../activities/deploy.js';

@@ -5,26 +5,31 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import type { Encryptor } from '../../src/connections/encryption.js';
 import type { ConnectionService } from '../../src/connections/types.js';
 import type { Pool } from '../../src/db/pool.js';
-import type { ActionDefinition, RunSyncInput, SyncDefinition, SyncRunResult } from '../../src/runtime/definitions.js';
+import type {
+  ActionDefinition,
+  RunSyncInput,
+  SyncDefinition,
+  SyncRunResult,
+  SyncStatus,
+} from '../../src/runtime/definitions.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
-import { createSyncControl } from '../../src/temporal/syncControl.js';
+import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
+import { eventually } from '../helpers/eventually.js';
 import type { CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { createServiceWorkers } from '../../src/service.js';
-import { createDatabase, stack, uniqueName, type TestDatabase } from '../helpers/stack.js';
+import { connectTestWorker, createTemporalClient, uniqueName } from './stack.js';
+import { createDatabase, type TestDatabase } from './db.js';
 import { ENVIRONMENT, INTEGRATION, runtimeDeps, TestConnections } from './testConnections.js';
-import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
-import { deferCleanup, startOwned } from '../helpers/cleanup.js';
-import { json, startFakeUpstream, type FakeUpstream, type UpstreamHandler } from '../helpers/fakeUpstream.js';
-import { bundle } from '../helpers/scriptBundle.js';
-
-export { ENVIRONMENT, INTEGRATION, TestConnections };
+import { deferCleanup, givenOrStarted, startOwned } from './cleanup.js';
+import { cursorPage, json, startFakeUpstream, type FakeUpstream } from './upstream.js';
+import { bundle, cursorSync } from './scripts.js';
 
 export interface RuntimeHarness {
   pool: Pool;
@@ -40,20 +45,13 @@ export interface RuntimeHarness {
   actions: Map<string, ActionDefinition>;
 }
 
+/** The runtime's data converter: payloads kept in Postgres, encrypted when `encryptor` is given. */
+const runtimeConverter = (pool: Pool, encryptor?: Encryptor) =>
+  createDataConverter({ db: pool, ...(encryptor ? { encryptor } : {}) });
+
 /** A client with the runtime's data converter (results kept in Postgres must be readable), closed by `close`. */
-async function createRuntimeClient(
-  pool: Pool,
-  encryptor?: Encryptor,
-): Promise<{ client: Client; close: () => Promise<void> }> {
-  const { temporalAddress, temporalNamespace } = stack();
-  const connection = await connectTemporal({ address: temporalAddress }, 3000);
-  const client = new Client({
-    connection,
-    namespace: temporalNamespace,
-    dataConverter: createDataConverter({ db: pool, ...(encryptor ? { encryptor } : {}) }),
-  });
-  return { client, close: () => connection.close() };
-}
+const createRuntimeClient = (pool: Pool, encryptor?: Encryptor) =>
+  createTemporalClient({ dataConverter: runtimeConverter(pool, encryptor) });
 
 /** A client with the runtime's data converter, closed when the test file ends. */
 export async function useRuntimeClient(pool: Pool, encryptor?: Encryptor): Promise<Client> {
@@ -93,9 +91,7 @@ export const createRuntime = (options: RuntimeOptions = {}): Promise<RuntimeHarn
   startOwned((owned) => composeRuntime(options, owned));
 
 async function composeRuntime(options: RuntimeOptions, owned: Array<() => Promise<void>>): Promise<RuntimeHarness> {
-  const database = options.database ?? (await createDatabase());
-  if (!options.database) owned.push(database.drop);
-  const { pool, url } = database;
+  const { pool, url } = await givenOrStarted(options.database, createDatabase, (db) => db.drop(), owned);
   const testConnections = new TestConnections();
   if (options.upstream) testConnections.setBaseUrl(options.upstream.url);
   const connections = options.connections ? options.connections(pool) : testConnections;
@@ -106,17 +102,16 @@ async function composeRuntime(options: RuntimeOptions, owned: Array<() => Promis
   let worker: Worker | undefined;
   let actionWorker: Worker | undefined;
   if (options.worker !== false) {
-    const { temporalAddress, temporalNamespace, workflowBundlePath } = stack();
-    const connection = await connectWorker({ address: temporalAddress });
+    const { connection, namespace, workflowBundle } = await connectTestWorker();
     owned.push(() => connection.close());
     const workers = await createServiceWorkers({
       db: pool,
       runtime: { ...runtimeDeps(pool, connections, actions, client), ...options.runtime?.(pool) },
       connection,
-      namespace: temporalNamespace,
+      namespace,
       taskQueue,
-      workflowBundle: { codePath: workflowBundlePath },
-      dataConverter: createDataConverter({ db: pool, ...(options.encryptor ? { encryptor: options.encryptor } : {}) }),
+      workflowBundle,
+      dataConverter: runtimeConverter(pool, options.encryptor),
       ...(options.tuning ? { tuning: options.tuning } : {}),
     });
     worker = workers.main;
@@ -150,13 +145,6 @@ export function boundScripts(store: ScriptStore): {
     get: (hash, environmentId) => store.get(hash, environmentId),
   };
 }
-
-export type { UpstreamHandler as Handler } from '../helpers/fakeUpstream.js';
-export { json } from '../helpers/fakeUpstream.js';
-export { bundle } from '../helpers/scriptBundle.js';
-
-/** The fake external API (test/helpers/fakeUpstream.ts); every request is counted by `METHOD path?query`. */
-export const startFakeApi = (handler: UpstreamHandler): Promise<FakeUpstream> => startFakeUpstream(handler);
 
 export function syncDefinition(overrides: Partial<SyncDefinition> & { scriptHash: string }): SyncDefinition {
   return {
@@ -201,6 +189,30 @@ export function stepSummaries(history: {
     .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
 }
 
+/** The sync's status once its `runs`-th execution has finished (within `timeoutMs`). */
+export function settledSync(
+  control: Pick<SyncControl, 'status'>,
+  ref: { connectionId: string } & SyncDefinition,
+  runs: number,
+  timeoutMs: number,
+): Promise<SyncStatus> {
+  return eventually(
+    async () => {
+      const status = await control.status(ref);
+      return status.executions >= runs && status.status !== 'running' && status.finishedAt !== null
+        ? status
+        : undefined;
+    },
+    timeoutMs,
+    `run ${runs} of ${ref.syncName}`,
+  );
+}
+
+/** The sync definition of the cursor-paginated records (startCursorApi's): a full sync of `Record`. */
+export function recordsSync(overrides: Partial<SyncDefinition> & { scriptHash: string }): SyncDefinition {
+  return syncDefinition({ syncName: 'records', syncType: 'full', models: ['Record'], ...overrides });
+}
+
 /**
  * The sync control as the service composes it (src/service.ts): an action whose bundle is small is
  * handed it with its input (scriptOf).
@@ -232,23 +244,12 @@ export async function startCursorApi(
 ): Promise<{ url: string; pageHits: Map<number, number>; hitTimes: number[]; script: string }> {
   const pageHits = new Map<number, number>();
   const hitTimes: number[] = [];
-  const api = await startFakeApi((request, response) => {
-    const url = new URL(request.url ?? '/', 'http://x');
-    const start = Number(url.searchParams.get('cursor') ?? '0');
-    const limit = Number(url.searchParams.get('limit'));
+  const api = await startFakeUpstream((request, response) => {
+    const { start, answer } = cursorPage(request, total, (n) => ({ id: `r${n}`, title: `record ${n}`, n }));
     pageHits.set(start, (pageHits.get(start) ?? 0) + 1);
     hitTimes.push(Date.now());
-    const items = Array.from({ length: Math.min(limit, total - start) }, (_, i) => ({
-      id: `r${start + i}`,
-      title: `record ${start + i}`,
-      n: start + i,
-    }));
-    json(response, 200, { items, next: start + limit < total ? String(start + limit) : null });
+    json(response, 200, answer);
   });
-  const script = bundle(`async function sync(svc) {
-  for await (const page of svc.paginate({ endpoint: '/records', paginate: { type: 'cursor', cursorPathInResponse: 'next', cursorNameInRequest: 'cursor', responsePath: 'items', limit: ${page}, limitNameInRequest: 'limit' } })) {
-    await svc.batchSave(page.map((r) => ({ id: r.id, title: r.title, n: r.n })), 'Record');
-  }
-}`);
+  const script = cursorSync(page, 'Record', ['id', 'title', 'n']);
   return { url: api.url, pageHits, hitTimes, script };
 }
