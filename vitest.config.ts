@@ -10,7 +10,7 @@ export default defineConfig({
     // tests for that product's runner): inputs of the tests, never tests of this suite.
     exclude: ['**/node_modules/**', 'test/fixtures/**', ...UNIT_TESTS],
     // Temporal and Postgres start once per run here and are shared; each test file gets its own
-    // database and task queue from test/kit/stack.ts.
+    // database (test/kit/db.ts) and task queue (test/kit/stack.ts).
     globalSetup: ['test/globalSetup.ts'],
     // Temporal's native worker is happiest in a process of its own, not a worker thread.
     pool: 'forks',
