@@ -6,8 +6,9 @@
  * or `\/` spelling a reader decodes at a glance.
  */
 import { describe, expect, it } from 'vitest';
-import { bundle, INTEGRATION, PROVIDER } from './fixtures.js';
-import { startApiHarness } from './helpers/harness.js';
+import { startApiHarness } from '../kit/api.js';
+import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { bundle } from '../kit/scripts.js';
 
 // A key with a '/' (JSON may write it `\/`) and characters percent-encoding changes.
 const KEY = 'k3y/with+odd=chars&more-8c1f';

@@ -11,7 +11,9 @@
 import { describe, expect, it } from 'vitest';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { MAX_RESPONSE_BYTES } from '../../src/runtime/http.js';
-import { actionDefinition, bundle, startFakeApi, useRuntime } from './helpers.js';
+import { actionDefinition, useRuntime } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { startFakeUpstream } from '../kit/upstream.js';
 
 // Just under the limit on a body (src/runtime/http.ts): 11.2 million empty objects.
 const ELEMENTS = Math.floor((MAX_RESPONSE_BYTES - 2) / 3);
@@ -32,7 +34,7 @@ function percentile(values: number[], p: number): number {
 describe("a request's answer is parsed on the run's thread", () => {
   it("another environment's actions keep completing while one environment fetches 32 MiB of JSON or 10^6-deep nesting", async () => {
     const h = await useRuntime();
-    const api = await startFakeApi((request, response) => {
+    const api = await startFakeUpstream((request, response) => {
       const body = request.url?.startsWith('/huge') ? HUGE : request.url?.startsWith('/deep') ? DEEP : undefined;
       if (!body) return void response.writeHead(404).end();
       response.writeHead(200, { 'content-type': 'application/json' });
