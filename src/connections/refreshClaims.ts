@@ -14,6 +14,12 @@ import type { ConnectionScope } from '../runtime/connectionAccess.js';
 export interface RefreshClaim {
   id: number;
   scope: ConnectionScope;
+  /**
+   * When the connection's token was last renewed, as the claim found it: a renewal after the claim (an
+   * on-demand refresh in another process) makes the claim moot, even when the new token is itself inside
+   * the refresher's window.
+   */
+  refreshedAt: Date | null;
 }
 
 export interface ClaimOptions {
@@ -49,6 +55,7 @@ export class RefreshClaimSystem {
       environment_id: string;
       provider_config_key: string;
       connection_id: string;
+      credentials_refreshed_at: Date | null;
     }>(
       `WITH due AS (
          SELECT id, environment_id, credentials_expires_at,
@@ -67,7 +74,7 @@ export class RefreshClaimSystem {
         WHERE c.id = picked.id
           -- Re-checked on the row as another process's claim left it: a connection is claimed once.
           AND (c.refresh_retry_at IS NULL OR c.refresh_retry_at <= $2)
-       RETURNING c.id, c.environment_id, c.provider_config_key, c.connection_id`,
+       RETURNING c.id, c.environment_id, c.provider_config_key, c.connection_id, c.credentials_refreshed_at`,
       [
         new Date(now.getTime() + options.withinMs),
         now,
@@ -84,6 +91,7 @@ export class RefreshClaimSystem {
         integrationId: row.provider_config_key,
         connectionId: row.connection_id,
       },
+      refreshedAt: row.credentials_refreshed_at,
     }));
   }
 
@@ -96,7 +104,11 @@ export class RefreshClaimSystem {
     const { resources, store, tokenRefresh } = this.options;
     try {
       const row = await store.row(claim.scope);
-      const outcome = await tokenRefresh.shared(claim.scope, row, withinMs);
+      // Renewed since the claim: compared with the claim's mark, because the row just read already holds
+      // the new token, which a provider issuing tokens shorter than the window would make look due again.
+      const renewedSinceClaim =
+        (row.credentials_refreshed_at?.getTime() ?? null) !== (claim.refreshedAt?.getTime() ?? null);
+      const outcome = renewedSinceClaim ? { row } : await tokenRefresh.shared(claim.scope, row, withinMs);
       if (outcome.row.refresh_error_at !== null && outcome.row.refresh_error_code !== null) return 'failed';
       // Renewed meanwhile by someone else (an on-demand refresh): the claim's delay goes all the same.
       if (outcome.row.refresh_retry_at !== null) {

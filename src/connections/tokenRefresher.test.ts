@@ -5,6 +5,7 @@ import { fairQueue, refreshRound, startTokenRefresher } from './tokenRefresher.j
 const claim = (id: number, environmentId: string): RefreshClaim => ({
   id,
   scope: { environmentId, integrationId: 'i', connectionId: `c${id}` },
+  refreshedAt: null,
 });
 
 /** A service whose refreshes of environment `hanging` wait until released; the others answer at once. */

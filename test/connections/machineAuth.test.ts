@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createConnections } from '../../src/connections/index.js';
 import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
-import { startTokenRefresher } from '../../src/connections/tokenRefresher.js';
+import { startTokenRefresher, TOKEN_REFRESH_WINDOW_MS } from '../../src/connections/tokenRefresher.js';
 import { createPool } from '../../src/db/pool.js';
 import { isServiceError } from '../../src/errors.js';
 import { eventually } from '../helpers/eventually.js';
@@ -266,16 +266,60 @@ describe('client credentials, service accounts and app installations', () => {
     }
   });
 
-  it('the refresher and an on-demand refresh on another pool at once make one token request per connection', async () => {
+  /** The connections service of another API process: its own pool on the same database. */
+  function anotherProcess() {
     const other = createPool({ url: h.dbUrl });
     deferCleanup(() => other.end());
-    const second = createConnections({
+    return createConnections({
       db: other,
       encryptor: h.deps.encryptor,
       callbackUrl: 'http://127.0.0.1:1/oauth/callback',
       catalog: loadProviderCatalog({ extra: providers(authServer.url) }),
       log: () => undefined,
     });
+  }
+
+  it('a connection another process renewed after the refresher claimed it and before it read it gets no second token', async () => {
+    // The order CI once met by chance in the test below: the claim, then another process's on-demand
+    // refresh, then the refresher reading the renewed row. The new token (600 s) is inside the refresher's
+    // window (17 min), so only the claim's mark tells that it is new.
+    const second = anotherProcess();
+    const service = h.service.parts.connections.service;
+    const claimAll = () =>
+      service.claimExpiring({
+        withinMs: TOKEN_REFRESH_WINDOW_MS,
+        limit: 100,
+        perEnvironment: 100,
+        backoff: { initialMs: 60_000, maxMs: 60_000 },
+      });
+    const claims = await claimAll();
+    const claimed = claims.map((claim) => claim.scope.connectionId).sort();
+    expect(claimed).toEqual(kinds.map((kind) => `${kind}-1`).sort());
+    const renewedBy = tokenRequests.length;
+    for (const kind of kinds) {
+      await second.service.getConnection({
+        environmentId: h.envA.id,
+        integrationId: integrationOf[kind],
+        connectionId: `${kind}-1`,
+      });
+    }
+    expect(
+      tokenRequests
+        .slice(renewedBy)
+        .map((request) => request.kind)
+        .sort(),
+    ).toEqual(['app', 'cc', 'jwt']);
+    const before = tokenRequests.length;
+    for (const claim of claims) expect(await service.refreshClaimed(claim, TOKEN_REFRESH_WINDOW_MS)).toBe('refreshed');
+    expect(tokenRequests.slice(before)).toEqual([]);
+    // The claims' delays went with the renewal: the next round claims them again (their tokens are due).
+    const again = await claimAll();
+    expect(again.map((claim) => claim.scope.connectionId).sort()).toEqual(claimed);
+    await service.releaseClaims(again);
+  });
+
+  it('the refresher and an on-demand refresh on another pool at once make one token request per connection', async () => {
+    const second = anotherProcess();
     delayMs = 400;
     const refresher = startTokenRefresher(h.service.parts.connections.service, { log: () => undefined });
     try {
