@@ -34,6 +34,7 @@ import { assertRunOwnsSync } from '../src/records/postgresRecordStore.js';
 import type { Checkpoint } from '../src/syncs/checkpoint.js';
 import { CheckpointStore } from '../src/syncs/checkpointStore.js';
 import type { Encryptor } from '../src/connections/encryption.js';
+import { whileOwnServicesReturn } from '../src/runtime/ownServices.js';
 import type { HttpRequestInput, IntegrationDescription, RecordedResponse } from '../src/runtime/svcTypes.js';
 import type { InboundWebhookQueue } from '../src/webhooks/inboundQueue.js';
 import type { RunSlots } from '../src/runtime/runSlots.js';
@@ -210,9 +211,12 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      */
     async httpRequest(scope: ConnectionScope, request: HttpRequestInput, step?: StepRef): Promise<RecordedResponse> {
       // Inside translated: a refused scope fails the step as `scope_denied`, final, not a retried error.
-      await translated(async () => requireConnection(await caller(), scope));
-      const key = await translated(() => stepKey(step));
-      const recalled = mayRepeat(step) ? await translated(() => ledger.recall<RecordedResponse>(key)) : undefined;
+      // Before the request goes out, a Postgres or Temporal restart is waited out (src/runtime/ownServices.ts).
+      await translated(() => whileOwnServicesReturn(async () => requireConnection(await caller(), scope)));
+      const key = await translated(() => whileOwnServicesReturn(() => stepKey(step)));
+      const recalled = mayRepeat(step)
+        ? await translated(() => whileOwnServicesReturn(() => ledger.recall<RecordedResponse>(key)))
+        : undefined;
       if (recalled?.ok === true) return recalled.value;
       if (recalled?.ok === false) {
         throw ApplicationFailure.create({ ...recalled.failure, nonRetryable: true });
@@ -224,7 +228,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
       let result: RecordedResponse;
       try {
-        result = await sendRequest(deps.connections, scope, request);
+        result = await sendRequest(
+          { authorizeRequest: (...args) => whileOwnServicesReturn(() => deps.connections.authorizeRequest(...args)) },
+          scope,
+          request,
+        );
       } catch (error) {
         // A final answer (a 4xx, a refused request) is an outcome too; a retryable one is tried again anyway.
         if (error instanceof ApplicationFailure && error.nonRetryable) {

@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Encryptor } from '../../src/connections/encryption.js';
-import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { createService } from '../../src/service.js';
@@ -20,7 +19,7 @@ import { recordsSync } from '../kit/runtime.js';
 import { recordFigures, size } from './lib/figures.js';
 import { runResult, superviseWorkers, useOwnStack } from '../kit/ownStack.js';
 import { cursorSync } from '../kit/scripts.js';
-import { ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
+import { ENVIRONMENT, fakeApiCatalog, INTEGRATION } from '../kit/testConnections.js';
 import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const TOTAL = size(3_000, 30_000);
@@ -66,16 +65,7 @@ describe('Postgres killed with SIGKILL in the middle of a sync', () => {
       {
         db: own.pool,
         encryptor: new Encryptor([randomBytes(32)]),
-        catalog: loadProviderCatalog({
-          extra: {
-            [INTEGRATION]: {
-              display_name: 'Fake API',
-              auth_mode: 'API_KEY',
-              api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
-              base_url: api.url,
-            },
-          },
-        }),
+        catalog: fakeApiCatalog(api.url),
         log: () => undefined,
         apiDeps: { logger: { info: () => undefined, error: () => undefined } },
       },

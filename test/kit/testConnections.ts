@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Encryptor } from '../../src/connections/encryption.js';
+import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../../src/connections/types.js';
 import { ServiceError } from '../../src/errors.js';
 import type { Client } from '@temporalio/client';
@@ -128,8 +129,28 @@ export function runtimeDeps(
     logs: createPostgresLogStore({ db: pool }),
     resolveAction,
     temporal,
-    // One key for every worker process of a test, as a deployment shares SERVICE_ENCRYPTION_KEY: a
-    // worker that takes a run over reads what the dead one wrote to the step ledger.
-    encryptor: new Encryptor([createHash('sha256').update('integration-service test key').digest()]),
+    encryptor: testEncryptor(),
   };
+}
+
+/**
+ * One key for every worker process of a test, as a deployment shares SERVICE_ENCRYPTION_KEY: a worker
+ * that takes a run over reads what the dead one wrote to the step ledger.
+ */
+export function testEncryptor(): Encryptor {
+  return new Encryptor([createHash('sha256').update('integration-service test key').digest()]);
+}
+
+/** The catalog entry of the fake API (INTEGRATION): an API key sent as a bearer token, `baseUrl` its base URL. */
+export function fakeApiCatalog(baseUrl: string) {
+  return loadProviderCatalog({
+    extra: {
+      [INTEGRATION]: {
+        display_name: 'Fake API',
+        auth_mode: 'API_KEY',
+        api_key: { in: 'header', name: 'Authorization', format: 'Bearer ${apiKey}' },
+        base_url: baseUrl,
+      },
+    },
+  });
 }

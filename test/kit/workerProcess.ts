@@ -15,7 +15,7 @@ import { LOG_LEVELS, log, setLogDestination } from '../../src/log.js';
 import { installServiceRuntime } from '../../src/temporal/logger.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { createServiceWorkers } from '../../src/service.js';
-import { runtimeDeps, TestConnections } from './testConnections.js';
+import { fakeApiCatalog, runtimeDeps, TestConnections, testEncryptor } from './testConnections.js';
 import { connectTemporal, connectWorker } from '../../src/temporal/connection.js';
 
 // Dies with the process that started it. The parent holds our stdin's other end: when the parent is
@@ -48,10 +48,18 @@ setLogDestination('stderr');
 installServiceRuntime();
 const db = createPool({ url: required('DATABASE_URL'), max: 10, applicationName: 'runtime-test-worker' });
 // WORKER_API_KEY: the connections' credential, for the tests that look for it where it must not be.
-const connections = new TestConnections(
-  { baseUrl: required('API_BASE_URL') },
-  process.env['WORKER_API_KEY'] || undefined,
-);
+// WORKER_CONNECTIONS=postgres: the real connections instead, read from the database on every request as
+// the service's worker does (integration `fake-api`, an API key, base URL API_BASE_URL); the test imports
+// the connection with the runtime's key (testConnections.ts `testEncryptor`).
+const connections =
+  process.env['WORKER_CONNECTIONS'] === 'postgres'
+    ? createConnections({
+        db,
+        encryptor: testEncryptor(),
+        callbackUrl: 'http://127.0.0.1/oauth/callback',
+        catalog: fakeApiCatalog(required('API_BASE_URL')),
+      }).service
+    : new TestConnections({ baseUrl: required('API_BASE_URL') }, process.env['WORKER_API_KEY'] || undefined);
 // The fake API of the test that started this worker, and no other local address.
 outboundPolicy().allow(new URL(required('API_BASE_URL')).host);
 const connection = await connectWorker({ address: required('TEMPORAL_ADDRESS') });
