@@ -122,12 +122,54 @@ describe('a script has no authority beyond its own run', () => {
     // The genuine action is the victim's to run.
     expect(JSON.stringify(genuine)).toContain(`secret-of-${VICTIM_ENV}`);
 
+    // A root action of the victim's that waits (a durable timer) while the attack runs: the action
+    // Worker of this process holds it (src/temporal/runningExecutions.ts) under its own run id.
+    const waitingActionHash = await scripts.put(
+      bundle(
+        `async function (svc) { await new Promise((resolve) => setTimeout(resolve, 60000)); return { revealed: await svc.getConnection() }; }`,
+      ),
+      VICTIM_ENV,
+    );
+    const runningRootActionId = `action:${VICTIM_ENV}:${INTEGRATION}:${VICTIM_CONNECTION}:wait:${randomUUID()}`;
+    const runningAction = victimControl.runAction(
+      {
+        definition: {
+          environmentId: VICTIM_ENV,
+          integrationId: INTEGRATION,
+          actionName: 'wait',
+          scriptHash: waitingActionHash,
+        },
+        connectionId: VICTIM_CONNECTION,
+        input: {},
+      },
+      { workflowId: runningRootActionId, timeoutMs: 170_000 },
+    );
+    const victimAnswer = runningAction.catch((error: unknown) => ({ thrown: String(error) }));
+    const victimRunning = h.client.workflow.getHandle(runningRootActionId);
+    deferCleanup(async () => {
+      await victimRunning.terminate('test over').catch(() => undefined);
+      const late = await Promise.race([
+        victimAnswer,
+        new Promise((resolve) => setTimeout(() => resolve('no answer in 30 s'), 30_000)),
+      ]);
+      console.log("[isolation] the victim's API call for its running action answered:", late);
+    });
+    // Held: its first workflow task completed and its timer started.
+    for (let tries = 0; ; tries++) {
+      const history = await victimRunning.fetchHistory().catch(() => undefined);
+      if (history?.events?.some((event) => event.timerStartedEventAttributes)) break;
+      if (tries > 600) throw new Error(`the victim's waiting action ${runningRootActionId} never started its timer`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const victimRunId = (await victimRunning.describe()).runId;
+
     const victim: Victim = {
       ...victimSync,
       scriptHash: victimHash,
       attackerScriptHash,
       actionScriptHash,
       rootActionId,
+      runningRootActionId,
     };
     // Started as the service starts a sync run of the attacker's own environment.
     const outcomes = await h.client.workflow.execute<(input: { victim: Victim }) => Promise<Record<string, string>>>(
@@ -177,6 +219,14 @@ describe('a script has no authority beyond its own run', () => {
     // Verified as the attacker's nested action (another run id than the record's): the victim's bundle
     // is not the attacker's environment's, and the victim's action never ran for the attacker.
     expect(outcomes['childActionReusingVictimRootId']).toBe('refused: script_not_found');
+    // The victim's running action: no child took its id as the victim's; it was not ended by the
+    // attacker, and still hands its own caller (the victim) the victim's key.
+    for (const attack of ['childActionReusingRunningVictimRootId', 'childActionTerminatingRunningVictimRootId']) {
+      expect({ attack, outcome: outcomes[attack] }).toEqual({
+        attack,
+        outcome: expect.not.stringContaining(`secret-of-${VICTIM_ENV}`) as unknown,
+      });
+    }
     // The outcome: no secret of the victim's anywhere, and its data as it was.
     expect(JSON.stringify(outcomes)).not.toContain(`secret-of-${VICTIM_ENV}`);
     const stored = await records.listRecords({ ...victimScope, model: 'Issue' });
@@ -186,6 +236,12 @@ describe('a script has no authority beyond its own run', () => {
     expect(runs.rowCount).toBe(0);
     const logs = await h.pool.query(`SELECT 1 FROM script_logs WHERE message = 'forged'`);
     expect(logs.rowCount).toBe(0);
+    // Fails as built (s5/h31act): the child started with TERMINATE_IF_RUNNING terminated the victim's
+    // running action (the secret stayed out of reach: the child ran as the attacker's nested action),
+    // and the victim's API call for it gave no answer within 30 s of the end of the test.
+    const victimNow = await h.client.workflow.getHandle(runningRootActionId, victimRunId).describe();
+    expect({ victimAction: victimNow.status.name }).toEqual({ victimAction: 'RUNNING' });
+    expect(JSON.stringify(await runningAction)).toContain(`secret-of-${VICTIM_ENV}`);
   }, 240_000);
 
   it('what a run does to its globals and built-in prototypes is seen by no other run', async () => {
