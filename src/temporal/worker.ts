@@ -22,6 +22,7 @@ import {
 import { ISOLATE_TIMEOUT_MS } from '../runtime/definitions.js';
 import { createLanes, type RunawayNotice } from './lanes.js';
 import { holdingExecutions } from './runningExecutions.js';
+import { policingCommands } from './commandPolicy.js';
 import { lineLog, log } from '../log.js';
 import { stopEntityRun, terminateRunaway } from './runaway.js';
 import { createRunWatch } from './runWatch.js';
@@ -93,22 +94,30 @@ function lanedWorker(
 ): typeof Worker {
   return workerClassWithThreads(
     SHARED_WORKFLOW_THREADS + 1,
-    // Each execution the lanes hold is known to the run authority without a describe.
+    // Each execution the lanes hold is known to the run authority without a describe; the commands of
+    // each completion are checked before the SDK sends them (src/temporal/commandPolicy.ts).
     (creators, threadCpuMs) =>
       holdingExecutions(
-        createLanes(creators, {
-          threadCpuMs,
-          sharedLanes: SHARED_WORKFLOW_THREADS,
-          isIsolateTimeout: isIsolateTimeoutError,
-          interrupted: interruptedByIsolateTimeout,
-          startsTask: startsWorkflowTask,
-          continuesTask: continuesWorkflowTask,
-          replaying: replaysHistory,
-          replayInterruption: withReplayFailure,
-          onRunaway: onRunaway ?? (() => undefined),
-          ...(runsInEntity ? { runsInEntity } : {}),
-          log: lanesLog,
-        }),
+        policingCommands(
+          createLanes(creators, {
+            threadCpuMs,
+            sharedLanes: SHARED_WORKFLOW_THREADS,
+            isIsolateTimeout: isIsolateTimeoutError,
+            interrupted: interruptedByIsolateTimeout,
+            startsTask: startsWorkflowTask,
+            continuesTask: continuesWorkflowTask,
+            replaying: replaysHistory,
+            replayInterruption: withReplayFailure,
+            onRunaway: onRunaway ?? (() => undefined),
+            ...(runsInEntity ? { runsInEntity } : {}),
+            log: lanesLog,
+          }),
+          (sender, message) =>
+            log.warn(
+              { component: 'commandPolicy', workflowId: sender.workflowId, workflowType: sender.workflowType },
+              `run failed scope_denied, its commands not sent: ${message}`,
+            ),
+        ),
       ),
     // The penalty lane's thread takes CPU time only when no other thread wants it.
     { lowPriority: [SHARED_WORKFLOW_THREADS] },
