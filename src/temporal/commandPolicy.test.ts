@@ -7,6 +7,7 @@ import {
   type PolicyCommand,
   type SenderFacts,
 } from './commandPolicy.js';
+import { childStart, signalTo } from './commandPolicy.testing.js';
 
 const NS = 'default';
 const QUEUE = 'runtime';
@@ -33,22 +34,10 @@ const apply: SenderFacts = {
   taskQueue: QUEUE,
 };
 
-/** A child start as the TS SDK encodes `startChild`/`executeChild` with the service's options. */
-const child = (workflowType: string, workflowId: string, extra: object = {}): PolicyCommand => ({
-  startChildWorkflowExecution: {
-    workflowType,
-    workflowId,
-    namespace: NS,
-    taskQueue: QUEUE,
-    workflowIdReusePolicy: undefined,
-    parentClosePolicy: undefined,
-    cronSchedule: undefined,
-    ...extra,
-  },
-});
-const signal = (workflowId: string, signalName: string, namespace = NS): PolicyCommand => ({
-  signalExternalWorkflowExecution: { workflowExecution: { namespace, workflowId, runId: '' }, signalName },
-});
+const child = (workflowType: string, workflowId: string, extra: object = {}): PolicyCommand =>
+  childStart(NS, QUEUE, workflowType, workflowId, extra);
+const signal = (workflowId: string, signalName: string, namespace = NS): PolicyCommand =>
+  signalTo(namespace, workflowId, signalName);
 
 describe('the commands a workflow may send', () => {
   it("allows what the service's workflows send", () => {
@@ -102,6 +91,16 @@ describe('the commands a workflow may send', () => {
     expect(refusedCommand(entity, [child('runSync', `sync:env-b:github:conn-9:issues:run:${UUID}`)])).toBeDefined();
     expect(refusedCommand(entity, [child('runSync', `${ENTITY}:run:${UUID}:more`)])).toBeDefined();
     expect(refusedCommand(entity, [child('deliverWebhook', `${ENTITY}:run::webhook`)])).toBeDefined();
+    expect(refusedCommand(entity, [child('runSync', `${ENTITY}:run:`)])).toBeDefined();
+    // Only a sender whose own id is an entity's is one.
+    for (const workflowId of [
+      'sync:env-a::conn-1:issues',
+      'sync::github:conn-1:issues',
+      'sync:env-a:github:conn-1:',
+      'sync:env-a:github:issues',
+    ]) {
+      expect(refusedCommand({ ...entity, workflowId }, [child('runSync', `${workflowId}:run:${UUID}`)])).toBeDefined();
+    }
     // A webhook child abandoned is the entity's; an abandoned action is nobody's.
     expect(refusedCommand(run, [child('runAction', `action:${UUID}`, { parentClosePolicy: 2 })])).toMatch(
       /parent close/,

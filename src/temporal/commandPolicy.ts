@@ -80,8 +80,21 @@ const PARENT_CLOSE_ABANDON = 2;
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const NESTED_ACTION_ID = new RegExp(`^action:${UUID}$`);
-const ENTITY_ID = /^sync:[^:]+:.+:.+:[^:]+$/;
 const DEPLOY_ID = /^deploy:([^:]+)$/;
+
+/**
+ * Is this a sync entity's id, `sync:<env>:<integration>:<connection>:<sync>` (runAuthority.ts's shape:
+ * the environment and the sync hold no colon)? Without a regular expression: a deploy wave checks one
+ * per signal, and `.+:.+:` backtracks.
+ */
+function isEntityId(id: string): boolean {
+  if (!id.startsWith('sync:')) return false;
+  const environmentEnd = id.indexOf(':', 5);
+  const syncStart = id.lastIndexOf(':') + 1;
+  // Between the environment and the sync: an integration and a connection, neither empty.
+  const middle = id.indexOf(':', environmentEnd + 1);
+  return environmentEnd > 5 && syncStart < id.length && middle > environmentEnd + 1 && middle < syncStart - 2;
+}
 
 const unset = (value: unknown): boolean => value === undefined || value === null || value === 0 || value === '';
 
@@ -129,31 +142,40 @@ function refusedChild(
 ): string | undefined {
   const id = child.workflowId ?? '';
   const type = child.workflowType ?? '';
-  const what = `${sender.workflowType} ${sender.workflowId} may not start ${type || 'a workflow'} ${id}`;
-  if (!unset(child.namespace) && child.namespace !== sender.namespace) return `${what} in namespace ${child.namespace}`;
+  // Written only for a refusal: the allowed path allocates no message.
+  const what = () => `${sender.workflowType} ${sender.workflowId} may not start ${type || 'a workflow'} ${id}`;
+  if (!unset(child.namespace) && child.namespace !== sender.namespace)
+    return `${what()} in namespace ${child.namespace}`;
   if (!unset(child.workflowIdReusePolicy)) {
-    return `${what} with an id reuse policy (${child.workflowIdReusePolicy}): the service's children use Temporal's default, which never ends a running execution`;
+    return `${what()} with an id reuse policy (${child.workflowIdReusePolicy}): the service's children use Temporal's default, which never ends a running execution`;
   }
-  if (!unset(child.cronSchedule)) return `${what} with a cron schedule`;
+  if (!unset(child.cronSchedule)) return `${what()} with a cron schedule`;
   const own = sender.workflowId;
-  const entity = sender.workflowType === 'manageSync' && !sender.parent && ENTITY_ID.test(own);
+  const entity = sender.workflowType === 'manageSync' && !sender.parent && isEntityId(own);
   let shape = false;
-  let queues = [sender.taskQueue];
   let abandons = false;
   if (type === 'runAction' && (entity || sender.workflowType === 'runSync' || sender.workflowType === 'runAction')) {
     shape = NESTED_ACTION_ID.test(id);
-    queues = [sender.taskQueue, actionTaskQueue(sender.taskQueue)];
   } else if (type === 'runSync' && entity) {
-    shape = id.startsWith(`${own}:run:`) && !id.slice(own.length + 5).includes(':');
+    const rest = id.startsWith(`${own}:run:`) ? id.slice(own.length + 5) : ':';
+    shape = rest.length > 0 && !rest.includes(':');
   } else if (type === 'deliverWebhook' && entity) {
     const rest = id.startsWith(`${own}:run:`) && id.endsWith(':webhook') ? id.slice(own.length + 5, -8) : ':';
     shape = rest.length > 0 && !rest.includes(':');
     abandons = true;
   }
-  if (!shape) return `${what}: not a child its type starts`;
-  if (!unset(child.taskQueue) && !queues.includes(child.taskQueue!)) return `${what} on task queue ${child.taskQueue}`;
+  if (!shape) return `${what()}: not a child its type starts`;
+  // A sync run's nested action goes to the action queue (workflows/svc.ts); anything else stays on the sender's.
+  const queue = child.taskQueue;
+  if (
+    !unset(queue) &&
+    queue !== sender.taskQueue &&
+    !(type === 'runAction' && queue === actionTaskQueue(sender.taskQueue))
+  ) {
+    return `${what()} on task queue ${queue}`;
+  }
   if (!unset(child.parentClosePolicy) && !(abandons && child.parentClosePolicy === PARENT_CLOSE_ABANDON)) {
-    return `${what} with parent close policy ${child.parentClosePolicy}`;
+    return `${what()} with parent close policy ${child.parentClosePolicy}`;
   }
   return undefined;
 }
@@ -163,16 +185,24 @@ function refusedSignal(
   signal: NonNullable<PolicyCommand['signalExternalWorkflowExecution']>,
 ): string | undefined {
   const target = signal.workflowExecution;
-  const what = `${sender.workflowType} ${sender.workflowId} may not signal ${signal.signalName ?? ''} to ${target?.workflowId ?? signal.childWorkflowId ?? 'an execution'}`;
-  // Only a deploy's apply signals, and only the sync entities of its own environment.
+  const id = target?.workflowId ?? '';
+  // Only a deploy's apply signals, and only `reconfigure` to the sync entities of its own environment.
   const environment =
-    sender.workflowType === 'applyDeployment' && !sender.parent && DEPLOY_ID.exec(sender.workflowId)?.[1];
-  if (!environment || !target) return what;
-  if (!unset(target.namespace) && target.namespace !== sender.namespace)
-    return `${what} in namespace ${target.namespace}`;
-  const id = target.workflowId ?? '';
-  if (signal.signalName !== 'reconfigure' || !id.startsWith(`sync:${environment}:`) || !ENTITY_ID.test(id)) return what;
-  return undefined;
+    sender.workflowType === 'applyDeployment' && !sender.parent ? DEPLOY_ID.exec(sender.workflowId)?.[1] : undefined;
+  if (
+    environment !== undefined &&
+    target &&
+    (unset(target.namespace) || target.namespace === sender.namespace) &&
+    signal.signalName === 'reconfigure' &&
+    id.startsWith(`sync:${environment}:`) &&
+    isEntityId(id)
+  ) {
+    return undefined;
+  }
+  const to = target
+    ? `${id}${unset(target.namespace) ? '' : ` in namespace ${target.namespace}`}`
+    : (signal.childWorkflowId ?? 'an execution');
+  return `${sender.workflowType} ${sender.workflowId} may not signal ${signal.signalName ?? ''} to ${to}`;
 }
 
 /** The FailWorkflowExecution command that ends the sender's run instead of the refused commands. */
