@@ -181,6 +181,21 @@ describe('the commands a workflow may send', () => {
       },
     });
     expect(refusedCompletion(run, { runId: 'r', failed: { failure: { message: 'x' } } })).toBeUndefined();
+    expect(refusedCompletion(run, { runId: 'r', successful: {} })).toBeUndefined();
+    // Fail closed: a completion or a command of a shape the policy does not know is not sent unread.
+    expect(refusedCompletion(run, new Uint8Array([1, 2]))).toMatch(/cannot read/);
+    expect(refusedCompletion(run, { runId: 'r', successful: { commands: new Uint8Array([1]) } })).toMatch(
+      /cannot read/,
+    );
+    expect(
+      refusedCompletion(run, { runId: 'r', successful: { commands: [{ terminateExternalWorkflowExecution: {} }] } }),
+    ).toMatch(/does not know \(terminateExternalWorkflowExecution\)/);
+    expect(
+      refusedCompletion(run, {
+        runId: 'r',
+        successful: { commands: [{ userMetadata: { summary: null }, startTimer: { seq: 1 }, eventGroupMarkers: [] }] },
+      }),
+    ).toBeUndefined();
   });
 
   it("the creator wrapper checks each completion against the facts Temporal gave, not the workflow's", async () => {

@@ -72,6 +72,38 @@ export interface PolicyCommand {
   continueAsNewWorkflowExecution?: { workflowType?: string | null | undefined; taskQueue?: string | null } | null;
 }
 
+/**
+ * Every field of Core's WorkflowCommand (coresdk.workflow_commands, SDK 1.24): the two annotations and
+ * the variants. The variants this policy reads are checked below; the others act on the sender itself
+ * (its timers, activities, markers, search attributes, end) or on its own child by sequence number.
+ */
+const KNOWN_FIELDS = new Set([
+  'userMetadata',
+  'eventGroupMarkers',
+  'startTimer',
+  'scheduleActivity',
+  'respondToQuery',
+  'requestCancelActivity',
+  'cancelTimer',
+  'completeWorkflowExecution',
+  'failWorkflowExecution',
+  'continueAsNewWorkflowExecution',
+  'cancelWorkflowExecution',
+  'setPatchMarker',
+  'startChildWorkflowExecution',
+  'cancelChildWorkflowExecution',
+  'requestCancelExternalWorkflowExecution',
+  'signalExternalWorkflowExecution',
+  'cancelSignalWorkflow',
+  'scheduleLocalActivity',
+  'requestCancelLocalActivity',
+  'upsertWorkflowSearchAttributes',
+  'modifyWorkflowProperties',
+  'updateResponse',
+  'scheduleNexusOperation',
+  'requestCancelNexusOperation',
+]);
+
 /** The stable code of a refused command (src/errors.ts). */
 export const COMMAND_REFUSED_CODE = 'scope_denied';
 
@@ -104,6 +136,12 @@ const unset = (value: unknown): boolean => value === undefined || value === null
  */
 export function refusedCommand(sender: SenderFacts, commands: readonly PolicyCommand[]): string | undefined {
   for (const command of commands) {
+    // Fail closed: a command of a kind this policy does not know (a newer SDK's) is not sent unread.
+    for (const key in command) {
+      if (!KNOWN_FIELDS.has(key) && (command as Record<string, unknown>)[key] != null) {
+        return `${sender.workflowType} ${sender.workflowId} sent a command the worker does not know (${key}): not sent`;
+      }
+    }
     const child = command.startChildWorkflowExecution;
     if (child) {
       const refusal = refusedChild(sender, child);
@@ -223,7 +261,21 @@ export function refusalCommand(message: string): object {
  * task) carries no command.
  */
 export function refusedCompletion(sender: SenderFacts, completion: unknown): string | undefined {
-  const commands = (completion as { successful?: { commands?: PolicyCommand[] | null } | null }).successful?.commands;
+  // Fail closed: what the SDK's workflow hands the worker is a decoded completion, successful or
+  // failed (its Worker encodes it afterwards); anything else would pass unread.
+  const { successful, failed } = (completion ?? {}) as {
+    successful?: { commands?: PolicyCommand[] | null } | null;
+    failed?: object | null;
+  };
+  if (successful == null) {
+    return failed != null
+      ? undefined
+      : `${sender.workflowType} ${sender.workflowId}: a completion the worker cannot read`;
+  }
+  const commands = successful.commands;
+  if (commands != null && !Array.isArray(commands)) {
+    return `${sender.workflowType} ${sender.workflowId}: commands the worker cannot read`;
+  }
   return commands && commands.length > 0 ? refusedCommand(sender, commands) : undefined;
 }
 
