@@ -20,6 +20,8 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { createClient, ServiceApiError, type RunHistory } from '../client/index.js';
 import { budgetFunctionName, instrumentScript } from '../runtime/instrument.js';
 import { FAILURE_CONVERTER_PATH } from '../runtime/payloadStorage.js';
+import { answerText, isHttpAnswer } from '../runtime/httpAnswer.js';
+import type { HttpAnswer, RecordedResponse } from '../runtime/svcTypes.js';
 import { isReadableSummary } from '../runtime/stepSummary.js';
 import { historyFromObject, jsonOf } from '../temporal/decodedHistory.js';
 import { createLogger } from '../log.js';
@@ -188,8 +190,8 @@ function resultText(step: RecordedStep): string {
   const response = step.result as { status?: unknown; data?: unknown; body?: unknown } | undefined;
   if (step.type === 'httpRequest' && response && typeof response.status === 'number') {
     // Recorded as its text since issue 31 (src/runtime/httpAnswer.ts), parsed in older histories.
-    if (typeof response.body === 'string' && !('data' in response)) {
-      const text = response.body;
+    if (isHttpAnswer(step.result as RecordedResponse)) {
+      const text = answerText(step.result as HttpAnswer);
       return `${response.status} ${text.length > SHOWN_RESULT ? `${text.slice(0, SHOWN_RESULT - 1)}…` : text}`;
     }
     return `${response.status} ${shorten(response.data)}`;

@@ -10,6 +10,7 @@ import { redactJsonText, redactSecrets, redactValue } from './redaction.js';
 import { isServiceError } from '../errors.js';
 import { OUTBOUND_REFUSED, outboundRefusal, policyRequest } from './outbound.js';
 import {
+  BASE64_UTF8,
   REQUEST_ERROR_TYPES,
   type HttpAnswer,
   type HttpRequestInput,
@@ -68,6 +69,23 @@ function lowerCaseHeaders(headers: AxiosResponse['headers'] | undefined): Record
 function responseBody(data: unknown): string {
   if (data instanceof ArrayBuffer || Buffer.isBuffer(data)) return Buffer.from(data as ArrayBuffer).toString('base64');
   return typeof data === 'string' ? data : '';
+}
+
+// A control character JSON writes as six (`\u0001`); \b \t \n \f \r take two, as `"` and `\\` do.
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const SIX_BYTE_ESCAPE = /[\x00-\x07\x0b\x0e-\x1f]/;
+
+/**
+ * The answer as it crosses the worker's main thread (the SDK's JSON of the step's result, the codec,
+ * the claim check): its text, or, when the text holds a character JSON writes as six, the base64 of its
+ * UTF-8 bytes (4/3 of the bytes, written natively, never escaped), which the run's workflow thread
+ * decodes (answerText). A binary body is base64 already: it never matches. 32 MiB of `\u0001` were a 192 MiB payload; now 43 MiB. One regular-expression
+ * scan decides (about 1 ms per MiB); ordinary JSON keeps its text (about 1.2 times in JSON, less than
+ * base64), docs/architecture.md "A request's answer is parsed on the run's thread".
+ */
+function carried(answer: HttpAnswer): HttpAnswer {
+  if (!SIX_BYTE_ESCAPE.test(answer.body)) return answer;
+  return { ...answer, body: Buffer.from(answer.body, 'utf8').toString('base64'), encoding: BASE64_UTF8 };
 }
 
 /** The longest response body (after decompression) a `svc` request reads: 32 MiB (docs/scripts.md "Limits"). */
@@ -156,12 +174,12 @@ export async function sendRequest(
         body: responseBody(response.data),
         json: wantsJson(config),
       };
-      if (response.status < 400) return result;
+      if (response.status < 400) return carried(result);
       // The body is redacted as text, its JSON string literals as the values they spell (escapes too).
-      const redacted: HttpAnswer = {
+      const redacted: HttpAnswer = carried({
         ...redactValue({ ...result, body: '' }, secrets),
         body: redactJsonText(result.body, secrets),
-      };
+      });
       const details: HttpFailureDetails = { kind: 'response', response: redacted };
       const retryable = isRetryableStatus(response.status, config.retryOn);
       const retryAfter = retryable ? parseRetryAfter(result.headers['retry-after']) : undefined;

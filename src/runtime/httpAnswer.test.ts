@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import axios from 'axios';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerData, isHttpAnswer, recordedBodyLength, responseOf } from './httpAnswer.js';
+import { answerData, answerText, isHttpAnswer, recordedBodyLength, responseOf, utf8OfBase64 } from './httpAnswer.js';
+import { BASE64_UTF8, type HttpAnswer } from './svcTypes.js';
 import { redactJsonText, redactValue, WITHHELD_BODY } from './redaction.js';
 
 // Bodies whose JSON reading differs at the edges: what axios (the client the request activity used to
@@ -21,6 +22,8 @@ const BODIES: Record<string, { type: string; body: string | Buffer }> = {
   literalNull: { type: 'application/json', body: 'null' },
   literalFalse: { type: 'application/json', body: 'false' },
   deep: { type: 'application/json', body: `${'['.repeat(100_000)}${']'.repeat(100_000)}` },
+  // Raw control characters (JSON allows none outside whitespace): the text, carried as base64 (src/runtime/http.ts).
+  controls: { type: 'application/json', body: '\u0001\u0002{"a":1}\u001f' },
 };
 
 function depth(value: unknown): number {
@@ -53,8 +56,13 @@ describe('answerData', () => {
       expect(typeof text.data).toBe('string');
       const data = answerData(text.data, true);
       // A structure 10^5 deep is compared by its depth: a recursive comparison runs out of stack.
-      if (name === 'deep') expect(depth(data)).toBe(depth(parsed.data));
-      else expect(data).toEqual(parsed.data);
+      // The same text carried as the base64 of its UTF-8 bytes (an answer JSON would escape heavily).
+      const body = Buffer.from(text.data, 'utf8').toString('base64');
+      const request = { method: 'GET', url: base };
+      const answer: HttpAnswer = { status: 200, headers: {}, request, body, json: true, encoding: BASE64_UTF8 };
+      const carried = responseOf(answer).data;
+      if (name === 'deep') expect([depth(data), depth(carried)]).toEqual([depth(parsed.data), depth(parsed.data)]);
+      else expect([data, carried]).toEqual([parsed.data, parsed.data]);
     });
   }
 
@@ -81,6 +89,19 @@ describe('responseOf', () => {
       request,
       data: 'x',
     });
+  });
+
+  it('decodes a body carried as the base64 of its UTF-8 bytes, as Buffer wrote it', () => {
+    const texts = ['', 'a', 'ab', 'abc', '\u0001'.repeat(7), '[{"a":"é\u0000"},"\ufeff😀"]', '\ufeffkept BOM'];
+    for (const text of texts) {
+      const body = Buffer.from(text, 'utf8').toString('base64');
+      expect(utf8OfBase64(body)).toBe(text);
+      const answer: HttpAnswer = { status: 200, headers: {}, request, body, json: true, encoding: BASE64_UTF8 };
+      expect(answerText(answer)).toBe(text);
+      expect(responseOf(answer).data).toEqual(answerData(text, true));
+    }
+    expect(() => utf8OfBase64('ab$d')).toThrow(TypeError);
+    expect(() => utf8OfBase64('abcde')).toThrow(TypeError);
   });
 
   it('weighs a body by its text, or by the JSON of older data', () => {

@@ -47,9 +47,18 @@ export interface HttpAnswer {
   request: { method: string; url: string };
   /** The body: its text (UTF-8, BOM removed, as axios read it), or base64 for `arraybuffer`/`blob`. */
   body: string;
+  /**
+   * `base64-utf8`: `body` holds the text's UTF-8 bytes as base64, for a text JSON would write at up to
+   * six times its size (control characters); the run's workflow thread decodes it (answerText).
+   * Absent: `body` is as above.
+   */
+  encoding?: typeof BASE64_UTF8;
   /** The script asked for JSON (the default): `data` is the body parsed, or the text where it is not JSON. */
   json: boolean;
 }
+
+/** HttpAnswer.encoding of a body carried as the base64 of its text's UTF-8 bytes. */
+export const BASE64_UTF8 = 'base64-utf8';
 
 /** What a request step's result or failure detail holds: today's form, or the older parsed one. */
 export type RecordedResponse = HttpAnswer | HttpResult;

@@ -9,11 +9,9 @@
  * worker nor stops the other environment.
  */
 import { describe, expect, it } from 'vitest';
-import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { MAX_RESPONSE_BYTES } from '../../src/runtime/http.js';
-import { actionDefinition, useRuntime } from '../kit/runtime.js';
-import { bundle } from '../kit/scripts.js';
-import { startFakeUpstream } from '../kit/upstream.js';
+import { useRuntime } from '../kit/runtime.js';
+import { noisyFetch, percentile, quietNeighbour } from '../kit/neighbour.js';
 
 // Just under the limit on a body (src/runtime/http.ts): 11.2 million empty objects.
 const ELEMENTS = Math.floor((MAX_RESPONSE_BYTES - 2) / 3);
@@ -26,73 +24,26 @@ const DEEP = Buffer.from(`${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}`);
 // main thread was held for the whole parse: 21.5 s at load 5.
 const MARGIN_MS = 5000;
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
 describe("a request's answer is parsed on the run's thread", () => {
   it("another environment's actions keep completing while one environment fetches 32 MiB of JSON or 10^6-deep nesting", async () => {
     const h = await useRuntime();
-    const api = await startFakeUpstream((request, response) => {
-      const body = request.url?.startsWith('/huge') ? HUGE : request.url?.startsWith('/deep') ? DEEP : undefined;
-      if (!body) return void response.writeHead(404).end();
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(body);
-    });
-    h.connections.setBaseUrl(api.url);
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
-    const trivial = await h.scripts.put(bundle(`async function (svc, input) { return input; }`), 'quiet');
-    const fetcher = await h.scripts.put(
-      bundle(`async function (svc, input) {
-        try {
-          const res = await svc.get({ endpoint: input.path });
-          let depth = 0;
+    const neighbour = await quietNeighbour(h, MARGIN_MS, { '/huge': HUGE, '/deep': DEEP });
+    const { bound } = neighbour;
+    const beside = await noisyFetch(
+      h,
+      neighbour,
+      `let depth = 0;
           for (let node = res.data; Array.isArray(node) && depth < 10; node = node[0]) depth++;
-          return { status: res.status, length: Array.isArray(res.data) ? res.data.length : -1, depth };
-        } catch (e) {
-          return { error: String(e && e.message).slice(0, 300) };
-        }
-      }`),
-      'noisy',
+          return { status: res.status, length: Array.isArray(res.data) ? res.data.length : -1, depth };`,
     );
-    const quiet = { ...actionDefinition('echo', trivial), environmentId: 'quiet' };
-    const noisy = { ...actionDefinition('fetch', fetcher), environmentId: 'noisy' };
-
-    const quietOnce = async (n: number): Promise<number> => {
-      const started = performance.now();
-      const outcome = await control.runAction({ definition: quiet, connectionId: 'c', input: { n } });
-      expect(outcome).toEqual({ ok: true, output: { n } });
-      return performance.now() - started;
-    };
-    for (let n = 0; n < 5; n++) await quietOnce(n);
-    const idle: number[] = [];
-    for (let n = 0; n < 30; n++) idle.push(await quietOnce(n));
-    const bound = percentile(idle, 99) + MARGIN_MS;
-
-    /** Runs the noisy action on `path` and the quiet one over and over until it ends. */
-    const beside = async (path: string) => {
-      const started = Date.now();
-      let running = true;
-      const run = control
-        .runAction({ definition: noisy, connectionId: 'c', input: { path } })
-        .then(
-          (outcome) => ({ outcome, code: 'completed' }),
-          (error: unknown) => ({ outcome: undefined, code: (error as { code?: string }).code ?? String(error) }),
-        )
-        .finally(() => (running = false));
-      const times: number[] = [];
-      for (let n = 0; running || times.length < 10; n++) times.push(await quietOnce(n));
-      return { ...(await run), ms: Date.now() - started, times };
-    };
 
     const huge = await beside('/huge');
     const deep = await beside('/deep');
     // The worker is still there, and still serves both environments.
     const after: number[] = [];
-    for (let n = 0; n < 10; n++) after.push(await quietOnce(n));
+    for (let n = 0; n < 10; n++) after.push(await neighbour.once(n));
     console.log(
-      `[answers] quiet action idle p50/p99 ${percentile(idle, 50).toFixed(0)}/${percentile(idle, 99).toFixed(0)} ms; ` +
+      `[answers] ${neighbour.idleText}; ` +
         `beside 32 MiB: ${huge.times.length} actions, p50/max ${percentile(huge.times, 50).toFixed(0)}/${Math.max(...huge.times).toFixed(0)} ms, ` +
         `the big run ${huge.code} in ${huge.ms} ms ${JSON.stringify(huge.outcome)}; ` +
         `beside 10^6 deep: ${deep.times.length} actions, max ${Math.max(...deep.times).toFixed(0)} ms, ` +
