@@ -114,6 +114,18 @@ describe('redactJsonText', () => {
   const secret = 'sk-live-4f2a/9b"x';
   const secrets = [secret];
 
+  it('redacts an answer carried as base64 as its text, and shows it as text', () => {
+    const request = { method: 'GET', url: 'https://api.example.com/me' };
+    const text = `\u0001{"echo":"${secret.replace('"', '\\"')}","raw":"${secret}"}`;
+    const body = Buffer.from(text, 'utf8').toString('base64');
+    const carried: HttpAnswer = { status: 200, headers: {}, request, body, json: true, encoding: BASE64_UTF8 };
+    const shown = redactValue({ result: carried }, secrets);
+    expect(shown.result.encoding).toBeUndefined();
+    expect(shown.result.body).toBe(redactValue(text, secrets));
+    expect(shown.result.body).not.toContain(secret);
+    expect(JSON.stringify(shown)).not.toContain(Buffer.from(secret).toString('base64').slice(0, 8));
+  });
+
   it('redacts what redactValue redacts once the text is parsed, as written or as JSON writes it', () => {
     const bodies = [
       JSON.stringify({ error: `bad token ${secret}` }),

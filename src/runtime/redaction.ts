@@ -3,6 +3,8 @@
  * failure details a script sees. Redaction is by value, not by field name: an API key that went out
  * in a query parameter called `appid` is found wherever an upstream or a script repeated it.
  */
+import { answerText } from './httpAnswer.js';
+import { BASE64_UTF8, type HttpAnswer } from './svcTypes.js';
 
 export const REDACTED = '[redacted]';
 
@@ -43,11 +45,24 @@ export function redactValue<T>(value: T, secrets: readonly string[]): T {
     if (typeof node === 'string') return redactSecrets(node, secrets);
     if (Array.isArray(node)) return node.map(walk);
     if (node && typeof node === 'object' && Object.getPrototypeOf(node) === Object.prototype) {
-      return Object.fromEntries(Object.entries(node).map(([key, item]) => [redactSecrets(key, secrets), walk(item)]));
+      // A request's answer carried as base64 (src/runtime/http.ts `carried`) is redacted as its text,
+      // and shown so: its bytes would hide a credential from the walk.
+      const entries = isCarriedAnswer(node) ? Object.entries(textAnswer(node)) : Object.entries(node);
+      return Object.fromEntries(entries.map(([key, item]) => [redactSecrets(key, secrets), walk(item)]));
     }
     return node;
   };
   return walk(value) as T;
+}
+
+function isCarriedAnswer(node: object): node is HttpAnswer {
+  const answer = node as Partial<HttpAnswer>;
+  return answer.encoding === BASE64_UTF8 && typeof answer.body === 'string' && !('data' in node);
+}
+
+function textAnswer(answer: HttpAnswer): Omit<HttpAnswer, 'encoding'> {
+  const { encoding: _encoding, ...rest } = answer;
+  return { ...rest, body: answerText(answer) };
 }
 
 /** What a failed answer's body becomes when it spells a credential in `\u` escapes (redactJsonText). */

@@ -37,6 +37,8 @@ const BODIES: Record<string, string> = {
   cutMidEscape: `{"error":"invalid key ${MIXED}","more":"\\u00`,
   // An escape outside any string: a careless API's text error with a JSON content type.
   outsideString: `error: invalid key ${MIXED}`,
+  // Control characters: the answer crosses as base64 (src/runtime/http.ts `carried`), redacted before.
+  controls: `\u0001${JSON.stringify({ error: `invalid key ${KEY}` })}\u0002 ${MIXED}`,
 };
 
 const CATCHER = bundle(`async function (svc, input) {

@@ -4,8 +4,8 @@
  * the records store), and that thread serves every environment's workflow tasks and activities. One
  * environment's sync `batchSave`s 16 records of 1 MiB of `{},` each (the limits: 16 MiB a call, records
  * up to 1 MiB), 8 a call, then all 16 in one call; what must hold: another environment's trivial action
- * completes within its idle p99 plus 3 s meanwhile (as for a request's answer,
- * test/runtime/escapedAnswers.test.ts). Not fixed: this measures what remains (see the docs).
+ * completes within its idle p99 plus 5 s meanwhile (as for a request's answer,
+ * test/runtime/requestAnswers.test.ts). Not fixed: this measures what remains (see the docs).
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -18,12 +18,13 @@ import { bundle } from '../kit/scripts.js';
 const RECORDS = 16;
 // Empty objects a record holds: its JSON just under 1 MiB (src/runtime/definitions.ts recordBytes).
 const ELEMENTS = Math.floor((1024 * 1024 - 64) / 3);
-// 2.1 s measured at 8 MiB a call, load 6 (1.4 s at 4 MiB): the main thread's share grows with the
-// values a call carries, and with the machine's load.
-const MARGIN_MS = 3000;
+// As for a request's answer (test/runtime/requestAnswers.test.ts). Measured at load 5-6: 2.1-3.0 s at
+// 8 MiB a call (1.4 s at 4 MiB); the main thread's share grows with the values a call carries and with
+// the machine's load, so this bound does not hold at load 12 (13.2 s of JSON.parse for 16 MiB there).
+const MARGIN_MS = 5000;
 
 describe("a script's batchSave of 16 MiB of empty objects", () => {
-  it("does not hold another environment's actions past its idle p99 + 3 s", async () => {
+  it("does not hold another environment's actions past its idle p99 + 5 s", async () => {
     const h = await useRuntime();
     const neighbour = await quietNeighbour(h, MARGIN_MS);
     const sync = async (perCall: number) => {
