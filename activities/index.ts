@@ -1,3 +1,4 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Encryptor } from '../src/connections/encryption.js';
 import type { ConnectionScope } from '../src/connections/types.js';
 import type { Pool } from '../src/db/pool.js';
@@ -24,10 +25,32 @@ export interface ActivityDeps {
   runtime?: (Omit<RuntimeDeps, 'db'> & { encryptor: Encryptor; deploy?: DeployActivityDeps | undefined }) | undefined;
 }
 
+/** The longest token a health check writes (the callers send a uuid or a short name). */
+const HEALTH_TOKEN_MAX = 200;
+
 function createHealthActivities({ db }: { db: Pool }) {
   return {
-    /** Writes a row and reads it back: the worker's proof that Postgres is there. */
-    recordHealthCheck: (token: string): Promise<HealthCheckRow> => recordHealthCheck(db, token),
+    /**
+     * Writes a row and reads it back: the worker's proof that Postgres is there. Only for the
+     * `checkHealth` workflow, whose type Temporal gives (a script's run that schedules it by name wrote
+     * rows of its choosing into a table no environment owns: test/runtime/commandAttacks.test.ts).
+     */
+    recordHealthCheck: (token: string): Promise<HealthCheckRow> => {
+      const caller = Context.current().info.workflowType;
+      if (caller !== 'checkHealth') {
+        throw ApplicationFailure.nonRetryable(
+          `recordHealthCheck is the checkHealth workflow's, not ${caller ?? 'an unknown caller'}'s`,
+          'scope_denied',
+        );
+      }
+      if (typeof token !== 'string' || token.length > HEALTH_TOKEN_MAX) {
+        throw ApplicationFailure.nonRetryable(
+          `a health check token is a string of at most ${HEALTH_TOKEN_MAX} characters`,
+          'invalid_request',
+        );
+      }
+      return recordHealthCheck(db, token);
+    },
   };
 }
 
