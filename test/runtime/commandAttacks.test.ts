@@ -11,24 +11,20 @@ import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { Client } from '@temporalio/client';
-import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
-import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { bundleWorkflows } from '../../src/temporal/worker.js';
-import { createServiceWorkers } from '../../src/service.js';
-import { connectWorker } from '../../src/temporal/connection.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { deferCleanup } from '../kit/cleanup.js';
+import { startHostileWorkers } from '../kit/hostileWorker.js';
 import { syncDefinition, useRuntime } from '../kit/runtime.js';
 import { bundle } from '../kit/scripts.js';
-import { stack, uniqueName } from '../kit/stack.js';
-import { runtimeDeps, TestConnections, ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
-import type { CommandVictim } from './fixtures/commandAttackers.js';
+import { TestConnections, ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
+import type { CommandAttack, CommandVictim } from './fixtures/commandAttackers.js';
 
 const ATTACKERS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'commandAttackers.ts');
 const VICTIM_ENV = 'victim-env';
@@ -41,6 +37,16 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
     const value = await read();
     if (done(value) || Date.now() > deadline) return value;
     await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** A run's outcome: what it returned, or `failed <type>` (a refused command fails the run that sent it). */
+async function outcomeOfRun(run: Promise<unknown>): Promise<string> {
+  try {
+    return `returned ${JSON.stringify(await run)}`;
+  } catch (error) {
+    const cause = error instanceof WorkflowFailedError ? error.cause : error;
+    return `failed ${cause instanceof ApplicationFailure ? cause.type : String(cause)}`;
   }
 }
 
@@ -70,32 +76,15 @@ async function hostileStack() {
     runId: 'victim-run',
     records: [{ id: 'v1', title: 'mine' }],
   });
-  const workflowBundle = await bundleWorkflows(ATTACKERS);
-  const { temporalAddress, temporalNamespace } = stack();
-  const connection = await connectWorker({ address: temporalAddress });
-  const taskQueue = uniqueName('commands');
-  const workers = await createServiceWorkers({
-    db: h.pool,
-    runtime: {
-      ...runtimeDeps(h.pool, connections, h.actions, h.client),
-      deploy: {
-        deployments: createPostgresDeploymentStore({ db: h.pool }),
-        records,
-        syncs: createSyncControl({ client: h.client, taskQueue }),
-        connectionIds: () => Promise.resolve([VICTIM_CONNECTION]),
-      },
-    },
-    connection,
-    namespace: temporalNamespace,
-    taskQueue,
-    workflowBundle,
-    dataConverter: createDataConverter({ db: h.pool }),
-  });
-  const running = workers.run();
-  deferCleanup(async () => {
-    workers.shutdown();
-    await running;
-    await connection.close();
+  const taskQueue = await startHostileWorkers({
+    workflowsPath: ATTACKERS,
+    pool: h.pool,
+    client: h.client,
+    connections,
+    actions: h.actions,
+    records,
+    connectionIds: [VICTIM_CONNECTION],
+    queuePrefix: 'commands',
   });
   const victim: CommandVictim = {
     ...victimScope,
@@ -124,18 +113,32 @@ describe("a run's workflow commands reach nothing of another environment's", () 
     const { h, victim, taskQueue, attackerRunId, victimControl } = await hostileStack();
     const laterEntity = `sync:${VICTIM_ENV}:${INTEGRATION}:${VICTIM_CONNECTION}:later`;
     const applyId = `deploy:${VICTIM_ENV}`;
-    const cronId = `${attackerRunId}:cron`;
+    const cronId = `${attackerRunId}-cronChild:cron`;
     deferCleanup(async () => {
       for (const id of [laterEntity, applyId, cronId]) await terminate(h.client, id);
     });
 
-    const outcomes = await h.client.workflow.execute<(input: unknown) => Promise<Record<string, string>>>('runSync', {
-      taskQueue,
-      workflowId: attackerRunId,
-      args: [{ victim, attack: 'commands' }],
-      workflowExecutionTimeout: '3 minutes',
-    });
-    console.log('[commands] hostile run:', outcomes);
+    // Each attack in a run of its own: a refused command ends the run that sent it.
+    const attacks: CommandAttack[] = [
+      'squatVictimEntity',
+      'squatVictimDeploy',
+      'cronChild',
+      'victimConnectionOnActionQueue',
+      'victimConnectionOnWatchQueue',
+      'healthCheckRows',
+    ];
+    const outcomes: Record<string, string> = {};
+    for (const attack of attacks) {
+      outcomes[attack] = await outcomeOfRun(
+        h.client.workflow.execute('runSync', {
+          taskQueue,
+          workflowId: `${attackerRunId}-${attack}`,
+          args: [{ victim, attack }],
+          workflowExecutionTimeout: '3 minutes',
+        }),
+      );
+    }
+    console.log('[commands] hostile runs:', outcomes);
 
     // 1. The victim's sync entity, started as the service starts it after the attack (a deploy that adds
     // the sync, a new connection): it must be the service's entity, and run the victim's sync.
@@ -206,8 +209,12 @@ describe("a run's workflow commands reach nothing of another environment's", () 
     expect.soft(JSON.stringify(handedToSquatter)).not.toContain(victim.scriptHash);
     expect.soft({ cronChildAfterRun: cron }).not.toEqual({ cronChildAfterRun: 'RUNNING' });
     expect.soft({ healthRows: Number(healthRows.rows[0]!.n) }).toEqual({ healthRows: 0 });
-    for (const attack of ['victimConnectionOnActionQueue', 'victimConnectionOnWatchQueue']) {
-      expect.soft({ attack, outcome: outcomes[attack] }).toEqual({ attack, outcome: 'refused: scope_denied' });
+    // Every attack refused: the command ones fail their run, the activity ones are refused to the script.
+    for (const attack of attacks) {
+      expect.soft({ attack, outcome: outcomes[attack] }).toEqual({
+        attack,
+        outcome: expect.stringMatching(/^failed scope_denied$|^returned "refused: scope_denied"$/) as unknown,
+      });
     }
   }, 240_000);
 
@@ -251,7 +258,7 @@ describe("a run's workflow commands reach nothing of another environment's", () 
       workflowExecutionTimeout: '3 minutes',
     });
     const during = await runVictimAction();
-    const flooded = await attack;
+    const flooded = await outcomeOfRun(attack);
     const attackMs = Date.now() - started;
     const after = await runVictimAction();
     const survivors = await Promise.all(
@@ -272,6 +279,7 @@ describe("a run's workflow commands reach nothing of another environment's", () 
     ]);
     console.log('[commands] flood children after the run closed (first, middle, last):', survivors);
     expect(during.result).toEqual({ ok: true, output: { echoed: 1 } });
+    expect(flooded).toBe('failed scope_denied');
     expect
       .soft({ childrenAfterRun: survivors })
       .toEqual({ childrenAfterRun: expect.not.arrayContaining(['RUNNING']) as unknown });
@@ -280,34 +288,16 @@ describe("a run's workflow commands reach nothing of another environment's", () 
   it("continue-as-new into a sync entity with another environment's sync: nothing of the victim's is written", async () => {
     const { h, records, victim, taskQueue, attackerRunId } = await hostileStack();
     deferCleanup(() => terminate(h.client, attackerRunId));
-    const first = await h.client.workflow.start('runSync', {
+    const run = h.client.workflow.execute('runSync', {
       taskQueue,
       workflowId: attackerRunId,
       args: [{ victim, attack: 'continueAsManageSync' }],
     });
-    const handle = h.client.workflow.getHandle(attackerRunId);
-    const continued = await until(
-      'continued as manageSync',
-      () => handle.describe(),
-      (description) => description.type === 'manageSync' && description.runId !== first.firstExecutionRunId,
-      60_000,
-    );
-    expect(continued.type).toBe('manageSync');
-    // The continued run is a parentless manageSync whose id (the attacker's sync run id) has the shape of
-    // a sync entity's: its first run, with the victim's definition, ends as the authority decides.
-    const status = await until<SyncStatus | string>(
-      'a run ended',
-      () => handle.query<SyncStatus>('status').catch((error: unknown) => `status failed: ${String(error)}`),
-      (value) => typeof value !== 'string' && value.finishedAt !== null,
-      90_000,
-    );
-    console.log('[commands] continued as manageSync:', continued.type, status);
-    expect(typeof status === 'string' ? status : status.latestError?.code).toBe('scope_denied');
-    // A sync run ends: the attacker's run must not live on as an entity that runs (and fails) every
-    // minute for as long as nobody terminates it.
-    const later = await handle.describe();
-    console.log('[commands] the continued execution after its first run:', later.status.name);
-    expect.soft({ continuedRun: later.status.name }).not.toEqual({ continuedRun: 'RUNNING' });
+    // The continue-as-new into another type is refused: the run fails, and never lives on as an entity.
+    expect(await outcomeOfRun(run)).toBe('failed scope_denied');
+    const after = await h.client.workflow.getHandle(attackerRunId).describe();
+    console.log('[commands] the attacker run after its continue-as-new:', after.type, after.status.name);
+    expect({ type: after.type, status: after.status.name }).toEqual({ type: 'runSync', status: 'FAILED' });
     // Nothing of the victim's written: its records as they were, no run of its sync recorded, no logs.
     const stored = await records.listRecords({ ...victim, model: 'Issue' });
     expect(stored.records.map((record) => record['id'])).toEqual(['v1']);

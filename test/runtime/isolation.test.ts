@@ -17,22 +17,17 @@ import { describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { ConnectionScope } from '../../src/connections/types.js';
-import { createPostgresDeploymentStore } from '../../src/deploy/store.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { RunSyncInput } from '../../src/runtime/definitions.js';
-import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import type { ConnectionRecord } from '../../src/runtime/public.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
-import { bundleWorkflows } from '../../src/temporal/worker.js';
-import { createServiceWorkers } from '../../src/service.js';
-import { stack, uniqueName } from '../kit/stack.js';
 import { actionDefinition, syncDefinition, useRuntime } from '../kit/runtime.js';
-import { runtimeDeps, TestConnections, ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
+import { TestConnections, ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
 import type { Victim } from './fixtures/attackerWorkflows.js';
-import { connectWorker } from '../../src/temporal/connection.js';
 import { deferCleanup } from '../kit/cleanup.js';
+import { startHostileWorkers } from '../kit/hostileWorker.js';
 import { bundle } from '../kit/scripts.js';
 
 const ATTACKER_WORKFLOWS = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'attackerWorkflows.ts');
@@ -78,33 +73,15 @@ describe('a script has no authority beyond its own run', () => {
       VICTIM_ENV,
     );
 
-    const workflowBundle = await bundleWorkflows(ATTACKER_WORKFLOWS);
-    const { temporalAddress, temporalNamespace } = stack();
-    const connection = await connectWorker({ address: temporalAddress });
-    const taskQueue = uniqueName('hostile');
-    const workers = await createServiceWorkers({
-      db: h.pool,
-      runtime: {
-        ...runtimeDeps(h.pool, connections, h.actions, h.client),
-        // The deploy activities too, over the real stores, so that a refusal is the authority's.
-        deploy: {
-          deployments: createPostgresDeploymentStore({ db: h.pool }),
-          records,
-          syncs: createSyncControl({ client: h.client, taskQueue }),
-          connectionIds: () => Promise.resolve([VICTIM_CONNECTION]),
-        },
-      },
-      connection,
-      namespace: temporalNamespace,
-      taskQueue,
-      workflowBundle,
-      dataConverter: createDataConverter({ db: h.pool }),
-    });
-    const running = workers.run();
-    deferCleanup(async () => {
-      workers.shutdown();
-      await running;
-      await connection.close();
+    const taskQueue = await startHostileWorkers({
+      workflowsPath: ATTACKER_WORKFLOWS,
+      pool: h.pool,
+      client: h.client,
+      connections,
+      actions: h.actions,
+      records,
+      connectionIds: [VICTIM_CONNECTION],
+      queuePrefix: 'hostile',
     });
 
     const rootActionId = `action:${VICTIM_ENV}:${INTEGRATION}:${VICTIM_CONNECTION}:reveal:${randomUUID()}`;
