@@ -112,10 +112,12 @@ function lanedWorker(
             ...(runsInEntity ? { runsInEntity } : {}),
             log: lanesLog,
           }),
-          (sender, message) =>
+          // Without the refusal's message: it names the ids the script chose (a child's, a signal's
+          // target), where a script can put what it read. The run's error holds it.
+          (sender) =>
             log.warn(
               { component: 'commandPolicy', workflowId: sender.workflowId, workflowType: sender.workflowType },
-              `run failed scope_denied, its commands not sent: ${message}`,
+              "run failed scope_denied, its commands not sent: one of them is outside what its workflow type may send (the run's error says which)",
             ),
         ),
       ),

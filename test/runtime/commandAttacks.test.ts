@@ -21,6 +21,7 @@ import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { deferCleanup } from '../kit/cleanup.js';
 import { startHostileWorkers } from '../kit/hostileWorker.js';
+import { useLogScan } from '../connections/helpers/logScan.js';
 import { syncDefinition, useRuntime } from '../kit/runtime.js';
 import { bundle } from '../kit/scripts.js';
 import { TestConnections, ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
@@ -109,11 +110,15 @@ async function hostileStack() {
 }
 
 describe("a run's workflow commands reach nothing of another environment's", () => {
+  // The ids a refused command names are the script's choice (it can put what it read there): the
+  // worker's log must not repeat them.
+  const logScan = useLogScan();
   it('children with ids of the victim, children that outlive the run, unchecked activities, other queues', async () => {
     const { h, victim, taskQueue, attackerRunId, victimControl } = await hostileStack();
     const laterEntity = `sync:${VICTIM_ENV}:${INTEGRATION}:${VICTIM_CONNECTION}:later`;
     const applyId = `deploy:${VICTIM_ENV}`;
     const cronId = `${attackerRunId}-cronChild:cron`;
+    logScan.secret(cronId);
     deferCleanup(async () => {
       for (const id of [laterEntity, applyId, cronId]) await terminate(h.client, id);
     });
