@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { osThreads, threadCpuMs } from '../sandbox/workerSide.js';
+import { availableParallelism, setPriority } from 'node:os';
+import { osThreads, threadCpuMs, threadWaitMs } from '../sandbox/workerSide.js';
 import {
   createLanes,
   environmentOfWorkflow,
@@ -12,12 +13,24 @@ import {
 } from './lanes.js';
 
 /** A fake thread: each activation takes `ms` of its (fake) time, or fails with the isolate timeout. */
-type Step = { ms: number; interrupted?: boolean; continuation?: boolean; continues?: boolean; replaying?: boolean };
+type Step = {
+  ms: number;
+  interrupted?: boolean;
+  continuation?: boolean;
+  continues?: boolean;
+  replaying?: boolean;
+  /** Of `ms`, the time the thread computed and the time it waited for a CPU (the rest: blocked). */
+  computed?: number;
+  waited?: number;
+};
 
 function harness(sharedLanes = 2, heavyActivationMs = 1000) {
   let clock = 0;
   // How long the process stood still during the activation asked about (a SIGSTOP, a paused VM).
   let stood = 0;
+  // The thread's CPU time and its wait for a CPU so far, advanced by each activation's step.
+  let cpu = 0;
+  let wait = 0;
   const log: string[] = [];
   const runaways: RunawayNotice[] = [];
   // The sync entities whose run is under way (what the run watch knows).
@@ -53,6 +66,8 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
     runsInEntity: (workflowId) => entityRuns.has(workflowId),
     now: () => clock,
     stalledDuring: () => stood,
+    threadCpuMs: () => cpu,
+    threadWaitMs: () => wait,
   });
   const info = (
     workflowId: string,
@@ -73,6 +88,8 @@ function harness(sharedLanes = 2, heavyActivationMs = 1000) {
       if (!running) throw new Error(`${name} is not running`);
       pending.delete(name);
       clock += running.step.ms;
+      cpu += running.step.computed ?? running.step.ms;
+      wait += running.step.waited ?? 0;
       // The SDK answers an interrupted activation with a failed completion, not a rejection.
       if (running.step.interrupted) running.resolve('interrupted');
       else running.resolve(running.step.continues ? `${name}+` : name);
@@ -250,7 +267,7 @@ describe('lanes', () => {
     h.entityRuns.add('sync:a:i:c:stopped');
     // The worker was stopped 6 s in the middle of a healthy activation: its isolate timeout fired.
     h.standStill(6000);
-    expect(await h.activateToEnd(entity, 'sync:a:i:c:stopped', { ms: 6010, interrupted: true })).toMatch(
+    expect(await h.activateToEnd(entity, 'sync:a:i:c:stopped', { ms: 6010, interrupted: true, computed: 10 })).toMatch(
       /^replayed: sync:a:i:c:stopped's activation was interrupted after 6010 ms, 6000 ms of which the worker process stood still/,
     );
     expect(h.runaways).toEqual([]);
@@ -258,6 +275,69 @@ describe('lanes', () => {
     h.standStill(400);
     expect(await h.activateToEnd(entity, 'sync:a:i:c:stopped', { ms: 3000, interrupted: true })).toBe('interrupted');
     expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:a:i:c:stopped']);
+  });
+
+  it('an interrupted activation whose thread waited for a CPU instead of computing convicts nobody once; a blocked or computing one does', async () => {
+    const h = harness(2);
+    const action = await h.create('action:a:i:c:x:1');
+    // A busy machine: the thread computed 200 ms of the 3 s, and waited 2.8 s for a CPU.
+    expect(
+      await h.activateToEnd(action, 'action:a:i:c:x:1', { ms: 3000, interrupted: true, computed: 200, waited: 2800 }),
+    ).toMatch(
+      /^replayed: action:a:i:c:x:1's activation was interrupted after 3000 ms, in which its workflow thread computed 200 ms and waited 2800 ms for a CPU/,
+    );
+    expect(h.runaways).toEqual([]);
+    // Once per run: starved again at its retry (its environment is hot now: the retry replays on the
+    // penalty lane), it is convicted (a runaway on a machine that stays busy).
+    const retried = await h.create('action:a:i:c:x:1');
+    const again = await h.activateToEnd(retried, 'action:a:i:c:x:1', {
+      ms: 3000,
+      interrupted: true,
+      computed: 200,
+      waited: 2800,
+    });
+    expect(again).toBe('interrupted');
+    expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['action:a:i:c:x:1']);
+    // Blocked (neither computing nor waiting for a CPU: Atomics.wait) is no excuse.
+    const blocked = await h.create('action:a:i:c:x:2');
+    expect(
+      await h.activateToEnd(blocked, 'action:a:i:c:x:2', { ms: 3000, interrupted: true, computed: 0, waited: 0 }),
+    ).toBe('interrupted');
+    // Nor waiting some while computing more than a second of the budget.
+    const computing = await h.create('action:a:i:c:x:3');
+    expect(
+      await h.activateToEnd(computing, 'action:a:i:c:x:3', {
+        ms: 3000,
+        interrupted: true,
+        computed: 1500,
+        waited: 1500,
+      }),
+    ).toBe('interrupted');
+    expect(h.runaways.map((notice) => notice.workflowId)).toEqual([
+      'action:a:i:c:x:1',
+      'action:a:i:c:x:2',
+      'action:a:i:c:x:3',
+    ]);
+  });
+
+  it('a starved interruption that would convict nobody spends no excuse and heats its environment (hostile review)', async () => {
+    const h = harness(2);
+    const entity = await h.create('sync:a:i:c:hostile', 'manageSync');
+    // The run watch does not know of its run yet: the interruption convicts nobody, and excuses nothing.
+    expect(
+      await h.activateToEnd(entity, 'sync:a:i:c:hostile', { ms: 3000, interrupted: true, computed: 100, waited: 2900 }),
+    ).toBe('interrupted');
+    expect(h.lanes.stats().hot).toEqual(['a']);
+    expect(h.runaways).toEqual([]);
+    // Once its run is known, its first starved interruption is excused, its second convicts.
+    h.entityRuns.add('sync:a:i:c:hostile');
+    const retried = await h.create('sync:a:i:c:hostile', 'manageSync');
+    const starved = { ms: 3000, interrupted: true, computed: 100, waited: 2900 };
+    expect(await h.activateToEnd(retried, 'sync:a:i:c:hostile', starved)).toMatch(
+      /^replayed: .*waited 2900 ms for a CPU/,
+    );
+    expect(await h.activateToEnd(retried, 'sync:a:i:c:hostile', starved)).toBe('interrupted');
+    expect(h.runaways.map((notice) => notice.workflowId)).toEqual(['sync:a:i:c:hostile']);
   });
 
   it('the penalty lane finishes a workflow task before it starts another', async () => {
@@ -359,7 +439,9 @@ function computingThread() {
   const done = new Int32Array(new SharedArrayBuffer(4));
   const ids = osThreads().filter((id) => !before.includes(id));
   return {
+    ids,
     cpuMs: () => threadCpuMs(ids),
+    waitMs: () => threadWaitMs(ids),
     compute: (ms: number) =>
       new Promise<void>((resolve) => {
         Atomics.store(done, 0, 0);
@@ -372,6 +454,48 @@ function computingThread() {
   };
 }
 
+/**
+ * Lanes over one real thread whose every activation runs `statement` and answers as the isolate
+ * timeout does; what they convict and excuse goes to `runaways` and `excused`.
+ */
+function lanesOverThread(
+  thread: ReturnType<typeof computingThread>,
+  statement: () => Promise<unknown>,
+  runaways: RunawayNotice[],
+  excused: string[],
+  measures: { wait: boolean },
+) {
+  const creators = Array.from({ length: 3 }, () => ({
+    async createWorkflow() {
+      return {
+        activate: async () => {
+          await statement();
+          return 'interrupted';
+        },
+        getAndResetSinkCalls: async () => [],
+        dispose: async () => undefined,
+      };
+    },
+    destroy: async () => undefined,
+  }));
+  return createLanes(creators, {
+    sharedLanes: 2,
+    isIsolateTimeout: () => false,
+    interrupted: (completion) => completion === 'interrupted',
+    onRunaway: (notice) => runaways.push(notice),
+    startsTask: () => true,
+    continuesTask: () => false,
+    replaying: () => false,
+    replayInterruption: (_completion, message) => {
+      excused.push(message);
+      return 'retried';
+    },
+    // The real clock and stall monitor; the thread's real CPU time (and wait for a CPU).
+    threadCpuMs: () => thread.cpuMs(),
+    ...(measures.wait ? { threadWaitMs: () => thread.waitMs() } : {}),
+  });
+}
+
 // From a hostile review of the stall excuse: what a busy main thread and a stalled process look like.
 describe('lanes: a process that stood still, and one that only looked so', () => {
   it('a runaway whose thread computed all along is convicted though the main thread was busy meanwhile (a huge JSON body parsed)', async () => {
@@ -379,35 +503,8 @@ describe('lanes: a process that stood still, and one that only looked so', () =>
     const excused: string[] = [];
     const thread = computingThread();
     let busy = false;
-    const creators = Array.from({ length: 3 }, () => ({
-      async createWorkflow() {
-        return {
-          // The workflow thread runs the script’s statement for 1.2 s of its CPU time, then the isolate timeout.
-          activate: async () => {
-            await thread.compute(1200);
-            return 'interrupted';
-          },
-          getAndResetSinkCalls: async () => [],
-          dispose: async () => undefined,
-        };
-      },
-      destroy: async () => undefined,
-    }));
-    const lanes = createLanes(creators, {
-      sharedLanes: 2,
-      isIsolateTimeout: () => false,
-      interrupted: (completion) => completion === 'interrupted',
-      onRunaway: (notice) => runaways.push(notice),
-      startsTask: () => true,
-      continuesTask: () => false,
-      replaying: () => false,
-      replayInterruption: (_completion, message) => {
-        excused.push(message);
-        return 'retried';
-      },
-      // The real clock and stall monitor; the thread's real CPU time.
-      threadCpuMs: () => thread.cpuMs(),
-    });
+    // The workflow thread runs the script’s statement for 1.2 s of its CPU time, then the isolate timeout.
+    const lanes = lanesOverThread(thread, () => thread.compute(1200), runaways, excused, { wait: false });
     try {
       expect(thread.cpuMs()).toBeTypeOf('number');
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -472,4 +569,40 @@ describe('lanes: a process that stood still, and one that only looked so', () =>
     await activation;
     expect(lanes.stats().hot).toEqual([]);
   });
+
+  it('a healthy statement on a starved thread (nice 19 beside a busy thread per core) is not convicted when the isolate timeout fires', async () => {
+    const runaways: RunawayNotice[] = [];
+    const excused: string[] = [];
+    const thread = computingThread();
+    for (const id of thread.ids) setPriority(id, 19);
+    // One busy thread per core and one more, at the process's priority, until the test ends.
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const busy = Array.from(
+      { length: availableParallelism() + 1 },
+      () =>
+        new Worker(
+          `const { workerData } = require('node:worker_threads'); while (Atomics.load(workerData, 0) === 0);`,
+          { eval: true, workerData: stop },
+        ),
+    );
+    // The statement needs 300 ms of CPU; the isolate timeout fires after 3 s of wall time.
+    const statement = () => Promise.race([thread.compute(300), new Promise((resolve) => setTimeout(resolve, 3000))]);
+    const lanes = lanesOverThread(thread, statement, runaways, excused, { wait: true });
+    try {
+      expect(thread.waitMs()).toBeTypeOf('number');
+      const healthy = await lanes.createWorkflow({
+        info: { workflowId: 'action:starved:i:c:healthy:1', runId: 'r1', workflowType: 'runAction' },
+      });
+      expect(await healthy.activate(undefined)).toBe('retried');
+      expect(runaways).toEqual([]);
+      expect(excused).toEqual([
+        expect.stringMatching(/in which its workflow thread computed \d+ ms and waited \d+ ms for a CPU/),
+      ]);
+    } finally {
+      Atomics.store(stop, 0, 1);
+      await Promise.all(busy.map((worker) => worker.terminate()));
+      await lanes.destroy();
+      await thread.stop();
+    }
+  }, 120_000);
 });

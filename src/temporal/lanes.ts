@@ -130,6 +130,15 @@ export interface LaneOptions {
    * like a stall to the ticks while a runaway statement computes on its own thread all along.
    */
   threadCpuMs?: (index: number) => number | undefined;
+  /**
+   * How long lane `index`'s workflow thread waited for a CPU while runnable so far, in ms (undefined:
+   * not known). The isolate timeout is wall time: on a machine busier than its cores, a healthy
+   * statement on a thread that waited that long for a CPU is interrupted too. An interrupted activation
+   * whose thread computed less than STALL_EXCUSE_MS and waited at least that long for a CPU convicts
+   * nobody the first time for its run (its task is retried); one that computed, or neither computed
+   * nor waited (blocked), is judged as before.
+   */
+  threadWaitMs?: (index: number) => number | undefined;
   /** The isolate timeout (src/sandbox/workerSide.ts). @default ISOLATE_TIMEOUT_MS */
   isolateTimeoutMs?: number;
 }
@@ -307,6 +316,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     const at = now();
     if (at - forgotAt < 60_000) return;
     forgotAt = at;
+    for (const [runId, excusedAt] of starved) if (at - excusedAt > 10 * 60_000) starved.delete(runId);
     for (const [runId, first] of seen) {
       if (at - first <= 10 * 60_000) continue;
       seen.delete(runId);
@@ -371,6 +381,8 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
   const taskStarts = new Map<string, number>();
   // Runs stopped for an interrupted statement: a task of theirs that was already on its way is not run.
   const stopped = new Set<string>();
+  // Runs once excused for an interruption on a starved thread (threadWaitMs), and when.
+  const starved = new Map<string, number>();
   function firstSeen(runId: string): number {
     let at = seen.get(runId);
     if (at === undefined) {
@@ -592,7 +604,34 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           // is convicted, and the failed task says why instead of an isolate timeout: its retry runs
           // the statement again, and one that really runs past the timeout is interrupted again then.
           const cpuAtStart = options.threadCpuMs?.(lane.index);
+          const waitAtStart = cpuAtStart === undefined ? undefined : options.threadWaitMs?.(lane.index);
           const stallMessage = (): string | undefined => {
+            // The thread was starved (runnable, waiting for a CPU the machine gave others): the
+            // statement computed less than a third of its budget. Excused once per run, and only an
+            // interruption that would convict (a replay or a workflow that is no run spends nothing):
+            // its retry runs the statement again, and a runaway is convicted at its next
+            // interruption, starved or not (on a machine that stays that busy, a run that excuses
+            // would spare forever). Its environment is hot all the same: the excuse spares the
+            // conviction, not the penalty thread (a hostile review kept the shared lanes so).
+            const wouldConvict =
+              RUN_TYPES.has(info.workflowType) || (info.workflowType === ENTITY_TYPE && isRun && !replaying);
+            if (cpuAtStart !== undefined && waitAtStart !== undefined && wouldConvict && !starved.has(info.runId)) {
+              const computed = (options.threadCpuMs?.(lane.index) ?? Infinity) - cpuAtStart;
+              const waited = (options.threadWaitMs?.(lane.index) ?? 0) - waitAtStart;
+              if (computed < STALL_EXCUSE_MS && waited >= STALL_EXCUSE_MS) {
+                // Kept 10 minutes from the excuse, not from when the run was first seen.
+                starved.set(info.runId, now());
+                heat(environmentId);
+                log(
+                  `interrupted ${info.workflowId} on lane ${lane.index} after ${Math.round(now() - startedAt)} ms, computing ${Math.round(computed)} ms and waiting ${Math.round(waited)} ms for a CPU: retried, not convicted`,
+                  'warn',
+                );
+                return (
+                  `${info.workflowId}'s activation was interrupted after ${Math.round(now() - startedAt)} ms, in which its workflow thread ` +
+                  `computed ${Math.round(computed)} ms and waited ${Math.round(waited)} ms for a CPU (a busy machine; not the script computing): the workflow task is retried`
+                );
+              }
+            }
             const stood = stalledDuring(startedAt, now());
             if (stood < STALL_EXCUSE_MS) return undefined;
             // What ran besides the stall reached the timeout on its own: a stall after it excuses nothing.

@@ -96,11 +96,12 @@ function lanedWorker(
     SHARED_WORKFLOW_THREADS + 1,
     // Each execution the lanes hold is known to the run authority without a describe; the commands of
     // each completion are checked before the SDK sends them (src/temporal/commandPolicy.ts).
-    (creators, threadCpuMs) =>
+    (creators, threadCpuMs, threadWaitMs) =>
       holdingExecutions(
         policingCommands(
           createLanes(creators, {
             threadCpuMs,
+            threadWaitMs,
             sharedLanes: SHARED_WORKFLOW_THREADS,
             isIsolateTimeout: isIsolateTimeoutError,
             interrupted: interruptedByIsolateTimeout,
@@ -121,7 +122,7 @@ function lanedWorker(
             ),
         ),
       ),
-    // The penalty lane's thread takes CPU time only when no other thread wants it.
+    // The penalty lane's thread runs at nice 5: about a third of each busy thread's CPU time (src/sandbox/workerSide.ts).
     { lowPriority: [SHARED_WORKFLOW_THREADS] },
   );
 }

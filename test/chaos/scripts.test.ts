@@ -35,10 +35,12 @@ const MISBEHAVING: { name: string; body: string; code: RegExp; message: RegExp }
     message: /RangeError: bad range/,
   },
   {
+    // Loop protection stops it after 1 s; on a thread starved of CPU time its look at the clock sees
+    // pauses it takes for waiting, and the isolate timeout stops it instead (seen at load 9).
     name: 'loops',
     body: `await svc.getMetadata(); for (;;) {}`,
     code: /^script_timeout$/,
-    message: /ran for more than 1 s without awaiting a svc operation/,
+    message: /ran for more than 1 s without awaiting a svc operation|in one statement/,
   },
   {
     // One statement that never ends (catastrophic backtracking): no loop to protect. The isolate
@@ -51,10 +53,13 @@ const MISBEHAVING: { name: string; body: string; code: RegExp; message: RegExp }
     message: /in one statement|a statement that never ends/,
   },
   {
+    // Its worker dies twice (script_out_of_memory), unless one of its statements (filling 10^7 slots
+    // while the heap nears its limit: garbage collection after garbage collection) outlasts the
+    // isolate timeout first, as it did at load 9: then it is a statement past its budget.
     name: 'hogs-memory',
     body: `const a = []; for (;;) { a.push(new Array(1e7).fill(a.length)); await svc.getMetadata(); }`,
-    code: /^script_out_of_memory$/,
-    message: /exhausting its memory/,
+    code: /^script_(out_of_memory|timeout)$/,
+    message: /exhausting its memory|in one statement/,
   },
   {
     name: 'host-escape',
@@ -156,7 +161,9 @@ describe('misbehaving scripts among healthy syncs', () => {
               const current = await control.status(ref);
               return current.latestError || current.latestResult ? current : undefined;
             },
-            240_000,
+            // The healthy syncs share the misbehaving ones' environment, which the runaways make hot:
+            // they run on its penalty thread, one workflow task at a time (141-273 s at load 9).
+            420_000,
             `sync ${name} to finish`,
           );
           return { name, bad, status, seconds: (Date.now() - started) / 1000 };
@@ -192,5 +199,5 @@ describe('misbehaving scripts among healthy syncs', () => {
     } finally {
       await workers.stop();
     }
-  }, 400_000);
+  }, 540_000);
 });
