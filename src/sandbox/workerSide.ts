@@ -226,8 +226,9 @@ function lowerPriority(threadIds: number[], logger: Logger): void {
  * The penalty thread's nice value: weight 335 against 1024 for a thread at nice 0. It was 19 (weight
  * 15: 1.5 % of a busy core): on a machine at load 9 (2 cores), the penalty thread then got next to no
  * CPU time, a hot environment's healthy workflows made no progress for minutes (their workflow tasks
- * timed out waiting for it), and the isolate timeout, which is wall time, interrupted its healthy
- * statements and convicted them (test/chaos/scripts.test.ts: a runaway and healthy syncs of its
- * environment still running after 240 s). At nice 5 the same test passed at the same load.
+ * timed out waiting for it), and the isolate timeout, which is wall time, interrupted a healthy
+ * activation there (test/chaos/scripts.test.ts: a runaway and healthy syncs of its environment still
+ * running after 240 s). At nice 5 the same test passed at the same load (the lanes excuse a starved
+ * interruption once: src/temporal/lanes.ts).
  */
 const PENALTY_NICE = 5;
