@@ -217,6 +217,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
     bufferBytes: SCRIPT_LIMITS.bufferBytes,
     allocationBytes: SCRIPT_LIMITS.allocationBytes,
     recordBytes: SCRIPT_LIMITS.recordBytes,
+    logLineChars: SCRIPT_LIMITS.logLineBytes + LOG_REDACTION_MARGIN,
   } satisfies RealmHost;
 
   return {

@@ -64,6 +64,8 @@ export interface RealmHost {
   bufferBytes: number;
   allocationBytes: number;
   recordBytes: number;
+  /** The most of a svc.log line the run keeps (characters): the realm cuts there, before the bridge. */
+  logLineChars: number;
 }
 
 /** Runs one script (the bootstrap's answer): the outcome comes back through `onDone` or `onFail`, as JSON. */
