@@ -568,6 +568,10 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           }
           const startedAt = now();
           const replaying = options.replaying?.(activation) ?? false;
+          // Whether an interrupted statement of this activation convicts its run: a run workflow's, or a
+          // sync entity's while its run is under way and the activation ran new work (below).
+          const convicts =
+            RUN_TYPES.has(info.workflowType) || (info.workflowType === ENTITY_TYPE && isRun && !replaying);
           // An interrupted statement: the run's script computed past every budget with the lane to itself.
           const convict = (): boolean => {
             heat(environmentId);
@@ -580,8 +584,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             // the penalty lane, its run healthy). Left unconvicted, a runaway entity run retried its task
             // (3 s of a lane each time, some attempts aborting the worker process: 7 worker deaths in
             // 4 minutes in test/chaos/scripts.test.ts) until the run watch or the thread marks stopped it.
-            const entityRun = info.workflowType === ENTITY_TYPE && isRun && !replaying;
-            if (!RUN_TYPES.has(info.workflowType) && !entityRun) return false;
+            if (!convicts) return false;
             firstSeen(info.runId);
             stopped.add(info.runId);
             options.onRunaway({
@@ -613,9 +616,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             // interruption, starved or not (on a machine that stays that busy, a run that excuses
             // would spare forever). Its environment is hot all the same: the excuse spares the
             // conviction, not the penalty thread (a hostile review kept the shared lanes so).
-            const wouldConvict =
-              RUN_TYPES.has(info.workflowType) || (info.workflowType === ENTITY_TYPE && isRun && !replaying);
-            if (cpuAtStart !== undefined && waitAtStart !== undefined && wouldConvict && !starved.has(info.runId)) {
+            if (cpuAtStart !== undefined && waitAtStart !== undefined && convicts && !starved.has(info.runId)) {
               const computed = (options.threadCpuMs?.(lane.index) ?? Infinity) - cpuAtStart;
               const waited = (options.threadWaitMs?.(lane.index) ?? 0) - waitAtStart;
               if (computed < STALL_EXCUSE_MS && waited >= STALL_EXCUSE_MS) {
