@@ -8,7 +8,7 @@ import type { SyncScope } from '../src/records/types.js';
 import { createRunHistory } from '../src/runtime/runHistory.js';
 import { createRunAuthorities } from '../src/temporal/runAuthority.js';
 import { createDeployActivities, type DeployActivityDeps } from './deploy.js';
-import { createRuntimeActivities, type RunCommit, type RuntimeDeps } from './runtime.js';
+import { createRuntimeActivities, type BegunRun, type RunCommit, type RuntimeDeps } from './runtime.js';
 import { createSyncRunActivities } from './syncRuns.js';
 import { createWebhookActivities } from './webhooks.js';
 import { createWebhookDeliveryStore } from '../src/webhooks/deliveries.js';
@@ -61,12 +61,22 @@ function createHealthActivities({ db }: { db: Pool }) {
  * step runs again).
  */
 function countingRunStarts<
-  T extends { beginRun(input: SyncScope & { runId: string }, commit?: RunCommit): Promise<RunCommit | undefined> },
+  T extends {
+    beginRun(
+      input: SyncScope & { runId: string },
+      commit?: RunCommit,
+      scriptHash?: string,
+    ): Promise<BegunRun | undefined>;
+  },
 >(activities: T): T {
   return {
     ...activities,
-    async beginRun(input: SyncScope & { runId: string }, commit?: RunCommit): Promise<RunCommit | undefined> {
-      const committed = await activities.beginRun(input, commit);
+    async beginRun(
+      input: SyncScope & { runId: string },
+      commit?: RunCommit,
+      scriptHash?: string,
+    ): Promise<BegunRun | undefined> {
+      const committed = await activities.beginRun(input, commit, scriptHash);
       syncRunsStarted.inc({ integration: input.integrationId, sync: input.syncName });
       return committed;
     },

@@ -126,6 +126,12 @@ export interface RunCommit {
 }
 
 /**
+ * What `beginRun` answers a sync entity's run: the commit, and from run model version 4 on the run's
+ * script (the `loadScript` step's answer, in the same step: one local activity less per run, issue 31).
+ */
+export type BegunRun = RunCommit & { script?: LoadedScript };
+
+/**
  * Runs `work` and translates a ServiceError it throws into Temporal's taxonomy: an ApplicationFailure
  * whose type is the code, with the error's details, retried only when the error says trying again can
  * help. Only what runs inside it is translated, not the whole activity: anything thrown outside it, or
@@ -184,25 +190,27 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
   const scripts = createScriptLoader(deps.scripts);
   const checkpoints = new CheckpointStore(db);
 
+  /**
+   * The deployed bundle with this content hash, with loop protection inserted
+   * (src/runtime/instrument.ts): `budget` is the name of the function its loops call. Only a bundle
+   * deployed to the calling run's environment is handed out.
+   */
+  async function loadScript(hash: string): Promise<LoadedScript> {
+    const run = await translated(caller);
+    const script = await translated(() => scripts.load(hash, run.environmentId));
+    const limit = deps.executionTimeLimitMs;
+    const max = deps.maxExecutions;
+    const operations = deps.executionOperationLimit;
+    return {
+      ...script,
+      ...(limit === undefined ? {} : { executionTimeLimitMs: limit }),
+      ...(max === undefined ? {} : { maxExecutions: max }),
+      ...(operations === undefined ? {} : { executionOperationLimit: operations }),
+    };
+  }
+
   return {
-    /**
-     * The deployed bundle with this content hash, with loop protection inserted
-     * (src/runtime/instrument.ts): `budget` is the name of the function its loops call. Only a bundle
-     * deployed to the calling run's environment is handed out.
-     */
-    async loadScript(hash: string): Promise<LoadedScript> {
-      const run = await translated(caller);
-      const script = await translated(() => scripts.load(hash, run.environmentId));
-      const limit = deps.executionTimeLimitMs;
-      const max = deps.maxExecutions;
-      const operations = deps.executionOperationLimit;
-      return {
-        ...script,
-        ...(limit === undefined ? {} : { executionTimeLimitMs: limit }),
-        ...(max === undefined ? {} : { maxExecutions: max }),
-        ...(operations === undefined ? {} : { executionOperationLimit: operations }),
-      };
-    },
+    loadScript,
 
     /**
      * One attempt of an HTTP request with the connection's credentials (src/runtime/http.ts). Its
@@ -406,7 +414,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      * was chosen from (workflows/manageSync.ts RunCommit) unless its first attempt did, and answers the
      * first attempt's.
      */
-    async beginRun(input: SyncScope & { runId: string }, commit?: RunCommit): Promise<RunCommit | undefined> {
+    async beginRun(
+      input: SyncScope & { runId: string },
+      commit?: RunCommit,
+      scriptHash?: string,
+    ): Promise<BegunRun | undefined> {
       const run = await translated(async () => {
         const run = await caller();
         requireSyncRun(run, input);
@@ -444,7 +456,11 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
           await deps.runSlots?.release(began.previousRunId);
         }
         return committed;
-      });
+      }).then(async (committed) =>
+        // Version 4 of the entity's run: its script in the same step. A refusal to load it (a script not
+        // deployed to this environment) fails the step as loadScript's own refusal did the run.
+        committed && scriptHash !== undefined ? { ...committed, script: await loadScript(scriptHash) } : committed,
+      );
     },
 
     /** The payload of the queued webhook a run of this sync handles (src/webhooks/inboundQueue.ts). */

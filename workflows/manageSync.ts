@@ -38,7 +38,7 @@ import {
   workflowInfo,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { RunCommit, RuntimeActivities } from '../activities/runtime.js';
+import type { BegunRun, RunCommit, RuntimeActivities } from '../activities/runtime.js';
 import type { SyncScope } from '../src/records/types.js';
 import { readableSummary } from '../src/runtime/stepSummary.js';
 import type { SyncRunActivities } from '../activities/syncRuns.js';
@@ -49,6 +49,8 @@ import {
   SCRIPT_INCIDENT_SIGNAL,
   SYNC_ENTITY_VERSION,
   CHAIN_RULES_VERSION,
+  SCRIPT_IN_BEGIN_RUN_VERSION,
+  type LoadedScript,
   type QueuedWebhook,
   type RunawayVerdictSignal,
   type RunOptions,
@@ -202,6 +204,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const firstInstance = !workflowInfo().unsafe.isReplaying && workflowInfo().historyLength <= 3;
   // Version 2 executions keep the chain rules they were recorded with (SYNC_ENTITY_VERSION).
   const chainRules = (input.version ?? CHILD_RUNS) >= CHAIN_RULES_VERSION;
+  // From version 4 the run's `beginRun` step loads its script too (no `loadScript` step of its own).
+  const scriptInBegin = (input.version ?? CHILD_RUNS) >= SCRIPT_IN_BEGIN_RUN_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -309,8 +313,17 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   runUnderway = true;
   const tentative: RunCommit = commit ?? { events: received.length, at: Date.now(), created };
   let began: RunCommit | Error;
+  let script: LoadedScript | undefined;
   try {
-    began = (await beginInlineRun(syncScopeOf(step.input, runId), tentative)) ?? tentative;
+    const begun = await beginInlineRun(
+      syncScopeOf(step.input, runId),
+      tentative,
+      scriptInBegin ? step.input.definition.scriptHash : undefined,
+    );
+    // The script stays out of the commit, which the entity keeps and compares.
+    const { script: loaded, ...commitOnly }: BegunRun = begun ?? tentative;
+    began = commitOnly;
+    script = loaded;
   } catch (error) {
     // Refused (never a passing outage: that is retried): the run fails before any step of its own.
     began = error instanceof Error ? error : new Error(String(error));
@@ -340,6 +353,9 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
     const result = await runSyncScript(step.input, {
       runId,
       inline: true,
+      // Loaded by beginRun (version 4) for the run chosen then; a retry that chose another run (a
+      // deploy's new script) loads its own.
+      ...(script?.hash === step.input.definition.scriptHash ? { script } : {}),
       begun: true,
       fresh: firstInstance && !workflowInfo().unsafe.isReplaying,
       onActive,
@@ -413,10 +429,18 @@ const ENTITY_STEP: LocalActivityOptions = {
 };
 const { beginRun, committedRun } = proxyLocalActivities<RuntimeActivities>(ENTITY_STEP);
 
-function beginInlineRun(scope: SyncScope & { runId: string }, commit: RunCommit): Promise<RunCommit | undefined> {
-  type Call = (options: LocalActivityOptions, args: unknown[]) => Promise<RunCommit | undefined>;
+function beginInlineRun(
+  scope: SyncScope & { runId: string },
+  commit: RunCommit,
+  scriptHash: string | undefined,
+): Promise<BegunRun | undefined> {
+  type Call = (options: LocalActivityOptions, args: unknown[]) => Promise<BegunRun | undefined>;
   const call = beginRun as unknown as { executeWithOptions: Call };
-  return call.executeWithOptions({ ...ENTITY_STEP, summary: readableSummary('beginRun') }, [scope, commit]);
+  if (scriptHash === undefined) {
+    return call.executeWithOptions({ ...ENTITY_STEP, summary: readableSummary('beginRun') }, [scope, commit]);
+  }
+  const summary = readableSummary(`beginRun, loadScript ${scriptHash.slice(0, 12)}`);
+  return call.executeWithOptions({ ...ENTITY_STEP, summary }, [scope, commit, scriptHash]);
 }
 
 function syncScopeOf(input: RunSyncInput, runId: string): SyncScope & { runId: string } {

@@ -152,6 +152,8 @@ export interface SyncRunPlace {
   fresh?: boolean;
   /** The run took its fence already (the entity's `beginRun` that committed it). */
   begun?: boolean;
+  /** The run's script, loaded by that `beginRun` (run model version 4): the run takes no `loadScript` step. */
+  script?: LoadedScript;
   onActive?: () => void;
   stop?: RunStop;
   /** Told the run's loop-protection budget, which says whether the script ran past it. */
@@ -223,7 +225,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
     await runtime.step('saveCheckpoint', 'clearCheckpoint (full resync)', [syncScope, null]);
   }
   try {
-    await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined, undefined, place.stop);
+    await execute(runtime, budget, definition.syncName, definition.scriptHash, undefined, place.script, place.stop);
   } catch (error) {
     if (!(error instanceof ApplicationFailure && error.type === RUN_CONTINUES)) throw error;
     // Ended at a step boundary so that the run continues in the entity's next execution (workflows/runChain.ts).

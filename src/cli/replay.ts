@@ -2,7 +2,8 @@
  * `service replay <run-id>`: replays a finished or failed run of the service, step by step, with the
  * local script in place of the deployed one. The run's history comes from the API with every payload
  * decoded (GET /runs/:run_id/history, src/temporal/decodedHistory.ts), so no key of the service is
- * needed here. The `loadScript` step's recorded result (the deployed bundle) is swapped for the local
+ * needed here. The `loadScript` step's recorded result (the deployed bundle; from run model version 4,
+ * the `script` in the `beginRun` step's result) is swapped for the local
  * script, compiled and instrumented as the worker does (activities/runtime.ts loadScript), and the
  * service's run workflow replays the history in this process (Worker.runReplayHistory): nothing is
  * sent anywhere, every step answers with what the run recorded.
@@ -185,7 +186,7 @@ function shorten(value: unknown): string {
 /** What a step's result looks like on one line: a response by its status and body, others as JSON. */
 function resultText(step: RecordedStep): string {
   if (step.failure !== undefined) return `failed: ${step.failure}`;
-  if (step.type === 'loadScript') return 'the local script';
+  if (loadsScript(step)) return 'the local script';
   if (step.result === undefined || step.result === null) return 'done';
   const response = step.result as { status?: unknown; data?: unknown; body?: unknown } | undefined;
   if (step.type === 'httpRequest' && response && typeof response.status === 'number') {
@@ -197,6 +198,12 @@ function resultText(step: RecordedStep): string {
     return `${response.status} ${shorten(response.data)}`;
   }
   return shorten(step.result);
+}
+
+/** The step that loaded the run's script: `loadScript`, or `beginRun` with the script (run model version 4). */
+function loadsScript(step: RecordedStep): boolean {
+  if (step.type === 'loadScript') return true;
+  return step.type === 'beginRun' && typeof (step.result as { script?: unknown } | undefined)?.script === 'object';
 }
 
 /**
@@ -230,6 +237,17 @@ export function swapScript(history: temporal.api.history.v1.IHistory, code: stri
     if (marker?.details && data?.['activity_type'] === 'loadScript' && marker.details['result']) {
       marker.details['result'] = { payloads: [payload] };
       swapped = true;
+    }
+    const result = marker?.details?.['result'];
+    if (marker?.details && data?.['activity_type'] === 'beginRun' && result) {
+      const begun = jsonOf(detailPayload(marker.details, 'result')) as { script?: { hash?: unknown } } | undefined;
+      if (begun?.script) {
+        const script = { ...begun.script, code: instrumented, budget };
+        marker.details['result'] = {
+          payloads: [{ ...payload, data: encoder.encode(JSON.stringify({ ...begun, script })) }],
+        };
+        swapped = true;
+      }
     }
     const scheduled = event.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name === 'loadScript') {
@@ -395,9 +413,10 @@ export async function replay(options: ReplayOptions, io: CliIo): Promise<number>
           run_id: options.runId,
           workflow_type: run.workflow_type,
           status: run.status,
-          steps: steps.map(({ key: _key, ...step }) =>
-            step.type === 'loadScript' ? { ...step, result: 'the local script' } : step,
-          ),
+          steps: steps.map((recorded) => {
+            const { key: _key, ...step } = recorded;
+            return loadsScript(recorded) ? { ...step, result: 'the local script' } : step;
+          }),
           outcome,
           divergence: verdict,
           error: otherError === undefined ? null : errorText(otherError),

@@ -293,13 +293,18 @@ export type RunWatchSinks = {
  * The run model of the sync entity workflow (workflows/manageSync.ts), carried in its input: 2, each
  * run inside the entity's own execution (issue 31); 3, the same with the chain rules of the hostile
  * review of issue 32 (workflows/runChain.ts: progress, the cut at a saveCheckpoint call, at most
- * SYNC_RUN_MAX_EXECUTIONS executions; a pause stops a continuing run). Executions that carry none run
- * each run as a child `runSync` (version 1); executions of 1 and 2 continue as new in this one.
+ * SYNC_RUN_MAX_EXECUTIONS executions; a pause stops a continuing run); 4, the same with the run's
+ * script loaded by its `beginRun` step instead of a `loadScript` step of its own (one local activity
+ * less per run). Executions that carry none run each run as a child `runSync` (version 1); executions
+ * of 1, 2 and 3 continue as new in this one.
  */
-export const SYNC_ENTITY_VERSION = 3;
+export const SYNC_ENTITY_VERSION = 4;
 
 /** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
 export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
 
 /** The first entity version with the chain rules of issue 32's hostile review (see SYNC_ENTITY_VERSION). */
 export const CHAIN_RULES_VERSION = 3;
+
+/** The first entity version whose `beginRun` step loads the run's script (see SYNC_ENTITY_VERSION). */
+export const SCRIPT_IN_BEGIN_RUN_VERSION = 4;

@@ -222,7 +222,8 @@ describe('service replay', () => {
     const result = await cli(['replay', succeeded.run_id]);
     expect(result.err).toBe('');
     expect(result.code).toBe(0);
-    expect(result.out).toMatch(/loadScript [0-9a-f]{12} {2}→ the local script/);
+    // The run's first step begins it and loads its script (run model version 4: one step, not two).
+    expect(result.out).toMatch(/ {3}1 {2}beginRun, loadScript [0-9a-f]{12} {2}→ the local script/);
     expect(result.out).toMatch(/getMetadata {2}→ \{"owner":"acme"\}/);
     expect(result.out).toMatch(/GET \/issues\?page=1 {2}→ 200 \[\{"id":11,"title":"Issue 1.1","body":"x+…\n/);
     expect(result.out).toMatch(/batchSave Issue ×2 {2}→ \{"added":2/);
@@ -237,9 +238,9 @@ describe('service replay', () => {
       const result = await cli(['replay', succeeded.run_id]);
       expect(result.code).toBe(1);
       expect(result.err).toMatch(
-        /the local script diverges from the recorded run at step 4 \(the recorded run took 'GET \/issues\?page=1', the local script takes 'GET \/tickets\?page=1'\)/,
+        /the local script diverges from the recorded run at step 3 \(the recorded run took 'GET \/issues\?page=1', the local script takes 'GET \/tickets\?page=1'\)/,
       );
-      expect(result.out).toMatch(/✗ {3}4 {2}GET \/issues\?page=1/);
+      expect(result.out).toMatch(/✗ {3}3 {2}GET \/issues\?page=1/);
       // A script that takes a step of another kind: Temporal's own check says so too.
       writeProject(
         SYNC.replace('const { owner } = await svc.getMetadata<{ owner?: string }>();', 'const owner = "acme";'),
@@ -247,8 +248,8 @@ describe('service replay', () => {
       const other = await cli(['replay', succeeded.run_id, '--json']);
       expect(other.code).toBe(1);
       const report = JSON.parse(other.out) as { divergence: { step: number }; temporal: string | null };
-      expect(report.divergence.step).toBe(3);
-      expect(other.err).toMatch(/diverges from the recorded run at step 3/);
+      expect(report.divergence.step).toBe(2);
+      expect(other.err).toMatch(/diverges from the recorded run at step 2/);
     } finally {
       writeProject();
     }

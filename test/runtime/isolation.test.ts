@@ -354,6 +354,7 @@ describe('a script has no authority beyond its own run', () => {
       'saveRecordsAsVictimRun',
       'clearRecords',
       'beginRun',
+      'beginRunLoadingVictimScript',
       'countRecords',
       'environmentVariables',
       'resolveAction',
