@@ -457,9 +457,19 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         }
         return committed;
       }).then(async (committed) =>
-        // Version 4 of the entity's run: its script in the same step. A refusal to load it (a script not
-        // deployed to this environment) fails the step as loadScript's own refusal did the run.
-        committed && scriptHash !== undefined ? { ...committed, script: await loadScript(scriptHash) } : committed,
+        // Version 4 of the entity's run: its script in the same step. A script this step cannot load
+        // (refused, or a failing load) is answered without: the run then takes its own loadScript step,
+        // whose error and retries reach the run as before version 4. So does a retried task that
+        // chooses another run from the commit than the one whose script was asked for here.
+        committed && scriptHash !== undefined
+          ? {
+              ...committed,
+              ...(await loadScript(scriptHash).then(
+                (script) => ({ script }),
+                () => ({}),
+              )),
+            }
+          : committed,
       );
     },
 

@@ -205,4 +205,50 @@ describe('sync entity workflow', () => {
     );
     return Number(result.rows[0]!.n);
   }
+
+  it('a run loads its script in its beginRun step; a script that step cannot load fails the run as its own loadScript step does', async () => {
+    // Run model version 4 (issue 31): the script comes with beginRun's answer, no loadScript step.
+    const { definition, ref } = await define({ syncName: 'script-in-begin' });
+    const workflowId = await control.ensureSync(definition, ref.connectionId);
+    await control.trigger(ref);
+    const done = await until(control, ref, 'the run', (s) => s.executions === 1 && s.finishedAt !== null);
+    expect(done.latestError).toBeNull();
+    expect(done.latestResult?.models['Item']?.added).toBe(items.length);
+    const activities = async (id: string): Promise<string[]> => {
+      const executions: string[] = [];
+      for await (const execution of h.client.workflow.list({ query: `WorkflowId = '${id}'` })) {
+        executions.push(execution.runId);
+      }
+      const types: string[] = [];
+      for (const runId of executions) {
+        const history = await h.client.workflow.getHandle(id, runId).fetchHistory();
+        for (const event of history.events ?? []) {
+          const data = event.markerRecordedEventAttributes?.details?.['data']?.payloads?.[0]?.data;
+          if (data)
+            types.push((JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type);
+        }
+      }
+      return types;
+    };
+    const steps = await activities(workflowId);
+    expect(steps).toContain('beginRun');
+    expect(steps).toContain('httpRequest');
+    expect(steps).not.toContain('loadScript');
+
+    // A bundle that is not in the store: beginRun answers without it, and the run's own loadScript step
+    // fails the run with the loader's error, as before version 4.
+    const missing = await define({ syncName: 'script-missing', scriptHash: 'f'.repeat(64) });
+    const missingId = await control.ensureSync(missing.definition, missing.ref.connectionId);
+    await control.trigger(missing.ref);
+    const failed = await until(
+      control,
+      missing.ref,
+      'the failed run',
+      (s) => s.executions === 1 && s.finishedAt !== null,
+    );
+    expect(failed.latestError?.code).toBe('script_not_found');
+    expect(await activities(missingId)).toEqual(expect.arrayContaining(['beginRun', 'loadScript']));
+    await control.stop(ref, 'test over');
+    await control.stop(missing.ref, 'test over');
+  });
 });
