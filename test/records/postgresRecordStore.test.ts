@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
-import type { Pool } from '../../src/db/pool.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import type { RecordStore, StoredRecord, SyncScope } from '../../src/records/types.js';
 import { uniqueName } from '../kit/stack.js';
@@ -791,6 +791,47 @@ describe('erasing by detaching', () => {
     expect(await rowsLeft()).toBe(0);
     expect(await store.purgeErasedRecords()).toBe(0);
     expect(await readAll(a, 'Issue')).toHaveLength(1);
+  });
+
+  it('purges an erased scope by row address even when the statistics do not know it (no walk of its index per chunk)', async () => {
+    // A store on one connection of its own, whose every statement's plan is logged to it.
+    const { url } = await useDatabase();
+    const own = createPool({ url, max: 1, applicationName: 'purge-plan' });
+    try {
+      const purging = createPostgresRecordStore({ db: own, purge: 'deferred' });
+      for (let connection = 0; connection < 5; connection++) {
+        await purging.saveRecords({
+          ...scope(),
+          model: 'Issue',
+          runId: 'r',
+          records: Array.from({ length: 400 }, (_, i) => ({ id: i })),
+        });
+      }
+      await own.query('ANALYZE records');
+      // Written after the ANALYZE: the planner estimates this scope at one row.
+      const a = scope();
+      await purging.saveRecords({
+        ...a,
+        model: 'Issue',
+        runId: 'r',
+        records: Array.from({ length: 3000 }, (_, i) => ({ id: i })),
+      });
+      await purging.eraseConnection(a);
+      const plans: string[] = [];
+      const client = await own.connect();
+      client.on('notice', (notice) => plans.push(notice.message ?? ''));
+      await client.query(
+        "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET client_min_messages = log",
+      );
+      client.release();
+      expect(await purging.purgeErasedRecords()).toBe(3000);
+      const deletes = plans.filter((plan) => /Delete on records/.test(plan));
+      expect(deletes).toHaveLength(1);
+      expect(deletes[0]).toMatch(/Tid Scan on records/);
+      expect(deletes[0]).not.toMatch(/Index Scan/);
+    } finally {
+      await own.end();
+    }
   });
 
   it('shows none of an erased scope’s records to a store that read the scope before (its known id is checked)', async () => {
