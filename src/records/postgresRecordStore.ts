@@ -123,6 +123,7 @@ export function createPostgresRecordStore({
           const summary = zeroSummary();
           const scopeId = await lockScope(client, options, false);
           if (scopeId === null) return { ...summary, unchanged: keys.size };
+          await keepCounts(client);
           const all = [...keys];
           for (let start = 0; start < all.length; start += chunkSize) {
             const result = await client.query(
@@ -135,6 +136,7 @@ export function createPostgresRecordStore({
           }
           // Ids never stored, or already deleted: nothing changes for them.
           summary.unchanged = keys.size - summary.deleted;
+          await countLess(client, scopeId, summary.deleted);
           return summary;
         }),
       );
@@ -146,12 +148,14 @@ export function createPostgresRecordStore({
           await assertRunOwnsSync(client, options, options.runId);
           const scopeId = await lockScope(client, options, false);
           if (scopeId === null) return zeroSummary();
+          await keepCounts(client);
           const result = await client.query(
             `UPDATE records SET deleted_at = clock_timestamp(), last_modified_at = clock_timestamp(),
              last_action = 'DELETED', position = nextval('record_positions')
            WHERE scope_id = $1 AND sync_name = $2 AND deleted_at IS NULL AND last_run_id <> ALL($3::text[])`,
             [scopeId, options.syncName, [options.runId, ...(options.alsoSeenBy ?? [])]],
           );
+          await countLess(client, scopeId, result.rowCount ?? 0);
           return { ...zeroSummary(), deleted: result.rowCount ?? 0 };
         }),
       );
@@ -168,12 +172,24 @@ export function createPostgresRecordStore({
     },
 
     async countRecords(options) {
-      const result = await db.query<{ count: string }>(
-        `SELECT count(*) AS count FROM records
-         WHERE scope_id = (${SCOPE_ID_SQL}) ${options.includeDeleted ? '' : 'AND deleted_at IS NULL'}`,
+      if (options.includeDeleted) {
+        const result = await db.query<{ count: string }>(
+          `SELECT count(*) AS count FROM records WHERE scope_id = (${SCOPE_ID_SQL})`,
+          scopeParams(options),
+        );
+        return Number(result.rows[0]?.count ?? 0);
+      }
+      // The live records are counted as they change (migration 20261128140000): one row read, whatever
+      // the scope's size; counted from the records when the count is not known.
+      const kept = await db.query<{ live_records: string | null }>(
+        `SELECT live_records FROM record_scopes
+          WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4`,
         scopeParams(options),
       );
-      return Number(result.rows[0]?.count ?? 0);
+      const row = kept.rows[0];
+      if (!row) return 0;
+      if (row.live_records !== null) return Number(row.live_records);
+      return recountScope(db, options);
     },
 
     async countSyncRecords({ environmentId, integrationId, syncName }) {
@@ -231,12 +247,21 @@ export function createPostgresRecordStore({
         const whole = scopes.rows.filter((row) => !row.shared).map((row) => row.scope_id);
         let deleted = 0;
         if (shared.length > 0) {
-          // Other syncs' records live in these scopes too: only this sync's go, here and now.
-          const result = await client.query(
-            'DELETE FROM records WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2',
+          // Other syncs' records live in these scopes too: only this sync's go, here and now, and the
+          // live ones among them leave the scopes' counts.
+          await keepCounts(client);
+          const result = await client.query<{ deleted: string }>(
+            `WITH gone AS (
+               DELETE FROM records WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2 RETURNING scope_id, deleted_at
+             ), counted AS (
+               UPDATE record_scopes s SET live_records = s.live_records - c.n
+                 FROM (SELECT scope_id, count(*) AS n FROM gone WHERE deleted_at IS NULL GROUP BY scope_id) c
+                WHERE s.scope_id = c.scope_id AND s.live_records IS NOT NULL
+             )
+             SELECT count(*) AS deleted FROM gone`,
             [shared, options.syncName],
           );
-          deleted = result.rowCount ?? 0;
+          deleted = Number(result.rows[0]?.deleted ?? 0);
           await client.query('DELETE FROM record_scope_syncs WHERE scope_id = ANY($1::bigint[]) AND sync_name = $2', [
             shared,
             options.syncName,
@@ -331,6 +356,8 @@ async function purgeScopes(db: Pool, only: string[] | undefined): Promise<number
       );
       const scopeId = next.rows[0]?.scope_id;
       if (scopeId === undefined) return null;
+      // A detached scope has no count left to keep.
+      await keepCounts(client);
       // The chunk's rows by the scope's index, then deleted by physical row address (a TID scan), not
       // by key: no second index probe per row. For the delete the planner is left the address scan
       // alone: a scope the table's statistics do not know (one written since the last ANALYZE, as most
@@ -452,8 +479,8 @@ async function lockScope(
     if (locked.rows[0]) return locked.rows[0].scope_id;
     if (!create) return null;
     const inserted = await client.query<{ scope_id: string }>(
-      `INSERT INTO record_scopes (environment_id, integration_id, connection_id, model) VALUES ($1, $2, $3, $4)
-       ON CONFLICT DO NOTHING RETURNING scope_id`,
+      `INSERT INTO record_scopes (environment_id, integration_id, connection_id, model, live_records)
+       VALUES ($1, $2, $3, $4, 0) ON CONFLICT DO NOTHING RETURNING scope_id`,
       params,
     );
     // A row this transaction inserted is invisible to others until commit: it is as good as locked.
@@ -462,6 +489,59 @@ async function lockScope(
   throw new ServiceError('record_scope_contended', 'could not lock the records of this connection and model', {
     retryable: true,
   });
+}
+
+/**
+ * Says, for the rest of the transaction, that its writes of records keep the scopes' counts themselves:
+ * the triggers that make a count unknown stay quiet (migration 20261128140000).
+ */
+async function keepCounts(client: PoolClient): Promise<void> {
+  await client.query("SELECT set_config('service.counts_kept', 'on', true)");
+}
+
+/** `deleted` live records of the locked scope are deleted now (a count not known stays so). */
+async function countLess(client: PoolClient, scopeId: string, deleted: number): Promise<void> {
+  if (deleted === 0) return;
+  await client.query(
+    'UPDATE record_scopes SET live_records = live_records - $2 WHERE scope_id = $1 AND live_records IS NOT NULL',
+    [scopeId, deleted],
+  );
+}
+
+/**
+ * Counts a scope's live records whose count is not known (a scope of before migration 20261128140000,
+ * or one a writer that keeps no count wrote since) and keeps the count. Under the scope's lock, which
+ * every writer of its records takes first: no write is half done while it counts, and every later one
+ * sees the count. Read committed, whatever the server's default: the count must see the writes that
+ * committed while it waited for the lock.
+ */
+async function recountScope(db: Pool, scope: RecordScope & { model: string }): Promise<number> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+    const locked = await client.query<{ scope_id: string; live_records: string | null }>(
+      `SELECT scope_id, live_records FROM record_scopes
+        WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4 FOR UPDATE`,
+      scopeParams(scope),
+    );
+    const row = locked.rows[0];
+    let count = row?.live_records === null || row === undefined ? null : Number(row.live_records);
+    if (row && count === null) {
+      const counted = await client.query<{ n: string }>(
+        'SELECT count(*) AS n FROM records WHERE scope_id = $1 AND deleted_at IS NULL',
+        [row.scope_id],
+      );
+      count = Number(counted.rows[0]?.n ?? 0);
+      await client.query('UPDATE record_scopes SET live_records = $2 WHERE scope_id = $1', [row.scope_id, count]);
+    }
+    await client.query('COMMIT');
+    return count ?? 0;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
 }
 
 /** Refuses the write when another run has begun for this sync and connection (see RecordStore.beginRun). */

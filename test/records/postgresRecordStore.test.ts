@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
-import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
+import { loadMigrations } from '../../src/db/migrate.js';
+import { createPostgresRecordStore, SCOPE_ID_SQL } from '../../src/records/postgresRecordStore.js';
 import type { RecordStore, StoredRecord, SyncScope } from '../../src/records/types.js';
 import { uniqueName } from '../kit/stack.js';
 import { useDatabase } from '../kit/db.js';
@@ -871,3 +872,250 @@ async function waitForLockWaiters(count: number): Promise<void> {
   }
   throw new Error(`fewer than ${count} writers ever waited for a lock`);
 }
+
+describe('live counts (migration 20261128140000)', () => {
+  /** The ground truth: the scope's live records counted in the table itself. */
+  async function counted(where: SyncScope, model: string): Promise<number> {
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM records r JOIN record_scopes s ON s.scope_id = r.scope_id
+        WHERE s.environment_id = $1 AND s.integration_id = $2 AND s.connection_id = $3 AND s.model = $4
+          AND r.deleted_at IS NULL`,
+      [where.environmentId, where.integrationId, where.connectionId, model],
+    );
+    return Number(rows[0]!.n);
+  }
+
+  /** The count as kept in the scope's row, before any countRecords: null when not known. */
+  async function kept(where: SyncScope, model: string): Promise<number | null> {
+    const { rows } = await pool.query<{ live_records: string | null }>(
+      `SELECT live_records FROM record_scopes
+        WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4`,
+      [where.environmentId, where.integrationId, where.connectionId, model],
+    );
+    return rows[0] === undefined ? 0 : rows[0].live_records === null ? null : Number(rows[0].live_records);
+  }
+
+  async function expectCount(where: SyncScope, model: string, expected: number): Promise<void> {
+    expect(await counted(where, model)).toBe(expected);
+    expect(await store.countRecords({ ...where, model })).toBe(expected);
+  }
+
+  /** Kept by the writers themselves: right without being counted again. */
+  async function expectKept(where: SyncScope, model: string, expected: number): Promise<void> {
+    expect(await kept(where, model)).toBe(expected);
+    await expectCount(where, model, expected);
+  }
+
+  const ids = (from: number, to: number, extra: Record<string, unknown> = {}) =>
+    Array.from({ length: to - from + 1 }, (_, index) => ({ id: from + index, ...extra }));
+
+  async function scopeIds(db: Pool, where: SyncScope): Promise<string[]> {
+    const { rows } = await db.query<{ scope_id: string }>(SCOPE_ID_SQL, [
+      where.environmentId,
+      where.integrationId,
+      where.connectionId,
+      'Issue',
+    ]);
+    return rows.map((row) => row.scope_id);
+  }
+
+  it('answers what count(*) answers through adds, changes, deletes, re-adds, track_deletes, concurrent writers and erases', async () => {
+    const a = scope();
+    const b = { ...a, syncName: 'other' };
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 30) });
+    await expectKept(a, 'Issue', 30);
+    // 20-25 changed, 26-30 unchanged, 31-40 new.
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: [...ids(20, 25, { v: 2 }), ...ids(26, 40)] });
+    await expectKept(a, 'Issue', 40);
+    // 1-5 deleted (1 twice), 999 never stored, 6 deleted then saved again in the next batch.
+    await store.deleteRecords({ ...a, model: 'Issue', runId: 'r1', records: [...ids(1, 6), { id: 1 }, { id: 999 }] });
+    await expectKept(a, 'Issue', 34);
+    await store.deleteRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 3) });
+    await expectKept(a, 'Issue', 34);
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: [...ids(5, 6), { id: 7, v: 3 }] });
+    await expectKept(a, 'Issue', 36);
+    // Another sync writes the same model of the same connection (a shared scope), and another model.
+    await store.saveRecords({ ...b, model: 'Issue', runId: 'o1', records: ids(100, 109) });
+    await store.saveRecords({ ...a, model: 'Label', runId: 'r1', records: ids(1, 4) });
+    await expectKept(a, 'Issue', 46);
+    await expectKept(a, 'Label', 4);
+    // Run r2 saves 1-10 only (1-4 come back): track_deletes marks 11-40 of sync `issues`, not b's.
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r2', records: ids(1, 10) });
+    await expectKept(a, 'Issue', 50);
+    expect((await store.markUnseenDeleted({ ...a, model: 'Issue', runId: 'r2' })).deleted).toBe(30);
+    await expectKept(a, 'Issue', 20);
+    await expectKept(a, 'Label', 4);
+
+    // Writers at once, the same records among them, and two scopes in one go.
+    await Promise.all([
+      ...Array.from({ length: 6 }, (_, writer) =>
+        store.saveRecords({ ...a, model: 'Issue', runId: 'r2', records: ids(writer * 5, writer * 5 + 20, { writer }) }),
+      ),
+      store.deleteRecords({ ...a, model: 'Issue', runId: 'r2', records: ids(1, 8) }),
+      store.saveRecords({ ...a, model: 'Label', runId: 'r2', records: ids(3, 9) }),
+    ]);
+    await expectKept(a, 'Issue', await counted(a, 'Issue'));
+    expect(await store.countRecords({ ...a, model: 'Issue' })).toBeGreaterThan(0);
+    await expectKept(a, 'Label', 9);
+
+    // Erasing sync `issues` of this connection takes its records out of the shared scope, not b's.
+    await store.eraseSync({ ...a, connectionId: a.connectionId });
+    await expectKept(a, 'Issue', 10);
+    await expectKept(a, 'Label', 0);
+    await store.eraseConnection(a);
+    await expectKept(a, 'Issue', 0);
+    // A scope made again after its erase starts from its own records.
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r3', records: ids(1, 2) });
+    await expectKept(a, 'Issue', 2);
+  });
+
+  it('counts again a scope that a writer keeping no count changed (a worker of the previous version, a statement by hand)', async () => {
+    const a = scope();
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 10) });
+    await expectCount(a, 'Issue', 10);
+    const scopeId = (
+      await pool.query<{ scope_id: string }>(`${SCOPE_ID_SQL}`, [
+        a.environmentId,
+        a.integrationId,
+        a.connectionId,
+        'Issue',
+      ])
+    ).rows[0]!.scope_id;
+    const known = async () =>
+      (
+        await pool.query<{ live_records: string | null }>(
+          'SELECT live_records FROM record_scopes WHERE scope_id = $1',
+          [scopeId],
+        )
+      ).rows[0]!.live_records;
+    expect(await known()).toBe('10');
+    await pool.query(
+      `INSERT INTO records (scope_id, id, data, data_hash, sync_name, first_seen_at, last_modified_at, last_action, last_run_id)
+       SELECT $1, 'raw-' || n, '{}', md5('{}')::uuid, 'issues', now(), now(), 'ADDED', 'r1' FROM generate_series(1, 3) AS n`,
+      [scopeId],
+    );
+    expect(await known()).toBeNull();
+    await expectCount(a, 'Issue', 13);
+    await pool.query("UPDATE records SET deleted_at = now() WHERE scope_id = $1 AND id IN ('raw-1', 'raw-2')", [
+      scopeId,
+    ]);
+    await expectCount(a, 'Issue', 11);
+    await pool.query("DELETE FROM records WHERE scope_id = $1 AND id IN ('raw-3', '1', 'raw-1')", [scopeId]);
+    await expectCount(a, 'Issue', 9);
+    // An update that leaves deleted_at alone changes no count and keeps it known.
+    await pool.query("UPDATE records SET last_run_id = 'r9' WHERE scope_id = $1", [scopeId]);
+    expect(await known()).toBe('9');
+    // And the writers of this version go on from the count made again.
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r2', records: ids(1, 12) });
+    await expectCount(a, 'Issue', 12);
+    expect(await known()).toBe('12');
+  });
+
+  const RAW_INSERT = `INSERT INTO records (scope_id, id, data, data_hash, sync_name, first_seen_at, last_modified_at, last_action, last_run_id)
+    SELECT $1, $2 || n, '{}', md5('{}')::uuid, 'issues', now(), now(), 'ADDED', 'r1' FROM generate_series(1, $3::int) AS n`;
+
+  it('counts a transaction by hand that was open while the count was made again, once it commits', async () => {
+    const a = scope();
+    await store.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 10) });
+    const [scopeId] = await scopeIds(pool, a);
+    await pool.query(RAW_INSERT, [scopeId, 'before-', 3]);
+    expect(await kept(a, 'Issue')).toBeNull();
+    const operator = await pool.connect();
+    try {
+      await operator.query('BEGIN');
+      await operator.query(RAW_INSERT, [scopeId, 'by-hand-', 5]);
+      // The count waits for the transaction that holds the scope (its trigger took the row's lock).
+      const counting = store.countRecords({ ...a, model: 'Issue' });
+      const early = await Promise.race([counting, sleep(300).then(() => 'waiting')]);
+      expect(early).toBe('waiting');
+      await operator.query('COMMIT');
+      expect(await counting).toBe(18);
+    } finally {
+      operator.release();
+    }
+    await expectKept(a, 'Issue', 18);
+  });
+
+  it('makes a count again only after a writer that keeps none and holds the scope commits, whatever the default isolation', async () => {
+    for (const isolation of ['read committed', 'repeatable read']) {
+      const database = await useDatabase();
+      await database.pool.query(`ALTER DATABASE ${database.name} SET default_transaction_isolation = '${isolation}'`);
+      const db = createPool({ url: database.url, max: 4, applicationName: 'isolation' });
+      try {
+        const own = createPostgresRecordStore({ db });
+        const a = scope();
+        await own.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 10) });
+        const [scopeId] = await scopeIds(db, a);
+        await db.query(RAW_INSERT, [scopeId, 'before-', 2]);
+        // As the previous version's deleteRecords: the scope's lock first, then its writes.
+        const writer = await db.connect();
+        let counting: Promise<number>;
+        try {
+          await writer.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+          await writer.query('SELECT 1 FROM record_scopes WHERE scope_id = $1 FOR UPDATE', [scopeId]);
+          await writer.query(RAW_INSERT, [scopeId, 'w-', 4]);
+          await writer.query("UPDATE records SET deleted_at = now() WHERE scope_id = $1 AND id IN ('1', '2', '3')", [
+            scopeId,
+          ]);
+          counting = own.countRecords({ ...a, model: 'Issue' });
+          await sleep(300);
+          await writer.query('COMMIT');
+        } finally {
+          writer.release();
+        }
+        expect({ isolation, count: await counting }).toEqual({ isolation, count: 13 });
+        expect(await own.countRecords({ ...a, model: 'Issue' })).toBe(13);
+      } finally {
+        await db.end();
+      }
+    }
+  });
+
+  it('keeps counts right when records are moved between scopes or truncated by hand', async () => {
+    const { pool: own } = await useDatabase();
+    const apart = createPostgresRecordStore({ db: own });
+    const a = scope();
+    const b = scope();
+    await apart.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 10) });
+    await apart.saveRecords({ ...b, model: 'Issue', runId: 'r1', records: ids(1, 2) });
+    const [from, to] = [...(await scopeIds(own, a)), ...(await scopeIds(own, b))];
+    await own.query("UPDATE records SET scope_id = $2 WHERE scope_id = $1 AND id IN ('5', '6')", [from, to]);
+    expect(await apart.countRecords({ ...a, model: 'Issue' })).toBe(8);
+    expect(await apart.countRecords({ ...b, model: 'Issue' })).toBe(4);
+    await own.query('TRUNCATE records');
+    expect(await apart.countRecords({ ...a, model: 'Issue' })).toBe(0);
+    expect(await apart.countRecords({ ...b, model: 'Issue' })).toBe(0);
+  });
+
+  it('counts, after the migration, the records stored before it (no record read by the migration itself)', async () => {
+    const { pool: own } = await useDatabase();
+    const before = createPostgresRecordStore({ db: own });
+    const named = (name: string) => {
+      const migration = loadMigrations().find((m) => m.name === name);
+      if (!migration) throw new Error(`migration ${name} not found`);
+      return migration.sql;
+    };
+    // The database as it was before the migration: records_save_page as it was, no count, no triggers.
+    await own.query(`DROP TRIGGER record_scope_count_insert ON records; DROP TRIGGER record_scope_count_update ON records;
+      DROP TRIGGER record_scope_count_delete ON records; DROP TRIGGER record_scope_count_truncate ON records;
+      DROP FUNCTION record_scope_count_unknown();
+      ${named('20261127160000_records_save_page').replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')};
+      ALTER TABLE record_scopes DROP COLUMN live_records`);
+    const a = scope();
+    const c = scope();
+    await before.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 12) });
+    // A delete of the previous version's store (its statement, by hand: this store's keeps counts).
+    await own.query("UPDATE records SET deleted_at = now() WHERE id IN ('1', '2')");
+    await before.saveRecords({ ...c, model: 'Issue', runId: 'r1', records: ids(1, 3) });
+    await own.query(`BEGIN; ${named('20261128140000_record_scope_counts')}; COMMIT`);
+    const unknown = await own.query<{ n: string }>(
+      'SELECT count(*) AS n FROM record_scopes WHERE live_records IS NULL',
+    );
+    expect(Number(unknown.rows[0]!.n)).toBe(2);
+    const count = (where: SyncScope) => before.countRecords({ ...where, model: 'Issue' });
+    expect(await count(a)).toBe(10);
+    expect(await count(c)).toBe(3);
+    await before.saveRecords({ ...a, model: 'Issue', runId: 'r1', records: ids(1, 13) });
+    expect(await count(a)).toBe(13);
+  });
+});
