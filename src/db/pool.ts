@@ -43,11 +43,18 @@ export function createPool({ url, max = 10, applicationName = 'integration-servi
   return pool;
 }
 
-/** Runs `work` in one transaction on one client, committing on success and rolling back on any error. */
-export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in one transaction on one client, committing on success and rolling back on any error.
+ * `begin` names an isolation level when the work needs one whatever the server's default.
+ */
+export async function inTransaction<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await work(client);
     await client.query('COMMIT');
     return result;

@@ -516,32 +516,26 @@ async function countLess(client: PoolClient, scopeId: string, deleted: number): 
  * committed while it waited for the lock.
  */
 async function recountScope(db: Pool, scope: RecordScope & { model: string }): Promise<number> {
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-    const locked = await client.query<{ scope_id: string; live_records: string | null }>(
-      `SELECT scope_id, live_records FROM record_scopes
-        WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4 FOR UPDATE`,
-      scopeParams(scope),
-    );
-    const row = locked.rows[0];
-    let count = row?.live_records === null || row === undefined ? null : Number(row.live_records);
-    if (row && count === null) {
+  return inTransaction(
+    db,
+    async (client) => {
+      const locked = await client.query<{ scope_id: string; live_records: string | null }>(
+        `${SCOPE_ID_SQL.replace('SELECT scope_id', 'SELECT scope_id, live_records')} FOR UPDATE`,
+        scopeParams(scope),
+      );
+      const row = locked.rows[0];
+      if (!row) return 0;
+      if (row.live_records !== null) return Number(row.live_records);
       const counted = await client.query<{ n: string }>(
         'SELECT count(*) AS n FROM records WHERE scope_id = $1 AND deleted_at IS NULL',
         [row.scope_id],
       );
-      count = Number(counted.rows[0]?.n ?? 0);
+      const count = Number(counted.rows[0]?.n ?? 0);
       await client.query('UPDATE record_scopes SET live_records = $2 WHERE scope_id = $1', [row.scope_id, count]);
-    }
-    await client.query('COMMIT');
-    return count ?? 0;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+      return count;
+    },
+    'BEGIN ISOLATION LEVEL READ COMMITTED',
+  );
 }
 
 /** Refuses the write when another run has begun for this sync and connection (see RecordStore.beginRun). */
