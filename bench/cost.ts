@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import type proto from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createClient } from '../src/client/index.js';
 import { Encryptor } from '../src/connections/encryption.js';
@@ -132,6 +132,25 @@ interface RunCost {
   byKind: Record<ActionKind, number>;
   exempt: number;
   types: string[];
+  /** The histories' size as Temporal stores and sends them (protobuf), and by event type. */
+  bytes: number;
+  bytesByEvent: Record<string, number>;
+}
+
+const EVENT_TYPE_NAMES = proto.temporal.api.enums.v1.EventType as unknown as Record<number, string>;
+
+function historyBytes(histories: History[]): { bytes: number; bytesByEvent: Record<string, number> } {
+  const bytesByEvent: Record<string, number> = {};
+  let bytes = 0;
+  for (const h of histories) {
+    bytes += proto.temporal.api.history.v1.History.encode(h).finish().length;
+    for (const event of h.events ?? []) {
+      const name = (EVENT_TYPE_NAMES[Number(event.eventType)] ?? String(event.eventType)).replace(/^EVENT_TYPE_/, '');
+      bytesByEvent[name] =
+        (bytesByEvent[name] ?? 0) + proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+    }
+  }
+  return { bytes, bytesByEvent };
 }
 
 async function main(): Promise<void> {
@@ -326,7 +345,7 @@ async function main(): Promise<void> {
         for (const kind of ACTION_KINDS) byKind[kind] += counted.byKind[kind];
       }
       const events = histories.reduce((sum, h) => sum + (h.events?.length ?? 0), 0);
-      return { executions: histories.length, events, actions, byKind, exempt, types };
+      return { executions: histories.length, events, actions, byKind, exempt, types, ...historyBytes(histories) };
     }
 
     const results: { kind: Kind; costs: RunCost[] }[] = [];
@@ -369,6 +388,20 @@ async function main(): Promise<void> {
       console.log(
         `${kind.name.padEnd(40)} ${ACTION_KINDS.map((k) => String(mean(costs.map((c) => c.byKind[k]))).padStart(Math.max(10, k.length))).join(' ')}  ${mean(costs.map((c) => c.exempt))}`,
       );
+    }
+    console.log(
+      '\nhistory bytes per run (protobuf, as stored and sent; means), and the event types that hold most of them',
+    );
+    for (const { kind, costs } of results) {
+      const byEvent: Record<string, number> = {};
+      for (const cost of costs)
+        for (const [name, n] of Object.entries(cost.bytesByEvent)) byEvent[name] = (byEvent[name] ?? 0) + n;
+      const top = Object.entries(byEvent)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 4)
+        .map(([name, n]) => `${name} ${Math.round(n / costs.length)}`)
+        .join(', ');
+      console.log(`${kind.name.padEnd(40)} ${String(Math.round(mean(costs.map((c) => c.bytes)))).padStart(8)}  ${top}`);
     }
   } finally {
     for (const stop of stops) await stop().catch((error: unknown) => console.error(error));

@@ -1,6 +1,7 @@
 -- The live records of each scope, kept as they change (issue 31): a run's last step counted them
--- (count(*) over every live record of the connection and model, 21 ms at 90,000 records and 106 ms at
--- 900,000: bench/recordCount.ts), however few records the run itself touched.
+-- (count(*) over every live record of the connection and model, 19 ms at 90,000 records and 103 ms at
+-- 900,000: bench/recordCount.ts, docs/operations.md "A run's count of records"), however few records
+-- the run itself touched.
 --
 -- `record_scopes.live_records` is the count, or NULL when it is not known: the next countRecords counts
 -- the records once, under the scope's lock, and stores the count (src/records/postgresRecordStore.ts).
