@@ -341,6 +341,14 @@ async function main(): Promise<void> {
       );
     const runsDone = await finishedIn('success');
     const runsNotCompleted = await finishedIn('failed');
+    // Why they failed: a run that fails under load is a finding, not noise.
+    const failures = (
+      await serviceDb.query<{ error_message: string | null; n: string }>(
+        `SELECT left(error_message, 300) AS error_message, count(*) AS n FROM sync_runs
+          WHERE status = 'failed' AND finished_at >= $1 AND finished_at < $2 GROUP BY 1 ORDER BY 2 DESC LIMIT 5`,
+        [windowStart, windowEnd],
+      )
+    ).rows;
 
     // Each entity's runs, from the run history; delays of the runs planned inside the window.
     const runs = new Map<string, { start: number; close: number | undefined }[]>();
@@ -443,6 +451,7 @@ async function main(): Promise<void> {
       console.log(`  ${name.padEnd(44)} ${String(value).padStart(12)} ${String(k).padStart(20)}`);
     console.log(
       `\n  runs completed in the window ${runsDone}, not completed (failed, timed out…) ${runsNotCompleted}\n` +
+        failures.map((f) => `    ${f.n}× ${f.error_message ?? '(no message)'}\n`).join('') +
         `  scheduled start delay over ${delays.length} runs planned in the window (${overdue} not started by its end): ` +
         `p50 ${round(percentile(delays, 50))} ms, p99 ${round(percentile(delays, 99))} ms, max ${round(delays.at(-1) ?? Number.NaN)} ms\n` +
         `  per run: Temporal ${round((dbDelta(TEMPORAL_DB).commitsPerS + dbDelta(`${TEMPORAL_DB}_visibility`).commitsPerS) / runsPerS, 1)} commits, ` +
