@@ -94,13 +94,13 @@ export interface RecordWriteInput extends SyncScope {
 }
 
 /**
- * Where a step stands in its run (workflows/svc.ts): its index, the same on every replay, and the
- * index below which Temporal holds every step's result (the ledger may forget those). Absent in
- * steps scheduled by workflow code older than the ledger.
+ * Where a step stands in its run (workflows/svc.ts): its index, the same on every replay. Absent in
+ * steps scheduled by workflow code older than the ledger. (Workers before this version also sent the
+ * index below which the ledger could forget; it is no longer sent, and ignored: local activities run
+ * in the worker that runs their workflow, so no worker of this version receives it.)
  */
 export interface StepRef {
   index: number;
-  forgetBelow?: number | undefined;
   /**
    * Scheduled by the instance that ran the run from its first workflow task: no other instance can
    * have executed the step, so its first attempt as a local activity skips the ledger lookup.
@@ -176,14 +176,12 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
   const ledger = createStepLedger({ db, encryptor: deps.encryptor });
 
   /**
-   * The ledger key of the running step (src/runtime/stepLedger.ts), after forgetting the steps
-   * Temporal already holds. Steps of workflow code older than the ledger are keyed by their activity
-   * sequence number, above any index the ledger gives.
+   * The ledger key of the running step (src/runtime/stepLedger.ts). Steps of workflow code older than
+   * the ledger are keyed by their activity sequence number, above any index the ledger gives.
    */
-  async function stepKey(step: StepRef | undefined): Promise<StepKey> {
+  function stepKey(step: StepRef | undefined): StepKey {
     const info = Context.current().info;
     const runId = info.workflowExecution?.runId ?? '';
-    if (step?.forgetBelow !== undefined && step.forgetBelow > 0) await ledger.forget(runId, step.forgetBelow);
     return { runId, step: step ? step.index : 1_000_000_000 + Number(info.activityId) };
   }
 
@@ -221,7 +219,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       // Inside translated: a refused scope fails the step as `scope_denied`, final, not a retried error.
       // Before the request goes out, a Postgres or Temporal restart is waited out (src/runtime/ownServices.ts).
       await translated(() => whileOwnServicesReturn(async () => requireConnection(await caller(), scope)));
-      const key = await translated(() => whileOwnServicesReturn(() => stepKey(step)));
+      const key = stepKey(step);
       const recalled = mayRepeat(step)
         ? await translated(() => whileOwnServicesReturn(() => ledger.recall<RecordedResponse>(key)))
         : undefined;
@@ -267,7 +265,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async saveRecords(input: RecordWriteInput, step?: StepRef): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        const key = await stepKey(step);
+        const key = stepKey(step);
         return ledger.withDeferred(key.runId, (earlier) =>
           records.saveRecords({ ...input, step: { ...key, earlier } }),
         );
@@ -277,7 +275,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async deleteRecords(input: RecordWriteInput, step?: StepRef): Promise<WriteSummary> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        const key = await stepKey(step);
+        const key = stepKey(step);
         return ledger.withDeferred(key.runId, (earlier) =>
           records.deleteRecords({
             ...input,
@@ -307,7 +305,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
             );
           }
         }
-        const key = await stepKey(step);
+        const key = stepKey(step);
         return ledger.withDeferred(key.runId, (earlier) =>
           records.markUnseenDeleted({ ...input, step: { ...key, earlier } }),
         );
@@ -321,7 +319,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async clearRecords(input: SyncScope & { runId?: string }, step?: StepRef): Promise<number> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        const key = await stepKey(step);
+        const key = stepKey(step);
         const recalled = await ledger.recall<number>(key);
         let erased: number;
         if (recalled?.ok) erased = recalled.value;
@@ -349,7 +347,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async getCheckpoint(input: SyncScope & { runId: string }, step?: StepRef): Promise<Checkpoint | null> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        const key = await stepKey(step);
+        const key = stepKey(step);
         const recalled = mayRepeat(step) ? await ledger.recall<Checkpoint | null>(key) : undefined;
         if (recalled?.ok) return recalled.value;
         const stored = await checkpoints.get(input);
@@ -370,7 +368,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     ): Promise<number> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
-        const key = await stepKey(step);
+        const key = stepKey(step);
         return ledger.withDeferred(key.runId, (earlier) =>
           inTransaction(db, (client) =>
             onceInTransaction(client, { ...key, earlier }, async () => {

@@ -260,15 +260,16 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // then are not in it yet, so they are counted here.
   let seenHistoryLength = -1;
   let operationsSinceHistoryUpdate = 0;
-  // The step ledger's view of the run: every step has an index (the same on every replay); steps
-  // below `forgetBelow` are held by Temporal (their markers were in a completed workflow task), so
-  // the ledger may drop them. A step that completed before the workflow saw one new workflow task
-  // is in the completion that led to the next one: hence the lag of one change.
+  // The step ledger's view of the run: every step has an index (the same on every replay). The ledger
+  // forgets a step's row only once Temporal surely holds its result: by the ordinary activity
+  // `forgetSteps` (it runs after the workflow task that scheduled it is recorded, markers and all), at
+  // a task cut and at the run's end, or when the execution has closed (the next run's beginRun, the
+  // retention purge). Until this session each step also told the ledger which steps were held, from
+  // the changes of workflowInfo().historyLength it had seen; that rested on an assumption about the
+  // SDK nobody here can check from outside, and a forgotten write's row is a write counted twice
+  // (docs/architecture.md "Exact resume").
   let nextStep = 0;
   const stepsInFlight = new Set<number>();
-  let lowestOpenAtLastChange = 0;
-  let forgetBelow = 0;
-  let forgetSent = 0;
   let taskResultBytes = 0;
   let ledgered = 0;
   // This instance runs the run's first workflow task itself (no replay, no earlier attempt): no
@@ -294,8 +295,6 @@ export function createSvc(context: SvcContext): SvcRuntime {
       seenHistoryLength = info.historyLength;
       operationsSinceHistoryUpdate = 0;
       taskResultBytes = 0;
-      forgetBelow = lowestOpenAtLastChange;
-      lowestOpenAtLastChange = stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep;
     }
     const events = info.historyLength + operationsSinceHistoryUpdate * EVENTS_PER_OPERATION[mode];
     const reserve = bookkeeping && context.bookkeepingReserve === true;
@@ -369,10 +368,6 @@ export function createSvc(context: SvcContext): SvcRuntime {
     if (policy.ledgered) {
       ledgered++;
       const step: StepRef = fresh ? { index, fresh } : { index };
-      if (forgetBelow > forgetSent) {
-        step.forgetBelow = forgetBelow;
-        forgetSent = forgetBelow;
-      }
       args = [...args, step] as unknown as typeof args;
     }
     const options: LocalActivityOptions & ActivityOptions = {

@@ -30,7 +30,7 @@ export interface RetentionPolicy {
   webhookDeliveries: number | null;
   /** payload_blobs, and only once no history Temporal keeps can refer to them (above). */
   payloadBlobs: number | null;
-  /** script_steps, the step ledger's leftovers (a run forgets its own steps as it goes). */
+  /** script_steps, the step ledger's leftovers (a run's steps are forgotten at its end or at its sync's next run). */
   stepLedger: number | null;
 }
 

@@ -16,8 +16,10 @@
  * - Record writes: the ledger row is taken in the same transaction as the records
  *   (`onceInTransaction`), so a write is applied and counted exactly once.
  *
- * Rows are needed only until Temporal holds the steps' results: the run says which steps that is
- * (`forget`), and a periodic purge removes what finished runs left.
+ * Rows are needed only until Temporal holds the steps' results. They are forgotten only when that is
+ * sure: by the ordinary activity `forgetSteps` (it runs after the workflow task that scheduled it is
+ * recorded), when the execution has closed (the next run's `beginRun`), and by a periodic purge of what
+ * failed runs left.
  */
 import type { Encryptor } from '../connections/encryption.js';
 import { expiryByAge, type Expiring } from '../db/expiry.js';

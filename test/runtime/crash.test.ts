@@ -116,7 +116,7 @@ describe('a sync survives SIGKILL of its worker process', () => {
         "SELECT count(*) AS n, count(DISTINCT id) AS ids, count(*) FILTER (WHERE last_action = 'ADDED') AS added FROM records WHERE sync_name = 'records'",
       );
       expect(stored.rows[0]).toEqual({ n: String(TOTAL), ids: String(TOTAL), added: String(TOTAL) });
-      // The ledger keeps only the steps Temporal does not hold yet; the run's end forgets the rest.
+      // The run's end forgets every step of the ledger (an ordinary activity, after Temporal holds them).
       const ledger = await h.pool.query<{ n: string }>('SELECT count(*) AS n FROM script_steps');
       expect(Number(ledger.rows[0]!.n)).toBe(0);
     } finally {
