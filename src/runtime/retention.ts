@@ -30,7 +30,7 @@ export interface RetentionPolicy {
   webhookDeliveries: number | null;
   /** payload_blobs, and only once no history Temporal keeps can refer to them (above). */
   payloadBlobs: number | null;
-  /** script_steps, the step ledger's leftovers (a run's steps are forgotten at its end or at its sync's next run). */
+  /** script_steps, the step ledger's leftovers (a run's steps are forgotten at its end or at its sync's next run; this also trims an open run's oldest rows). */
   stepLedger: number | null;
 }
 

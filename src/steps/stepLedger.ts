@@ -18,8 +18,8 @@
  *
  * Rows are needed only until Temporal holds the steps' results. They are forgotten only when that is
  * sure: by the ordinary activity `forgetSteps` (it runs after the workflow task that scheduled it is
- * recorded), when the execution has closed (the next run's `beginRun`), and by a periodic purge of what
- * failed runs left.
+ * recorded), when the execution has closed (the next run's `beginRun`), and by a periodic purge of rows older
+ * than RETENTION_STEP_LEDGER (what failed runs left, and an open run's oldest rows).
  */
 import type { Encryptor } from '../connections/encryption.js';
 import { expiryByAge, type Expiring } from '../db/expiry.js';
