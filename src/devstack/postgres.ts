@@ -6,6 +6,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   rmdirSync,
   rmSync,
@@ -267,29 +268,37 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       throw new DevStackError('postgres_initdb_failed', `initdb failed in ${dataDir}: ${init.output.slice(-600)}`);
     }
   }
-  const port = await freePort();
-  const settings = [
-    `-p ${port}`,
-    `-k ${dataDir}`,
-    '-c listen_addresses=127.0.0.1',
-    '-c max_connections=300',
-    '-c shared_buffers=256MB',
-    ...(options.ephemeral ? ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'] : []),
-  ].join(' ');
   const logFile = join(dataDir, 'server.log');
-  const start = await runAsOwner(join(bin, 'pg_ctl'), [
-    '-D',
-    dataDir,
-    '-l',
-    logFile,
-    '-o',
-    settings,
-    '-w',
-    '-t',
-    '60',
-    'start',
-  ]);
-  if (start.code !== 0) {
+  // A port found free may be taken before the server binds it (see startTemporal): started again on another.
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    const settings = [
+      `-p ${port}`,
+      `-k ${dataDir}`,
+      '-c listen_addresses=127.0.0.1',
+      '-c max_connections=300',
+      '-c shared_buffers=256MB',
+      ...(options.ephemeral ? ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'] : []),
+    ].join(' ');
+    const start = await runAsOwner(join(bin, 'pg_ctl'), [
+      '-D',
+      dataDir,
+      '-l',
+      logFile,
+      '-o',
+      settings,
+      '-w',
+      '-t',
+      '60',
+      'start',
+    ]);
+    if (start.code === 0) break;
+    const serverLog = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : '';
+    if (attempt < 3 && /already in use/i.test(serverLog + start.output)) {
+      log(`Postgres found port ${port} taken; starting it again on another`);
+      continue;
+    }
     throw new DevStackError(
       'postgres_start_failed',
       `pg_ctl start failed for ${dataDir} on port ${port}: ${start.output.slice(-600)} (server log: ${logFile})`,
