@@ -121,6 +121,12 @@ const CLAIM_THRESHOLD_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;
 // The patch id of the task cut and the ledger's last step (workflows added them to runs in flight).
 const TASK_CUT_PATCH = 'step-ledger-task-end';
+// The step ledger keeps each request's whole encrypted answer until Temporal surely holds it, a
+// claim-checked one too (its marker holds only a reference, so the task cut does not see it): past
+// this many bytes kept for an execution, the run ends its workflow task the same way and the ledger
+// forgets what the task's completion recorded (the hostile review of e72c525: unbounded before).
+const LEDGER_KEPT_BYTES = 8 * 1024 * 1024;
+const LEDGER_CUT_PATCH = 'step-ledger-bytes-cut';
 // The patch id of the provider's default pagination (a getIntegration step before a run's first paginate).
 const PAGINATION_DEFAULTS_PATCH = 'paginate-provider-defaults';
 // Timers of setTimeout waiting at once, per run.
@@ -197,16 +203,27 @@ export interface SvcRuntime {
   ) => Promise<Awaited<ReturnType<RuntimeActivities[K]>>>;
 }
 
-/** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
-function resultBytes(result: unknown): number {
+/** The body size of a step's result when it is a response (declared, or as recorded). */
+function responseBodyBytes(result: unknown): number | undefined {
   const response = result as { data?: unknown; body?: unknown; headers?: Record<string, unknown> } | undefined;
   if (response === null || typeof response !== 'object' || !('data' in response || typeof response.body === 'string')) {
-    return MARKER_BYTES;
+    return undefined;
   }
   const declared = Number(response.headers?.['content-length']);
-  const body = Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response as RecordedResponse);
+  return Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response as RecordedResponse);
+}
+
+/** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
+function resultBytes(result: unknown): number {
+  const body = responseBodyBytes(result);
+  if (body === undefined) return MARKER_BYTES;
   const encoded = body * CODEC_EXPANSION;
   return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
+}
+
+/** About what a step's row weighs in the step ledger: a response its whole body, claim-checked or not. */
+function ledgerBytes(result: unknown): number {
+  return (responseBodyBytes(result) ?? 0) * CODEC_EXPANSION + MARKER_BYTES;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -271,6 +288,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
   let nextStep = 0;
   const stepsInFlight = new Set<number>();
   let taskResultBytes = 0;
+  let ledgerKeptBytes = 0;
   let ledgered = 0;
   // This instance runs the run's first workflow task itself (no replay, no earlier attempt): no
   // other instance can have executed any of its steps, so they need not ask the ledger first.
@@ -352,10 +370,15 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.onActive?.();
     guardHistory(overrides.bookkeeping);
     // patched(): a run that started before the task cut replays its recorded tasks without it.
-    if (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) {
+    // The ledger's cut is asked for only when due (patched() costs a marker and an upsert, an action).
+    if (
+      (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) ||
+      (ledgerKeptBytes > LEDGER_KEPT_BYTES && patched(LEDGER_CUT_PATCH))
+    ) {
       // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
       // activity is scheduled by the task's completion and runs after it (a timer would wait ~1 s).
       taskResultBytes = 0;
+      ledgerKeptBytes = 0;
       // Steps completed before this point are in the completion that schedules it.
       await endTask.forgetSteps(stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep);
       guardHistory(overrides.bookkeeping);
@@ -385,6 +408,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     try {
       const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
       taskResultBytes += resultBytes(result);
+      if (policy.ledgered) ledgerKeptBytes += ledgerBytes(result);
       return result;
     } finally {
       stepsInFlight.delete(index);

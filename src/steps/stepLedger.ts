@@ -18,7 +18,8 @@
  *
  * Rows are needed only until Temporal holds the steps' results. They are forgotten only when that is
  * sure: by the ordinary activity `forgetSteps` (it runs after the workflow task that scheduled it is
- * recorded), when the execution has closed (the next run's `beginRun`), and by a periodic purge of rows older
+ * recorded; workflows/svc.ts schedules it at a task cut, once the answers the ledger keeps for the
+ * run pass LEDGER_KEPT_BYTES, and at a run's end), when the execution has closed (the next run's `beginRun`), and by a periodic purge of rows older
  * than RETENTION_STEP_LEDGER (what failed runs left, and an open run's oldest rows).
  */
 import type { Encryptor } from '../connections/encryption.js';
