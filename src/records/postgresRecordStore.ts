@@ -453,9 +453,11 @@ function storeError(error: unknown, scope: SyncScope & { runId: string }): unkno
   return error;
 }
 
+/** Where a scope's row is, with the parameters of scopeParams(). */
+const SCOPE_WHERE_SQL = 'WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4';
+
 /** The scope of a read, with the parameters of scopeParams(). */
-export const SCOPE_ID_SQL =
-  'SELECT scope_id FROM record_scopes WHERE environment_id = $1 AND integration_id = $2 AND connection_id = $3 AND model = $4';
+export const SCOPE_ID_SQL = `SELECT scope_id FROM record_scopes ${SCOPE_WHERE_SQL}`;
 
 export function scopeParams(scope: RecordScope & { model: string }): string[] {
   return [scope.environmentId, scope.integrationId, scope.connectionId, scope.model];
@@ -520,7 +522,7 @@ async function recountScope(db: Pool, scope: RecordScope & { model: string }): P
     db,
     async (client) => {
       const locked = await client.query<{ scope_id: string; live_records: string | null }>(
-        `${SCOPE_ID_SQL.replace('SELECT scope_id', 'SELECT scope_id, live_records')} FOR UPDATE`,
+        `SELECT scope_id, live_records FROM record_scopes ${SCOPE_WHERE_SQL} FOR UPDATE`,
         scopeParams(scope),
       );
       const row = locked.rows[0];
