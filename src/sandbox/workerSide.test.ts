@@ -4,7 +4,15 @@
  * replay on a busy thread for a runaway script (src/temporal/runaway.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { interruptedByIsolateTimeout, withReplayFailure } from './workerSide.js';
+import { readFileSync } from 'node:fs';
+import {
+  interruptedByIsolateTimeout,
+  osThreads,
+  procFiles,
+  threadCpuMs,
+  threadWaitMs,
+  withReplayFailure,
+} from './workerSide.js';
 
 describe('withReplayFailure', () => {
   const interrupted = {
@@ -30,5 +38,26 @@ describe('withReplayFailure', () => {
   it('leaves a successful completion as it is', () => {
     const successful = { runId: 'r1', successful: { commands: [] } };
     expect(withReplayFailure(successful, 'x')).toBe(successful);
+  });
+});
+
+describe('procFiles', () => {
+  it('reads a thread file afresh through its kept descriptor, as readFileSync does', () => {
+    const [id] = osThreads();
+    const files = procFiles();
+    try {
+      const stat = `/proc/self/task/${id}/stat`;
+      expect(files.read(stat).split(' ')[0]).toBe(readFileSync(stat, 'latin1').split(' ')[0]);
+      const before = threadWaitMs([id!], files.read);
+      expect(before).toBeTypeOf('number');
+      // Compute until the CPU time read through the kept descriptor grows (the kernel's 10 ms ticks).
+      const cpu = threadCpuMs([id!], files.read)!;
+      let now = cpu;
+      for (const end = Date.now() + 10_000; now === cpu && Date.now() < end;) now = threadCpuMs([id!], files.read)!;
+      expect(now).toBeGreaterThan(cpu);
+      expect(() => files.read('/proc/self/task/0/stat')).toThrow();
+    } finally {
+      files.close();
+    }
   });
 });

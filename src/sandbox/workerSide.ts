@@ -8,7 +8,7 @@
  * - `workerClassWithThreads()`: a Worker class whose workflow threads the caller arranges (each its own
  *   creator, src/temporal/lanes.ts decides which workflow lives on which and when each activates).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { setEnvironmentData } from 'node:worker_threads';
 import type { Logger } from '@temporalio/common';
@@ -90,11 +90,23 @@ export function workerClassWithThreads(
         threadIds.push(osThreads().filter((id) => !before.includes(id)));
         if (options.lowPriority?.includes(index)) lowerPriority(threadIds[index]!, logger);
       }
-      return arrange(
+      // Read before every activation: through descriptors kept open while the threads run (procFiles).
+      const files = procFiles();
+      const arranged = arrange(
         creators,
-        (index) => threadCpuMs(threadIds[index] ?? []),
-        (index) => threadWaitMs(threadIds[index] ?? []),
+        (index) => threadCpuMs(threadIds[index] ?? [], files.read),
+        (index) => threadWaitMs(threadIds[index] ?? [], files.read),
       );
+      return {
+        createWorkflow: (options) => arranged.createWorkflow(options),
+        async destroy() {
+          try {
+            await arranged.destroy();
+          } finally {
+            files.close();
+          }
+        },
+      };
     }
   };
 }
@@ -160,12 +172,12 @@ export function withReplayFailure(completion: unknown, message: string): unknown
  * The CPU time these threads of this process used so far, in ms (Linux: /proc/self/task/<id>/stat,
  * utime + stime, at the kernel's 10 ms resolution); undefined where it cannot be read.
  */
-export function threadCpuMs(threadIds: readonly number[]): number | undefined {
+export function threadCpuMs(threadIds: readonly number[], read: ProcRead = readProcFile): number | undefined {
   if (threadIds.length === 0) return undefined;
   let ticks = 0;
   try {
     for (const id of threadIds) {
-      const stat = readFileSync(`/proc/self/task/${id}/stat`, 'latin1');
+      const stat = read(`/proc/self/task/${id}/stat`);
       // The fields after the command's closing parenthesis, from the 3rd (state): utime is the 14th, stime the 15th.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       ticks += Number(fields[11]) + Number(fields[12]);
@@ -182,15 +194,59 @@ export function threadCpuMs(threadIds: readonly number[]): number | undefined {
  * that waits so on a busy machine computes less than the wall clock says; one blocked or stopped does
  * not wait so.
  */
-export function threadWaitMs(threadIds: readonly number[]): number | undefined {
+export function threadWaitMs(threadIds: readonly number[], read: ProcRead = readProcFile): number | undefined {
   if (threadIds.length === 0) return undefined;
   let ns = 0;
   try {
-    for (const id of threadIds) ns += Number(readFileSync(`/proc/self/task/${id}/schedstat`, 'latin1').split(' ')[1]);
+    for (const id of threadIds) ns += Number(read(`/proc/self/task/${id}/schedstat`).split(' ')[1]);
   } catch {
     return undefined;
   }
   return Number.isFinite(ns) ? ns / 1e6 : undefined;
+}
+
+/** Reads a /proc file whole, as latin1 text; throws where it cannot. */
+export type ProcRead = (path: string) => string;
+
+const readProcFile: ProcRead = (path) => readFileSync(path, 'latin1');
+
+/**
+ * Reads /proc files again and again, each through a descriptor kept open: a read at offset 0 makes the
+ * kernel generate the file anew, one system call instead of readFileSync's open, fstat, read and close.
+ * The lanes read their thread's two files before every workflow activation (src/temporal/lanes.ts),
+ * on the worker's main thread, where each activation of every run waits behind them. A file that cannot
+ * be read (its thread gone) is closed and opened again at the next read, which throws as readFileSync
+ * would. `close()` closes them all.
+ */
+export function procFiles(): { read: ProcRead; close(): void } {
+  const open = new Map<string, number>();
+  const buffer = Buffer.alloc(4096);
+  const forget = (path: string) => {
+    const fd = open.get(path);
+    open.delete(path);
+    if (fd !== undefined) closeSync(fd);
+  };
+  return {
+    read(path) {
+      let fd = open.get(path);
+      if (fd === undefined) {
+        fd = openSync(path, 'r');
+        open.set(path, fd);
+      }
+      let length: number;
+      try {
+        length = readSync(fd, buffer, 0, buffer.length, 0);
+      } catch (error) {
+        forget(path);
+        throw error;
+      }
+      // Longer than the buffer (no thread's stat or schedstat is): read the whole file.
+      return length < buffer.length ? buffer.toString('latin1', 0, length) : readProcFile(path);
+    },
+    close() {
+      for (const path of [...open.keys()]) forget(path);
+    },
+  };
 }
 
 /** USER_HZ, the unit of /proc's times: 100 on every Linux the service runs on. */
