@@ -181,6 +181,9 @@ export interface WorkerDeath {
   ms: number;
 }
 
+/** Characters of the workers' output a supervisor keeps in memory (a quiet worker, at `warn`, says little). */
+const OUTPUT_KEPT = 8 * 1024 * 1024;
+
 /** Runs test/kit/workerProcess.ts against `stack`, restarting it whenever it exits. */
 export function superviseWorkers(
   stack: Pick<OwnStack, 'databaseUrl' | 'temporalAddress' | 'namespace' | 'workflowBundlePath'>,
@@ -190,6 +193,21 @@ export function superviseWorkers(
   let current: { child: ChildProcess; ready: boolean } | undefined;
   let stopped = false;
   let starts = 0;
+  // Every worker's output, each line stamped with the time and which worker said it, the oldest lines
+  // dropped past OUTPUT_KEPT: what a failed test writes to its diagnostics (test/chaos/lib/diagnostics.ts).
+  let kept: string[] = [];
+  let first = 0; // kept[first] is the oldest line still kept (dropping from the front one by one is quadratic)
+  let keptLength = 0;
+  const keep = (whole: string): void => {
+    const line = whole.length > 4000 ? `${whole.slice(0, 4000)}…` : whole;
+    kept.push(line);
+    keptLength += line.length + 1;
+    while (keptLength > OUTPUT_KEPT && first < kept.length - 1) keptLength -= kept[first++]!.length + 1;
+    if (first > 10_000 && first > kept.length / 2) {
+      kept = kept.slice(first);
+      first = 0;
+    }
+  };
   const loop = (async () => {
     while (!stopped) {
       const started = Date.now();
@@ -215,6 +233,20 @@ export function superviseWorkers(
         child.stdout?.on('data', (chunk: Buffer) => appendFileSync(logFile, chunk));
         child.stderr?.on('data', (chunk: Buffer) => appendFileSync(logFile, chunk));
       }
+      const worker = `worker ${starts} (pid ${String(child.pid)})`;
+      keep(`${new Date().toISOString()} [supervisor] ${worker} started`);
+      for (const [stream, name] of [
+        [child.stdout, 'out'],
+        [child.stderr, 'err'],
+      ] as const) {
+        let partial = '';
+        stream?.on('data', (chunk: Buffer) => {
+          const lines = (partial + chunk.toString()).split('\n');
+          partial = lines.pop() ?? '';
+          const at = new Date().toISOString();
+          for (const line of lines) keep(`${at} ${worker} ${name}: ${line}`);
+        });
+      }
       const entry = { child, ready: false };
       child.stdout?.on('data', (chunk: Buffer) => {
         output += chunk.toString();
@@ -224,6 +256,9 @@ export function superviseWorkers(
       current = entry;
       const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) =>
         child.on('exit', (code, signal) => resolve({ code, signal })),
+      );
+      keep(
+        `${new Date().toISOString()} [supervisor] ${worker} exited (code ${String(exit.code)}, signal ${String(exit.signal)})`,
       );
       if (stopped) break;
       deaths.push({ ...exit, ms: Date.now() - started });
@@ -239,6 +274,8 @@ export function superviseWorkers(
   return {
     deaths,
     starts: () => starts,
+    /** What the workers printed, oldest first, at most the last OUTPUT_KEPT characters or so. */
+    output: (): string => kept.slice(first).join('\n'),
     /** Resolves when a worker polls its task queue (the one running now, or its successor). */
     async ready(timeoutMs = 120_000): Promise<void> {
       const deadline = Date.now() + timeoutMs;
