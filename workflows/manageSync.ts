@@ -50,6 +50,7 @@ import {
   SYNC_ENTITY_VERSION,
   CHAIN_RULES_VERSION,
   SCRIPT_IN_BEGIN_RUN_VERSION,
+  LEDGER_CUT_VERSION,
   type LoadedScript,
   type QueuedWebhook,
   type RunawayVerdictSignal,
@@ -206,6 +207,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const chainRules = (input.version ?? CHILD_RUNS) >= CHAIN_RULES_VERSION;
   // From version 4 the run's `beginRun` step loads its script too (no `loadScript` step of its own).
   const scriptInBegin = (input.version ?? CHILD_RUNS) >= SCRIPT_IN_BEGIN_RUN_VERSION;
+  // From version 5 its runs forget their step ledger's rows past LEDGER_KEPT_BYTES (workflows/svc.ts).
+  const ledgerCut = (input.version ?? CHILD_RUNS) >= LEDGER_CUT_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -353,6 +356,7 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
     const result = await runSyncScript(step.input, {
       runId,
       inline: true,
+      ledgerCut,
       // Loaded by beginRun (version 4) for the run chosen then; a retry that chose another run (a
       // deploy's new script) loads its own.
       ...(script?.hash === step.input.definition.scriptHash ? { script } : {}),

@@ -24,7 +24,7 @@ import {
 } from '../src/runtime/definitions.js';
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
-import { createSvc, OperationError, type SvcRuntime } from './svc.js';
+import { createSvc, LEDGER_CUT_PATCH, OperationError, type SvcRuntime } from './svc.js';
 import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
 
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
@@ -149,6 +149,8 @@ export interface SyncRunPlace {
   runId: string;
   /** Inside the entity's execution (see SvcContext.inline). */
   inline?: boolean;
+  /** The entity's version has the step ledger's bytes cut (SvcContext.ledgerCut); only with `inline`. */
+  ledgerCut?: boolean;
   fresh?: boolean;
   /** The run took its fence already (the entity's `beginRun` that committed it). */
   begun?: boolean;
@@ -182,6 +184,8 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
     input.mode !== 'incremental' && firstExecution && (place.inline === true || patched(CLEAR_CHECKPOINT_ON_FULL));
   // The same for the bookkeeping reserve; a run inside its entity has it from version 3 on.
   const bookkeepingReserve = place.inline === true ? place.chain?.legacy !== true : patched(BOOKKEEPING_RESERVE);
+  // The same for the step ledger's bytes cut; a run inside its entity has it from version 5 on.
+  const ledgerCut = place.inline === true ? place.ledgerCut === true : patched(LEDGER_CUT_PATCH);
   const runtime = createSvc({
     chain,
     bookkeepingReserve,
@@ -200,6 +204,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
       receivedAt: input.webhook.receivedAt,
     },
     recordValidation: definition.recordValidation,
+    ledgerCut,
     ...(place.inline ? { inline: true } : {}),
     ...(place.fresh === undefined ? {} : { fresh: place.fresh }),
     ...(place.onActive ? { onActive: place.onActive } : {}),
@@ -296,6 +301,7 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     lastSyncDate: undefined,
     webhook: undefined,
     depth: input.depth ?? 0,
+    ledgerCut: input.ledgerCut === true,
   });
   // The bundle the API handed over (src/temporal/syncControl.ts), only to a run a client started.
   const preloaded =

@@ -125,8 +125,11 @@ const TASK_CUT_PATCH = 'step-ledger-task-end';
 // claim-checked one too (its marker holds only a reference, so the task cut does not see it): past
 // this many bytes kept for an execution, the run ends its workflow task the same way and the ledger
 // forgets what the task's completion recorded (the hostile review of e72c525: unbounded before).
+// Where the cuts fall is part of what a history replays: this, ledgerBytes() and the constants it
+// uses change only with a new SvcContext.ledgerCut version.
 const LEDGER_KEPT_BYTES = 8 * 1024 * 1024;
-const LEDGER_CUT_PATCH = 'step-ledger-bytes-cut';
+/** The patch id of the ledger's bytes cut in a run of its own workflow (runSync asks it before its first step). */
+export const LEDGER_CUT_PATCH = 'step-ledger-bytes-cut';
 // The patch id of the provider's default pagination (a getIntegration step before a run's first paginate).
 const PAGINATION_DEFAULTS_PATCH = 'paginate-provider-defaults';
 // Timers of setTimeout waiting at once, per run.
@@ -161,6 +164,13 @@ export interface SvcContext {
    * begins (activities/runtime.ts beginRun), not by an ordinary activity at its end.
    */
   inline?: boolean;
+  /**
+   * Whether the run forgets its step ledger's rows once the answers they keep pass LEDGER_KEPT_BYTES
+   * (the run's own version: the entity's input, an action's input, runSync's patch asked before its
+   * first step). Never a `patched()` asked mid-run: asked right after a local activity, its marker
+   * can land in the next workflow task while a replay expects it in this one (commit 17d2b10).
+   */
+  ledgerCut?: boolean;
   /**
    * Whether no other instance can have executed this run's steps (then they skip the ledger lookup on
    * their first attempt). Default: this instance runs the execution from its first workflow task.
@@ -221,9 +231,20 @@ function resultBytes(result: unknown): number {
   return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
 }
 
-/** About what a step's row weighs in the step ledger: a response its whole body, claim-checked or not. */
-function ledgerBytes(result: unknown): number {
-  return (responseBodyBytes(result) ?? 0) * CODEC_EXPANSION + MARKER_BYTES;
+/**
+ * About what a step's row weighs in the step ledger: a response its whole body as recorded (not its
+ * declared content-length, which a compressed answer understates), claim-checked or not; a final
+ * failure its details (a 4xx's body); anything else a little. UTF-16 code units, not bytes.
+ */
+function ledgerBytes(outcome: { result: unknown } | { failure: unknown }): number {
+  if ('failure' in outcome) {
+    const details = applicationFailureOf(outcome.failure)?.details;
+    return (details ? JSON.stringify(details).length : 0) * CODEC_EXPANSION + MARKER_BYTES;
+  }
+  const response = outcome.result as { data?: unknown; body?: unknown } | undefined;
+  const recorded =
+    response !== null && typeof response === 'object' && ('data' in response || typeof response.body === 'string');
+  return (recorded ? recordedBodyLength(response as RecordedResponse) : 0) * CODEC_EXPANSION + MARKER_BYTES;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -370,10 +391,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.onActive?.();
     guardHistory(overrides.bookkeeping);
     // patched(): a run that started before the task cut replays its recorded tasks without it.
-    // The ledger's cut is asked for only when due (patched() costs a marker and an upsert, an action).
     if (
       (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) ||
-      (ledgerKeptBytes > LEDGER_KEPT_BYTES && patched(LEDGER_CUT_PATCH))
+      (context.ledgerCut === true && ledgerKeptBytes > LEDGER_KEPT_BYTES)
     ) {
       // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
       // activity is scheduled by the task's completion and runs after it (a timer would wait ~1 s).
@@ -408,8 +428,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     try {
       const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
       taskResultBytes += resultBytes(result);
-      if (policy.ledgered) ledgerKeptBytes += ledgerBytes(result);
+      if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ result });
       return result;
+    } catch (failure) {
+      if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ failure });
+      throw failure;
     } finally {
       stepsInFlight.delete(index);
       context.onActive?.();
@@ -682,6 +705,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       input,
       depth,
       options: context.options,
+      ledgerCut: true,
     };
     context.budget?.yielded();
     try {

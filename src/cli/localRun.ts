@@ -301,6 +301,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
           definition: { ...scope, actionName: action.name, scriptHash: scriptKey('action', action.name) },
           connectionId: options.connectionId,
           input: options.input,
+          ledgerCut: true,
         };
         result.output = await client.workflow.execute('runAction', {
           taskQueue: actionTaskQueue(taskQueue),

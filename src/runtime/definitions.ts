@@ -140,6 +140,12 @@ export interface RunActionInput {
    * a parent (one a Temporal client started) and only when its hash is the definition's.
    */
   script?: LoadedScript | undefined;
+  /**
+   * The run forgets its step ledger's rows past LEDGER_KEPT_BYTES (workflows/svc.ts). Set by the code
+   * that starts the run, so that an action started before it replays without the cut, with no
+   * `patched()` (asked after a local activity, its marker can land in the next workflow task).
+   */
+  ledgerCut?: boolean | undefined;
 }
 
 /** What a finished sync run reports: per model, the records it added, updated and deleted. */
@@ -295,10 +301,11 @@ export type RunWatchSinks = {
  * review of issue 32 (workflows/runChain.ts: progress, the cut at a saveCheckpoint call, at most
  * SYNC_RUN_MAX_EXECUTIONS executions; a pause stops a continuing run); 4, the same with the run's
  * script loaded by its `beginRun` step instead of a `loadScript` step of its own (one local activity
- * less per run). Executions that carry none run each run as a child `runSync` (version 1); executions
- * of 1, 2 and 3 continue as new in this one.
+ * less per run); 5, the same with the step ledger's bytes cut (workflows/svc.ts LEDGER_KEPT_BYTES).
+ * Executions that carry none run each run as a child `runSync` (version 1); executions of 1 to 4
+ * continue as new in this one.
  */
-export const SYNC_ENTITY_VERSION = 4;
+export const SYNC_ENTITY_VERSION = 5;
 
 /** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
 export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
@@ -308,3 +315,6 @@ export const CHAIN_RULES_VERSION = 3;
 
 /** The first entity version whose `beginRun` step loads the run's script (see SYNC_ENTITY_VERSION). */
 export const SCRIPT_IN_BEGIN_RUN_VERSION = 4;
+
+/** The first entity version whose runs forget their steps past LEDGER_KEPT_BYTES (see SYNC_ENTITY_VERSION). */
+export const LEDGER_CUT_VERSION = 5;

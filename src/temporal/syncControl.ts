@@ -238,7 +238,8 @@ export function createSyncControl({
         const handle = await client.workflow.start<typeof runAction>('runAction', {
           taskQueue: actionTaskQueue(taskQueue),
           workflowId,
-          args: [script ? { ...input, script } : input],
+          // ledgerCut: an action this code starts runs with the step ledger's bytes cut (RunActionInput).
+          args: [{ ...input, ...(script ? { script } : {}), ledgerCut: true }],
           workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,
           workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
           staticSummary: `action ${input.definition.actionName} for ${input.connectionId}`,

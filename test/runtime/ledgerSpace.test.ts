@@ -4,7 +4,10 @@
  * whole encrypted answer, a claim-checked one too (its marker holds only a reference, so the task cut
  * never fired for big answers): a run fetching big pages kept every one of them to its end (the
  * hostile review of e72c525). Here a sync run and an action fetch PAGES answers of PAGE_BYTES each and
- * then wait on the fake API while the test reads what the ledger holds.
+ * then wait on the fake API while the test reads what the ledger holds. The cut is an ordinary
+ * activity (`forgetSteps`: it runs once Temporal holds the task that scheduled it), asks no
+ * `patched()` mid-run (its marker can land in another workflow task live than on replay), and the
+ * history it leaves replays on the current code.
  */
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +15,7 @@ import { startApiHarness, type ApiHarness } from '../kit/api.js';
 import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
 import { bundle } from '../kit/scripts.js';
 import { eventually } from '../helpers/eventually.js';
+import { expectReplays, type History } from '../helpers/replay.js';
 
 const PAGES = 44;
 const PAGE_BYTES = 512 * 1024;
@@ -105,6 +109,21 @@ async function ledgerAtGate(gate: number): Promise<{ rows: number; bytes: number
   return { rows: Number(fresh[0]?.rows ?? 0), bytes: Number(fresh[0]?.bytes ?? 0) };
 }
 
+/** The run's history: its cuts are ordinary `forgetSteps` activities, no patch marker, and it replays. */
+async function expectCutsIn(workflowId: string, runId: string | undefined): Promise<void> {
+  const history: History = await h.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+  const events = history.events ?? [];
+  const cuts = events.filter(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'forgetSteps',
+  ).length;
+  const markers = events.map((event) => event.markerRecordedEventAttributes?.markerName);
+  expect({ cuts: cuts >= 4, patchMarkers: markers.filter((name) => name === 'core_patch').length }).toEqual({
+    cuts: true,
+    patchMarkers: 0,
+  });
+  await expectReplays(h.pool, [{ workflowId, history }], h.temporal.options.dataConverter);
+}
+
 function expectEachPageOnce(): void {
   for (let i = 0; i < PAGES; i++) expect(fetched.get(String(i)), `page ${i}`).toBe(1);
   fetched.clear();
@@ -132,6 +151,10 @@ describe('the step ledger of an open execution whose requests answer big pages',
     });
     expect(records.map((record) => [record.id, record.total])).toEqual([['pages', PAGES * PAGE.length]]);
     expectEachPageOnce();
+    const { rows } = await h.pool.query<{ run_id: string }>(`SELECT run_id FROM sync_runs WHERE connection_id = 'c1'`);
+    expect(rows).toHaveLength(1);
+    const [workflowId, execution] = rows[0]!.run_id.split(':run:');
+    await expectCutsIn(workflowId!, execution);
     // 44 pages of 512 KiB were fetched (22 MiB of answers): the ledger keeps at most the last ~8 MiB
     // of weight (answers count twice) and the rows of the task that is not recorded yet.
     expect(kept.rows).toBeLessThan(PAGES / 2);
@@ -151,6 +174,11 @@ describe('the step ledger of an open execution whose requests answer big pages',
     expect(response.status).toBe(200);
     expect(response.json).toEqual({ id: 'pages', total: PAGES * PAGE.length });
     expectEachPageOnce();
+    const action = await eventually(async () => {
+      for await (const found of h.temporal.workflow.list({ query: `WorkflowType = 'runAction'` })) return found;
+      return undefined;
+    }, 60_000);
+    await expectCutsIn(action.workflowId, action.runId);
     expect(kept.rows).toBeLessThan(PAGES / 2);
     expect(kept.bytes).toBeLessThan(12 * 1024 * 1024);
   }, 600_000);
