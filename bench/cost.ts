@@ -16,9 +16,11 @@
  * Then it reads the histories of those runs back from Temporal: a run is one execution of its sync's
  * entity workflow and every execution started from it (children, recursively), and it prints per run
  * the executions, history events and billable actions by Temporal Cloud's published rules
- * (src/temporal/billableActions.ts; docs/operations.md "What a run costs"), with the actions by kind. The
- * first run of each entity (started by the deploy, not by its kind's cause) is left out. No query is
- * sent to any workflow (a query is an action too). Loopback only; bounded by --max-minutes.
+ * (src/temporal/billableActions.ts; docs/operations.md "What a run costs"), with the actions by kind,
+ * and each kind's history bytes: the protobuf size of its events, as Temporal stores and sends a
+ * history, with the event types that hold most of them. The first run of each entity (started by the
+ * deploy, not by its kind's cause) is left out. No query is sent to any workflow (a query is an action
+ * too). Loopback only; bounded by --max-minutes.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
