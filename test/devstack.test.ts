@@ -1,6 +1,9 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { startPostgres, assertPostgresReachable } from '../src/devstack/postgres.js';
-import { startTemporal, assertTemporalReachable } from '../src/devstack/temporal.js';
+import type { PortChooser } from '../src/devstack/portRetry.js';
+import { startPostgres, assertPostgresReachable, type PostgresServer } from '../src/devstack/postgres.js';
+import { freePorts } from '../src/devstack/process.js';
+import { startTemporal, assertTemporalReachable, type TemporalServer } from '../src/devstack/temporal.js';
 
 // The harness's own servers are shared by every test file, so this file starts a second pair to stop.
 const local = { ...process.env, TEMPORAL_ADDRESS: '', DATABASE_URL: '' };
@@ -46,4 +49,41 @@ describe('dev stack: a server that goes away makes the run fail with a message n
       expect(startTemporal({ env })).rejects.toThrow(/Temporal is not reachable at 127\.0\.0\.1:1.*TEMPORAL_ADDRESS/s),
     ]);
   }, 60_000);
+});
+
+describe('dev stack: a port found free but taken before the server binds it', () => {
+  // The race of a CI run (a dev server's metrics port taken): the first start is handed a port a
+  // listener holds; the server exits saying so and the second start, on other ports, comes up.
+  it('starts the Temporal dev server again when its metrics port was taken, and Postgres when its port was', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const held = (holder.address() as AddressInfo).port;
+    const handed: number[][] = [];
+    const choosePorts: PortChooser = async (count, taken) => {
+      const free = await freePorts(count, [...taken, held]);
+      if (handed.length === 0) free[free.length - 1] = held;
+      handed.push(free);
+      return free;
+    };
+    let temporal: TemporalServer | undefined;
+    let postgres: PostgresServer | undefined;
+    try {
+      temporal = await startTemporal({ env: local, choosePorts });
+      expect(handed).toHaveLength(2);
+      expect(handed[0]).toContain(held);
+      await assertTemporalReachable(temporal.address, temporal.namespace, 2000);
+
+      handed.length = 0;
+      postgres = await startPostgres({ ephemeral: true, env: local, choosePorts });
+      expect(handed).toHaveLength(2);
+      expect(handed[0]).toEqual([held]);
+      expect(handed[1]).not.toContain(held);
+      await assertPostgresReachable(postgres.url, 2000);
+      expect(new URL(postgres.url).port).toBe(String(handed[1]![0]));
+    } finally {
+      await temporal?.stop();
+      await postgres?.stop();
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  }, 240_000);
 });

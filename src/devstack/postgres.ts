@@ -15,7 +15,8 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
-import { DevStackError, freePort, log, run, waitUntil } from './process.js';
+import { startOnFreePorts, saysPortTaken, type PortChooser, type PortStart } from './portRetry.js';
+import { DevStackError, log, run, waitUntil } from './process.js';
 
 export interface PostgresServer {
   /** Connection string of the service's database. */
@@ -36,6 +37,8 @@ export interface StartPostgresOptions {
   /** Trade durability for speed (tests, benchmarks): no fsync, no synchronous commit. */
   ephemeral?: boolean;
   env?: NodeJS.ProcessEnv;
+  /** Tests: chooses the free port (src/devstack/portRetry.ts), to hand the server one that is taken. */
+  choosePorts?: PortChooser;
 }
 
 const isRoot = (): boolean => process.getuid?.() === 0;
@@ -269,41 +272,44 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     }
   }
   const logFile = join(dataDir, 'server.log');
-  // A port found free may be taken before the server binds it (see startTemporal): started again on another.
-  let port = 0;
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    const settings = [
-      `-p ${port}`,
-      `-k ${dataDir}`,
-      '-c listen_addresses=127.0.0.1',
-      '-c max_connections=300',
-      '-c shared_buffers=256MB',
-      ...(options.ephemeral ? ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'] : []),
-    ].join(' ');
-    const start = await runAsOwner(join(bin, 'pg_ctl'), [
-      '-D',
-      dataDir,
-      '-l',
-      logFile,
-      '-o',
-      settings,
-      '-w',
-      '-t',
-      '60',
-      'start',
-    ]);
-    if (start.code === 0) break;
-    const serverLog = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : '';
-    if (attempt < 3 && /already in use/i.test(serverLog + start.output)) {
-      log(`Postgres found port ${port} taken; starting it again on another`);
-      continue;
-    }
-    throw new DevStackError(
-      'postgres_start_failed',
-      `pg_ctl start failed for ${dataDir} on port ${port}: ${start.output.slice(-600)} (server log: ${logFile})`,
-    );
-  }
+  const port = await startOnFreePorts({
+    what: 'Postgres',
+    chosen: ['Postgres'],
+    remedy: 'Set DATABASE_URL to use a running Postgres instead.',
+    ...(options.choosePorts ? { choose: options.choosePorts } : {}),
+    start: async (ports): Promise<PortStart<number>> => {
+      const port = ports.Postgres;
+      const settings = [
+        `-p ${port}`,
+        `-k ${dataDir}`,
+        '-c listen_addresses=127.0.0.1',
+        '-c max_connections=300',
+        '-c shared_buffers=256MB',
+        ...(options.ephemeral ? ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'] : []),
+      ].join(' ');
+      // The log is appended to: only this start's lines say whether its port was taken.
+      const logBefore = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
+      const start = await runAsOwner(join(bin, 'pg_ctl'), [
+        '-D',
+        dataDir,
+        '-l',
+        logFile,
+        '-o',
+        settings,
+        '-w',
+        '-t',
+        '60',
+        'start',
+      ]);
+      if (start.code === 0) return { started: port };
+      const serverLog = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(logBefore).slice(-2000) : '';
+      if (saysPortTaken(serverLog + start.output)) return { portTaken: `${start.output}\n${serverLog}` };
+      throw new DevStackError(
+        'postgres_start_failed',
+        `pg_ctl start failed for ${dataDir} on port ${port}: ${start.output.slice(-600)} (server log: ${logFile})`,
+      );
+    },
+  });
   const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const url = `postgres://postgres@127.0.0.1:${port}/${database}`;
   await assertPostgresReachable(adminUrl, 15_000);

@@ -5,13 +5,12 @@ import { delimiter, dirname, join } from 'node:path';
 import type { TLSConfig } from '@temporalio/client';
 import { probeConnection } from '../temporal/connection.js';
 import { tlsHandshakeProblem } from '../temporal/tlsProbe.js';
-import { DevStackError, freePort, freePorts, log, run, waitUntil } from './process.js';
+import { startOnFreePorts, saysPortTaken, type PortChooser, type PortStart } from './portRetry.js';
+import { DevStackError, freePort, log, run, waitUntil } from './process.js';
 
 /** The Temporal CLI release the project builds; the newest that `go install` accepts (see docs/architecture.md). */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 const TEMPORAL_CLI_MODULE = `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`;
-// Starts of the dev server when a port found free was taken before it could bind it.
-const PORT_ATTEMPTS = 3;
 
 export interface TemporalServer {
   /** host:port of the frontend gRPC service. */
@@ -37,6 +36,8 @@ export interface StartTemporalOptions {
   env?: NodeJS.ProcessEnv;
   /** TLS and API key for the server at TEMPORAL_ADDRESS (src/temporal/connection.ts). */
   connection?: ReachOptions | undefined;
+  /** Tests: chooses the free ports (src/devstack/portRetry.ts), to hand the server one that is taken. */
+  choosePorts?: PortChooser;
 }
 
 /** How to reach a server that is not plaintext (Temporal Cloud, mTLS). */
@@ -191,74 +192,79 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
   // A go-install build reports 0.0.0-DEV; the module version it was built from is known.
   const version = (await run(path, ['--version'])).stdout.trim().replace('0.0.0-DEV', `${TEMPORAL_CLI_VERSION}`);
   const ui = options.ui ?? false;
-  // A port found free may be taken before the server binds it (another process's listener, or the
-  // local port of an outgoing connection: the kernel hands out both from the same range). The server
-  // then exits at once saying so, and is started again on other ports (a CI run lost a test to this).
-  for (let attempt = 1; ; attempt++) {
-    const port = options.port ?? (await freePort());
-    const [httpPort, metricsPort] = await freePorts(2, [port, port + 1000]);
-    const args = [
-      'server',
-      'start-dev',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--http-port',
-      String(httpPort),
-      '--metrics-port',
-      String(metricsPort),
-      '--log-level',
-      'error',
-      '--namespace',
-      namespace,
-      // One SQLite connection carries all persistence; WAL keeps readers from blocking the writer.
-      '--sqlite-pragma',
-      'journal_mode=wal',
-    ];
-    if (options.dbFile) {
-      mkdirSync(dirname(options.dbFile), { recursive: true });
-      args.push('--db-filename', options.dbFile);
-    }
-    if (ui) args.push('--ui-port', String(port + 1000));
-    else args.push('--headless');
-
-    const child = spawn(path, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-4000);
-    });
-    let exited = false;
-    child.on('exit', () => (exited = true));
-    const address = `127.0.0.1:${port}`;
-    const ready = await waitUntil(
-      async () => {
-        if (exited) throw new Error(`the dev server exited: ${stderr.trim() || 'no output'}`);
-        return answers(address, namespace);
-      },
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
-    if (!ready.ok) {
-      await stopChild(child);
-      if (exited && attempt < PORT_ATTEMPTS && /address already in use/i.test(stderr)) {
-        log(`the dev server found a port taken (${describe(ready.lastError)}); starting it again on other ports`);
-        continue;
+  const fixed = options.port;
+  return startOnFreePorts({
+    what: 'the Temporal dev server',
+    chosen: fixed === undefined ? ['gRPC', 'HTTP', 'metrics'] : ['HTTP', 'metrics'],
+    fixed: fixed === undefined ? {} : { gRPC: fixed },
+    // The Web UI is on the gRPC port + 1000.
+    avoid: fixed === undefined ? [] : [fixed + 1000],
+    remedy: 'Set TEMPORAL_ADDRESS to use a running server instead.',
+    ...(options.choosePorts ? { choose: options.choosePorts } : {}),
+    start: async (ports): Promise<PortStart<TemporalServer>> => {
+      const { gRPC: port, HTTP: httpPort, metrics: metricsPort } = ports;
+      const args = [
+        'server',
+        'start-dev',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--http-port',
+        String(httpPort),
+        '--metrics-port',
+        String(metricsPort),
+        '--log-level',
+        'error',
+        '--namespace',
+        namespace,
+        // One SQLite connection carries all persistence; WAL keeps readers from blocking the writer.
+        '--sqlite-pragma',
+        'journal_mode=wal',
+      ];
+      if (options.dbFile) {
+        mkdirSync(dirname(options.dbFile), { recursive: true });
+        args.push('--db-filename', options.dbFile);
       }
-      throw new DevStackError(
-        'temporal_start_failed',
-        `Could not start the Temporal dev server (${path} ${args.join(' ')}): ${describe(ready.lastError)}. ` +
-          'Set TEMPORAL_ADDRESS to use a running server instead.',
+      if (ui) args.push('--ui-port', String(port + 1000));
+      else args.push('--headless');
+
+      const child = spawn(path, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString()).slice(-4000);
+      });
+      let exited = false;
+      child.on('exit', () => (exited = true));
+      const address = `127.0.0.1:${port}`;
+      const ready = await waitUntil(
+        async () => {
+          if (exited) throw new Error(`the dev server exited: ${stderr.trim() || 'no output'}`);
+          return answers(address, namespace);
+        },
+        { timeoutMs: 60_000, intervalMs: 200 },
       );
-    }
-    return {
-      address,
-      namespace,
-      uiUrl: ui ? `http://127.0.0.1:${port + 1000}` : undefined,
-      version,
-      owned: true,
-      stop: () => stopChild(child),
-    };
-  }
+      if (!ready.ok) {
+        await stopChild(child);
+        if (exited && saysPortTaken(stderr)) return { portTaken: stderr };
+        throw new DevStackError(
+          'temporal_start_failed',
+          `Could not start the Temporal dev server (${path} ${args.join(' ')}): ${describe(ready.lastError)}. ` +
+            'Set TEMPORAL_ADDRESS to use a running server instead.',
+        );
+      }
+      return {
+        started: {
+          address,
+          namespace,
+          uiUrl: ui ? `http://127.0.0.1:${port + 1000}` : undefined,
+          version,
+          owned: true,
+          stop: () => stopChild(child),
+        },
+      };
+    },
+  });
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {

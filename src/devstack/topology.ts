@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPostgres, type PostgresServer } from './postgres.js';
-import { DevStackError, freePort, waitUntil } from './process.js';
+import { startOnFreePorts, saysPortTaken, type PortChooser, type PortStart } from './portRetry.js';
+import { DevStackError, waitUntil } from './process.js';
 import { startTemporalServer, type TemporalClusterServer } from './temporalServer.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -45,6 +46,8 @@ export interface StartTopologyOptions {
   env?: NodeJS.ProcessEnv;
   /** Node options of the SERVICE_ROLE=worker processes only (a bench's `--cpu-prof`, which NODE_OPTIONS refuses). */
   workerNodeArgs?: string[];
+  /** Tests: chooses the API's free port (src/devstack/portRetry.ts), to hand it one that is taken. */
+  choosePorts?: PortChooser;
   /** Where each service process's output goes besides output(); none when omitted. */
   echo?: (name: string, text: string) => void;
 }
@@ -98,8 +101,6 @@ export async function startTopology(options: StartTopologyOptions = {}): Promise
     if (!existsSync(keyFile)) writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
     const encryptionKey = process.env['SERVICE_ENCRYPTION_KEY'] || readFileSync(keyFile, 'utf8').trim();
     const taskQueue = options.taskQueue ?? 'integration-service';
-    const apiPort = options.apiPort ?? (await freePort());
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
     const common: NodeJS.ProcessEnv = {
       ...process.env,
       ...options.env,
@@ -128,8 +129,28 @@ export async function startTopology(options: StartTopologyOptions = {}): Promise
       return started;
     };
 
-    // The API first: against an empty database its first start creates the first environment.
-    const api = await launch('api', 'api', { PORT: String(apiPort), HOST: '127.0.0.1', SERVICE_PUBLIC_URL: apiUrl });
+    // The API first: against an empty database its first start creates the first environment. Its
+    // process exits saying EADDRINUSE when its port, found free, was taken before it listened.
+    let apiUrl = '';
+    const api = await startOnFreePorts({
+      what: 'the API process',
+      chosen: options.apiPort === undefined ? ['API'] : [],
+      fixed: options.apiPort === undefined ? {} : { API: options.apiPort },
+      remedy: 'Pass another apiPort.',
+      ...(options.choosePorts ? { choose: options.choosePorts } : {}),
+      start: async ({ API: port }): Promise<PortStart<ServiceProcess>> => {
+        apiUrl = `http://127.0.0.1:${port}`;
+        try {
+          return {
+            started: await launch('api', 'api', { PORT: String(port), HOST: '127.0.0.1', SERVICE_PUBLIC_URL: apiUrl }),
+          };
+        } catch (error) {
+          const output = processes.at(-1)?.output() ?? '';
+          if (error instanceof DevStackError && saysPortTaken(output)) return { portTaken: output };
+          throw error;
+        }
+      },
+    });
     const firstSecretKey = /its secret key, shown only now: (\S+)/.exec(api.output())?.[1];
     let workerCount = 0;
     const startWorker = (extra: { name?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ServiceProcess> =>
