@@ -6,8 +6,8 @@
  * or `\/` spelling a reader decodes at a glance.
  */
 import { describe, expect, it } from 'vitest';
-import { startApiHarness } from '../kit/api.js';
-import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { deployWithConnection, startApiHarness } from '../kit/api.js';
+import { INTEGRATION } from '../kit/fixtures.js';
 import { bundle } from '../kit/scripts.js';
 
 // A key with a '/' (JSON may write it `\/`) and characters percent-encoding changes.
@@ -92,25 +92,18 @@ function decoded(text: string): string {
 describe('a connection key echoed in a failed answer, in JSON spellings', () => {
   it('is not readable in what the script catches, the action output or error, nor the run history', async () => {
     const h = await startApiHarness();
-    await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-    await h.deploy(h.envA.id, {
+    const headers = await deployWithConnection(h, KEY, 'c1', {
       yaml: YAML,
       scripts: [
-        { integration: INTEGRATION, kind: 'action', name: 'catcher', code: CATCHER },
-        { integration: INTEGRATION, kind: 'action', name: 'thrower', code: THROWER },
+        { kind: 'action', name: 'catcher', code: CATCHER },
+        { kind: 'action', name: 'thrower', code: THROWER },
       ],
-    });
-    await h.api.connections.import({
-      provider_config_key: INTEGRATION,
-      connection_id: 'c1',
-      credentials: { type: 'API_KEY', apiKey: KEY },
     });
     h.fake.setHandler((request, response) => {
       const name = (request.url ?? '').split('/').pop() ?? '';
       response.writeHead(401, { 'content-type': 'application/json', 'x-echo': KEY });
       response.end(BODIES[name] ?? '{}');
     });
-    const headers = { 'connection-id': 'c1', 'provider-config-key': INTEGRATION };
     const names = Object.keys(BODIES);
     const caught = await h.api.raw('POST', '/action/trigger', {
       headers,

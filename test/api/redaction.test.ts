@@ -6,8 +6,8 @@
  * credential (`svc.log(token)`) has the line stored and shown by `GET /logs` redacted the same way.
  */
 import { describe, expect, it } from 'vitest';
-import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
-import { startApiHarness } from '../kit/api.js';
+import { INTEGRATION } from '../kit/fixtures.js';
+import { deployWithConnection, startApiHarness } from '../kit/api.js';
 import { bundle } from '../kit/scripts.js';
 import { eventually } from '../helpers/eventually.js';
 
@@ -62,21 +62,15 @@ models:
 /** The API over the real stack, the scripts above deployed, and connection c1 holding KEY. */
 async function deployed() {
   const h = await startApiHarness();
-  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, {
+  const headers = await deployWithConnection(h, KEY, 'c1', {
     yaml: YAML,
     scripts: [
-      { integration: INTEGRATION, kind: 'sync', name: 'leaky', code: LEAKY },
-      { integration: INTEGRATION, kind: 'action', name: 'leak', code: LEAKY },
-      { integration: INTEGRATION, kind: 'action', name: 'chatty', code: CHATTY },
+      { kind: 'sync', name: 'leaky', code: LEAKY },
+      { kind: 'action', name: 'leak', code: LEAKY },
+      { kind: 'action', name: 'chatty', code: CHATTY },
     ],
   });
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: KEY },
-  });
-  return { h, headers: { 'connection-id': 'c1', 'provider-config-key': INTEGRATION } };
+  return { h, headers };
 }
 
 describe('credentials in a script’s own failure', () => {

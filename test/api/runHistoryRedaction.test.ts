@@ -8,7 +8,8 @@
  */
 import { describe, expect } from 'vitest';
 import { test as kit, withApiHarness, type ApiHarness } from '../kit/index.js';
-import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { deployScripts } from '../kit/api.js';
+import { INTEGRATION } from '../kit/fixtures.js';
 import { collectPayloadTexts } from '../helpers/historyPayloads.js';
 import { bundle } from '../kit/scripts.js';
 
@@ -35,13 +36,9 @@ models:
 const it = kit.extend<{ api: ApiHarness }>({
   api: [
     async ({ db, upstream }, use) =>
-      withApiHarness({ database: db, upstream }, use, async (h) => {
-        await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-        await h.deploy(h.envA.id, {
-          yaml: YAML,
-          scripts: [{ integration: INTEGRATION, kind: 'action' as const, name: 'reader', code: READER }],
-        });
-      }),
+      withApiHarness({ database: db, upstream }, use, (h) =>
+        deployScripts(h, { yaml: YAML, scripts: [{ kind: 'action', name: 'reader', code: READER }] }),
+      ),
     { scope: 'file' },
   ],
 });

@@ -171,18 +171,47 @@ async function composeApiHarness(options: ApiHarnessOptions, owned: Array<() => 
 
 export const connectionOf = (connectionId: string): ConnectionRef => ({ connectionId, providerConfigKey: INTEGRATION });
 
-/**
- * The usual starting point of a test: environment A has the fixture integration, the fixture
- * deployment (test/kit/fixtures.ts) and one connection with an API key.
- */
-export async function deployWithConnection(h: ApiHarness, apiKey: string, connectionId = 'c1'): Promise<void> {
+/** A script of the fixture integration (test/kit/fixtures.ts INTEGRATION), for deployScripts. */
+export type FixtureScript = Omit<DeployRequest['scripts'][number], 'integration'>;
+
+/** What a test deploys: its service.yaml and the scripts of the fixture integration; the fixture deployment's when omitted. */
+export interface FixtureDeployment {
+  yaml?: string;
+  scripts?: FixtureScript[];
+}
+
+/** Environment A has the fixture integration and `deployment` deployed (the fixture deployment by default). */
+export async function deployScripts(h: ApiHarness, deployment: FixtureDeployment = {}): Promise<void> {
   await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, deployRequest());
+  await h.deploy(
+    h.envA.id,
+    deployRequest({
+      ...(deployment.yaml !== undefined ? { yaml: deployment.yaml } : {}),
+      ...(deployment.scripts
+        ? { scripts: deployment.scripts.map((script) => ({ integration: INTEGRATION, ...script })) }
+        : {}),
+    }),
+  );
+}
+
+/**
+ * The usual starting point of a test: environment A has the fixture integration, `deployment` (the
+ * fixture deployment, test/kit/fixtures.ts, by default) and one connection with an API key. Gives the
+ * headers that name the connection (`connection-id`, `provider-config-key`).
+ */
+export async function deployWithConnection(
+  h: ApiHarness,
+  apiKey: string,
+  connectionId = 'c1',
+  deployment: FixtureDeployment = {},
+): Promise<{ 'connection-id': string; 'provider-config-key': string }> {
+  await deployScripts(h, deployment);
   await h.api.connections.import({
     provider_config_key: INTEGRATION,
     connection_id: connectionId,
     credentials: { type: 'API_KEY', apiKey },
   });
+  return { 'connection-id': connectionId, 'provider-config-key': INTEGRATION };
 }
 
 /** The API error a call fails with (status, code, message, per-field errors); fails the test when the call succeeds. */

@@ -11,8 +11,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { startApiHarness, type ApiHarness } from '../kit/api.js';
-import { INTEGRATION, PROVIDER } from '../kit/fixtures.js';
+import { deployWithConnection, startApiHarness, type ApiHarness } from '../kit/api.js';
+import { INTEGRATION } from '../kit/fixtures.js';
 import { bundle } from '../kit/scripts.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectReplays, type History } from '../helpers/replay.js';
@@ -78,18 +78,12 @@ beforeAll(async () => {
     }
     response.writeHead(200, { 'content-type': 'text/plain' }).end(PAGE);
   });
-  await h.api.integrations.create({ unique_key: INTEGRATION, provider: PROVIDER });
-  await h.deploy(h.envA.id, {
+  await deployWithConnection(h, 'ledger-space-key', 'c1', {
     yaml: YAML,
     scripts: [
-      { integration: INTEGRATION, kind: 'sync', name: 'pages', code: SYNC },
-      { integration: INTEGRATION, kind: 'action', name: 'pages-action', code: ACTION },
+      { kind: 'sync', name: 'pages', code: SYNC },
+      { kind: 'action', name: 'pages-action', code: ACTION },
     ],
-  });
-  await h.api.connections.import({
-    provider_config_key: INTEGRATION,
-    connection_id: 'c1',
-    credentials: { type: 'API_KEY', apiKey: 'ledger-space-key' },
   });
 }, 180_000);
 
