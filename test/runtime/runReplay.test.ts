@@ -5,7 +5,8 @@
  * operation that writes to the history: requests of each method (one caught 404), the three paginate
  * styles, batchSave, batchDelete, metadata reads and writes, getConnection, environment variables,
  * log flushes, a durable timer, triggerAction (a child run), an ActionError, a run that fails, and a
- * full sync with track deletes after a cache clear.
+ * full sync with track deletes after a cache clear. An action run that triggered an action, its
+ * history edited to the inputs older code recorded (no `ledgerCut`), replays too.
  *
  * RECORD_RUN_HISTORIES=1 writes the histories this run records into the fixtures (done once, with the
  * code before the operation table).
@@ -16,8 +17,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { WorkflowFailedError } from '@temporalio/client';
+import { decodeArrayFromPayloads, encodeToPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers.js';
 import { describe, expect } from 'vitest';
 import type { RunActionInput, RunSyncInput } from '../../src/runtime/definitions.js';
+import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { expectReplays, type History } from '../helpers/replay.js';
@@ -74,6 +78,11 @@ const everyOperation = bundle(`async function (svc) {
 const echo = bundle(`async function (svc, input) {
   const { data } = await svc.get({ endpoint: '/items', params: { page: 2 } });
   return { input, count: data.items.length };
+}`);
+
+const parent = bundle(`async function (svc, input) {
+  const echoed = await svc.triggerAction('echo', { from: 'parent' });
+  return { echoed };
 }`);
 
 const refuse = bundle(`async function () {
@@ -220,4 +229,58 @@ describe('run workflows: history compatibility', () => {
     expect(fixtures.length).toBeGreaterThanOrEqual(6);
     await expectReplays(h.pool, fixtures);
   }, 300_000);
+
+  // Before d25c6b5 an action's child run was started without `ledgerCut` (svc.triggerAction's input,
+  // and the API's for the parent): a parent run recorded then must replay on the code that adds it.
+  it('an action run that triggered an action, recorded without ledgerCut in the inputs, replays on the current code', async ({
+    runtime: h,
+  }) => {
+    h.actions.set('echo', actionDefinition('echo', await h.scripts.put(echo)));
+    const input: RunActionInput = {
+      definition: actionDefinition('parent', await h.scripts.put(parent)),
+      connectionId: 'replay-parent',
+      input: {},
+      ledgerCut: true,
+    };
+    const workflowId = rootActionId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
+    const output = await h.client.workflow.execute('runAction', {
+      taskQueue: actionTaskQueue(h.taskQueue),
+      workflowId,
+      args: [input],
+    });
+    expect(output).toMatchObject({ echoed: { input: { from: 'parent' }, count: 2 } });
+    const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+
+    const converter = loadDataConverter(createDataConverter({ db: h.pool }));
+    /** The history with `ledgerCut` taken out of the inputs of the events `pick` gives. */
+    const withoutLedgerCut = async (
+      pick: (
+        event: proto.temporal.api.history.v1.IHistoryEvent,
+      ) => { input?: proto.temporal.api.common.v1.IPayloads | null } | null | undefined,
+    ): Promise<{ history: History; dropped: number }> => {
+      const edited = temporal.api.history.v1.History.decode(temporal.api.history.v1.History.encode(history).finish());
+      let dropped = 0;
+      for (const event of edited.events) {
+        const attributes = pick(event);
+        if (!attributes?.input?.payloads) continue;
+        const [first, ...rest] = await decodeArrayFromPayloads(converter, attributes.input.payloads);
+        const { ledgerCut, ...older } = first as RunActionInput;
+        expect(ledgerCut).toBe(true);
+        attributes.input.payloads = (await encodeToPayloads(converter, older, ...rest)) ?? [];
+        dropped++;
+      }
+      return { history: edited, dropped };
+    };
+    const child = await withoutLedgerCut((event) => event.startChildWorkflowExecutionInitiatedEventAttributes);
+    expect(child.dropped).toBe(1);
+    const parentAndChild = await withoutLedgerCut(
+      (event) =>
+        event.startChildWorkflowExecutionInitiatedEventAttributes ?? event.workflowExecutionStartedEventAttributes,
+    );
+    expect(parentAndChild.dropped).toBe(2);
+    await expectReplays(h.pool, [
+      { workflowId, history: child.history },
+      { workflowId, history: parentAndChild.history },
+    ]);
+  }, 120_000);
 });
