@@ -1,5 +1,5 @@
 import { startPostgres, type PostgresServer, type StartPostgresOptions } from './postgres.js';
-import { preferPort } from './process.js';
+import { isFree } from './process.js';
 import { startTemporal, type StartTemporalOptions, type TemporalServer } from './temporal.js';
 
 export { DevStackError } from './process.js';
@@ -35,7 +35,9 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
   const temporalOptions: StartTemporalOptions = {
     dbFile: options.dataDir ? `${options.dataDir}/temporal.sqlite` : undefined,
     ui: options.ui ?? false,
-    ...(options.temporalPort ? { port: await preferPort(options.temporalPort) } : {}),
+    // The preferred port is kept when free; otherwise the dev server's ports are all chosen (and
+    // chosen again when one is taken before the server binds it).
+    ...(options.temporalPort && (await isFree(options.temporalPort)) ? { port: options.temporalPort } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.temporalConnection ? { connection: options.temporalConnection } : {}),
   };

@@ -121,4 +121,21 @@ describe('startOnFreePorts: a port found free and taken before the bind', () => 
     ).rejects.toThrow('no such binary');
     expect(starts).toBe(1);
   });
+
+  it('chooses again when a chosen port is one the server derives from another (the UI: gRPC + 1000)', async () => {
+    const [first, second] = await freePorts(2, []);
+    const picks = [
+      [first!, first! + 1000],
+      [first!, second!],
+    ];
+    const started = await startOnFreePorts({
+      what: 'the server',
+      chosen: ['gRPC', 'metrics'],
+      derived: ({ gRPC }) => ({ UI: gRPC + 1000 }),
+      remedy: '',
+      choose: () => Promise.resolve(picks.shift()!),
+      start: (ports) => Promise.resolve({ started: ports }),
+    });
+    expect(started).toEqual({ gRPC: first, metrics: second });
+  });
 });

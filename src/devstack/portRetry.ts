@@ -21,8 +21,8 @@ export interface StartOnFreePortsOptions<Name extends string, T> {
   chosen: readonly Name[];
   /** Ports the caller fixed (a given gRPC port): kept on every attempt, never chosen again. */
   fixed?: Partial<Record<Name, number>>;
-  /** More ports the chosen ones must not be (one derived from a fixed port: a UI port). */
-  avoid?: readonly number[];
+  /** Ports the server also binds that follow from these (the dev server's UI: gRPC + 1000), by name. */
+  derived?: (ports: Record<Name, number>) => Record<string, number>;
   /** What the user can do when the ports keep being taken (an address to set instead). */
   remedy: string;
   /** Starts on `ports`; throws for any failure other than a port taken. */
@@ -46,15 +46,11 @@ export async function startOnFreePorts<Name extends string, T>(options: StartOnF
   const choose = options.choose ?? freePorts;
   const fixed = Object.entries(options.fixed ?? {}).filter((entry): entry is [Name, number] => entry[1] !== undefined);
   for (let attempt = 1; ; attempt++) {
-    const free = await choose(options.chosen.length, [...fixed.map(([, port]) => port), ...(options.avoid ?? [])]);
-    const ports = Object.fromEntries([...options.chosen.map((name, index) => [name, free[index]]), ...fixed]) as Record<
-      Name,
-      number
-    >;
+    const { ports, derived } = await choosePorts(options, fixed, choose);
     const outcome = await options.start(ports);
     if ('started' in outcome) return outcome.started;
 
-    const taken = takenPorts(ports, outcome.portTaken);
+    const taken = takenPorts({ ...ports, ...derived }, outcome.portTaken);
     const detail = lastLines(outcome.portTaken);
     const fixedTaken = taken.filter(([name]) => fixed.some(([fixedName]) => fixedName === name));
     if (fixedTaken.length > 0) {
@@ -76,6 +72,28 @@ export async function startOnFreePorts<Name extends string, T>(options: StartOnF
     log(
       `${options.what} found ${taken.length > 0 ? describePorts(taken) : 'a port'} taken; starting it again on other ports`,
     );
+  }
+}
+
+/** Free ports for the chosen names, none of them one the server derives from the others. */
+async function choosePorts<Name extends string>(
+  options: StartOnFreePortsOptions<Name, unknown>,
+  fixed: [Name, number][],
+  choose: PortChooser,
+): Promise<{ ports: Record<Name, number>; derived: Record<string, number> }> {
+  for (let pick = 1; ; pick++) {
+    const free = await choose(
+      options.chosen.length,
+      fixed.map(([, port]) => port),
+    );
+    const ports = Object.fromEntries([...options.chosen.map((name, index) => [name, free[index]]), ...fixed]) as Record<
+      Name,
+      number
+    >;
+    const derived = options.derived?.(ports) ?? {};
+    const all = Object.values<number>(ports);
+    // A clash is only likely when the kernel hands out ports close together; then another pick.
+    if (pick >= 20 || !Object.values(derived).some((port) => all.includes(port))) return { ports, derived };
   }
 }
 

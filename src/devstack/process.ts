@@ -12,9 +12,12 @@ export class DevStackError extends Error {
   }
 }
 
-/** `preferred` when it is free on loopback, else any free port. */
-export async function preferPort(preferred: number): Promise<number> {
-  return freePort(preferred).catch(() => freePort());
+/** Whether `port` is free on loopback now. */
+export async function isFree(port: number): Promise<boolean> {
+  return freePort(port).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Asks the kernel for a free loopback TCP port (or checks that `port` is free). */
@@ -72,14 +75,19 @@ export async function sleep(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Polls `probe` until it resolves true or `timeoutMs` passes; returns the last error seen on failure. */
+/**
+ * Polls `probe` until it resolves true or `timeoutMs` passes; returns the last error seen on failure.
+ * `gaveUp` ends the wait at once when it gives a reason (a server that exited will not answer).
+ */
 export async function waitUntil(
   probe: () => Promise<boolean>,
-  { timeoutMs, intervalMs = 100 }: { timeoutMs: number; intervalMs?: number },
+  { timeoutMs, intervalMs = 100, gaveUp }: { timeoutMs: number; intervalMs?: number; gaveUp?: () => Error | undefined },
 ): Promise<{ ok: true } | { ok: false; lastError: unknown }> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown = undefined;
   while (Date.now() < deadline) {
+    const reason = gaveUp?.();
+    if (reason) return { ok: false, lastError: reason };
     try {
       if (await probe()) return { ok: true };
     } catch (error) {

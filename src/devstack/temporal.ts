@@ -198,7 +198,7 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
     chosen: fixed === undefined ? ['gRPC', 'HTTP', 'metrics'] : ['HTTP', 'metrics'],
     fixed: fixed === undefined ? {} : { gRPC: fixed },
     // The Web UI is on the gRPC port + 1000.
-    avoid: fixed === undefined ? [] : [fixed + 1000],
+    ...(ui ? { derived: ({ gRPC }: { gRPC: number }) => ({ UI: gRPC + 1000 }) } : {}),
     remedy: 'Set TEMPORAL_ADDRESS to use a running server instead.',
     ...(options.choosePorts ? { choose: options.choosePorts } : {}),
     start: async (ports): Promise<PortStart<TemporalServer>> => {
@@ -237,13 +237,11 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
       let exited = false;
       child.on('exit', () => (exited = true));
       const address = `127.0.0.1:${port}`;
-      const ready = await waitUntil(
-        async () => {
-          if (exited) throw new Error(`the dev server exited: ${stderr.trim() || 'no output'}`);
-          return answers(address, namespace);
-        },
-        { timeoutMs: 60_000, intervalMs: 200 },
-      );
+      const ready = await waitUntil(() => answers(address, namespace), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        gaveUp: () => (exited ? new Error(`the dev server exited: ${stderr.trim() || 'no output'}`) : undefined),
+      });
       if (!ready.ok) {
         await stopChild(child);
         if (exited && saysPortTaken(stderr)) return { portTaken: stderr };

@@ -13,7 +13,7 @@ import { msToTs } from '@temporalio/common';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { probeConnection } from '../temporal/connection.js';
-import { DevStackError, freePort, log, run, waitUntil } from './process.js';
+import { DevStackError, isFree, log, run, waitUntil } from './process.js';
 import { cacheDir, isExecutable, type TemporalServer } from './temporal.js';
 
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
@@ -95,11 +95,7 @@ async function freeLowPort(taken: Set<number>): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
     if (taken.has(port)) continue;
-    const free = await freePort(port).then(
-      () => true,
-      () => false,
-    );
-    if (free) {
+    if (await isFree(port)) {
       taken.add(port);
       return port;
     }
@@ -318,11 +314,14 @@ export async function startTemporalServer(options: StartTemporalServerOptions): 
     current.once('exit', () => (exited = true));
     const ready = await waitUntil(
       async () => {
-        if (exited) throw new Error(`the server exited (its log: ${logFile})`);
         await ensureNamespace(address, namespace);
         return namespaceUsable(address, namespace);
       },
-      { timeoutMs: 120_000, intervalMs: 250 },
+      {
+        timeoutMs: 120_000,
+        intervalMs: 250,
+        gaveUp: () => (exited ? new Error(`the server exited (its log: ${logFile})`) : undefined),
+      },
     );
     if (!ready.ok) {
       await stop('SIGKILL');

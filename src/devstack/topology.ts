@@ -218,13 +218,11 @@ function startServiceProcess(
 async function waitReady(process: ServiceProcess): Promise<void> {
   let ended: string | undefined;
   void process.exited.then((how) => (ended = how));
-  const ready = await waitUntil(
-    () => {
-      if (ended) throw new Error(`it ended (${ended})`);
-      return Promise.resolve(/^ready\b/m.test(process.output()));
-    },
-    { timeoutMs: 240_000, intervalMs: 100 },
-  );
+  const ready = await waitUntil(() => Promise.resolve(/^ready\b/m.test(process.output())), {
+    timeoutMs: 240_000,
+    intervalMs: 100,
+    gaveUp: () => (ended ? new Error(`it ended (${ended})`) : undefined),
+  });
   if (!ready.ok) {
     await process.stop('SIGKILL');
     throw new DevStackError(
