@@ -51,6 +51,7 @@ import {
   CHAIN_RULES_VERSION,
   SCRIPT_IN_BEGIN_RUN_VERSION,
   LEDGER_CUT_VERSION,
+  TASK_CUT_BY_BODY_VERSION,
   type LoadedScript,
   type QueuedWebhook,
   type RunawayVerdictSignal,
@@ -209,6 +210,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const scriptInBegin = (input.version ?? CHILD_RUNS) >= SCRIPT_IN_BEGIN_RUN_VERSION;
   // From version 5 its runs forget their step ledger's rows past LEDGER_KEPT_BYTES (workflows/svc.ts).
   const ledgerCut = (input.version ?? CHILD_RUNS) >= LEDGER_CUT_VERSION;
+  // From version 6 their task cut weighs a response by its body as recorded (workflows/svc.ts).
+  const taskCutByBody = (input.version ?? CHILD_RUNS) >= TASK_CUT_BY_BODY_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -357,6 +360,7 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
       runId,
       inline: true,
       ledgerCut,
+      taskCutByBody,
       // Loaded by beginRun (version 4) for the run chosen then; a retry that chose another run (a
       // deploy's new script) loads its own.
       ...(script?.hash === step.input.definition.scriptHash ? { script } : {}),

@@ -24,7 +24,7 @@ import {
 } from '../src/runtime/definitions.js';
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
-import { createSvc, LEDGER_CUT_PATCH, OperationError, type SvcRuntime } from './svc.js';
+import { createSvc, LEDGER_CUT_PATCH, OperationError, TASK_CUT_BY_BODY_PATCH, type SvcRuntime } from './svc.js';
 import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
 
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
@@ -151,6 +151,8 @@ export interface SyncRunPlace {
   inline?: boolean;
   /** The entity's version has the step ledger's bytes cut (SvcContext.ledgerCut); only with `inline`. */
   ledgerCut?: boolean;
+  /** The entity's version has the task cut by recorded body (SvcContext.taskCutByBody); only with `inline`. */
+  taskCutByBody?: boolean;
   fresh?: boolean;
   /** The run took its fence already (the entity's `beginRun` that committed it). */
   begun?: boolean;
@@ -186,6 +188,8 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   const bookkeepingReserve = place.inline === true ? place.chain?.legacy !== true : patched(BOOKKEEPING_RESERVE);
   // The same for the step ledger's bytes cut; a run inside its entity has it from version 5 on.
   const ledgerCut = place.inline === true ? place.ledgerCut === true : patched(LEDGER_CUT_PATCH);
+  // The same for the task cut by recorded body; a run inside its entity has it from version 6 on.
+  const taskCutByBody = place.inline === true ? place.taskCutByBody === true : patched(TASK_CUT_BY_BODY_PATCH);
   const runtime = createSvc({
     chain,
     bookkeepingReserve,
@@ -205,6 +209,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
     },
     recordValidation: definition.recordValidation,
     ledgerCut,
+    taskCutByBody,
     ...(place.inline ? { inline: true } : {}),
     ...(place.fresh === undefined ? {} : { fresh: place.fresh }),
     ...(place.onActive ? { onActive: place.onActive } : {}),
@@ -302,6 +307,7 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     webhook: undefined,
     depth: input.depth ?? 0,
     ledgerCut: input.ledgerCut === true,
+    taskCutByBody: input.taskCutByBody === true,
   });
   // The bundle the API handed over (src/temporal/syncControl.ts), only to a run a client started.
   const preloaded =

@@ -111,7 +111,8 @@ const LOG_FLUSH_SIZE = 100;
 // Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
 // at 4 MiB: past this many bytes of results in one task the run ends the task before the next step.
 // Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a reference of a
-// few hundred bytes.
+// few hundred bytes. Where the cuts fall is part of what a history replays: this, resultBytes() and the
+// constants it uses change only with a new SvcContext.taskCutByBody version.
 const TASK_RESULT_BYTES = 1024 * 1024;
 // What a result weighs in its marker, per byte of body: the encryption codec adds a few dozen bytes
 // (1.78× until issue 31, bench/stepProfile.ts); 2 leaves a margin, and the claim check's threshold
@@ -130,6 +131,8 @@ const TASK_CUT_PATCH = 'step-ledger-task-end';
 const LEDGER_KEPT_BYTES = 8 * 1024 * 1024;
 /** The patch id of the ledger's bytes cut in a run of its own workflow (runSync asks it before its first step). */
 export const LEDGER_CUT_PATCH = 'step-ledger-bytes-cut';
+/** The patch id of the task cut by recorded body (SvcContext.taskCutByBody) in a run of its own workflow (the same). */
+export const TASK_CUT_BY_BODY_PATCH = 'task-cut-recorded-body';
 // The patch id of the provider's default pagination (a getIntegration step before a run's first paginate).
 const PAGINATION_DEFAULTS_PATCH = 'paginate-provider-defaults';
 // Timers of setTimeout waiting at once, per run.
@@ -172,6 +175,14 @@ export interface SvcContext {
    */
   ledgerCut?: boolean;
   /**
+   * Whether the task cut (TASK_RESULT_BYTES) weighs a response by its body as recorded; without it, by
+   * its declared content-length, which a compressed answer understates (a hostile review: 160 gzip
+   * answers declaring 3 KiB and holding 40 KiB each, all in one task's completion, past gRPC's 4 MiB:
+   * the completion failed on every retry). The run's own version, as ledgerCut (never a `patched()`
+   * asked mid-run), and a flag of its own: runs recorded with ledgerCut and the declared weight exist.
+   */
+  taskCutByBody?: boolean;
+  /**
    * Whether no other instance can have executed this run's steps (then they skip the ledger lookup on
    * their first attempt). Default: this instance runs the execution from its first workflow task.
    */
@@ -213,19 +224,31 @@ export interface SvcRuntime {
   ) => Promise<Awaited<ReturnType<RuntimeActivities[K]>>>;
 }
 
-/** The body size of a step's result when it is a response (declared, or as recorded). */
-function responseBodyBytes(result: unknown): number | undefined {
-  const response = result as { data?: unknown; body?: unknown; headers?: Record<string, unknown> } | undefined;
+/** A step's result when it is a recorded response (its body in `data` or `body`), else undefined. */
+function recordedResponse(result: unknown): RecordedResponse | undefined {
+  const response = result as { data?: unknown; body?: unknown } | undefined;
   if (response === null || typeof response !== 'object' || !('data' in response || typeof response.body === 'string')) {
     return undefined;
   }
-  const declared = Number(response.headers?.['content-length']);
-  return Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response as RecordedResponse);
+  return response as RecordedResponse;
+}
+
+/**
+ * The body size of a step's result when it is a response: as recorded (`byRecordedBody`, the cut of
+ * SvcContext.taskCutByBody), or as its `content-length` declares it, which a compressed answer
+ * understates (axios decompresses it: a 40 KiB body that declared 3 KiB), recorded when it declares none.
+ */
+function responseBodyBytes(result: unknown, byRecordedBody: boolean): number | undefined {
+  const response = recordedResponse(result);
+  if (response === undefined) return undefined;
+  if (byRecordedBody) return recordedBodyLength(response);
+  const declared = Number((response.headers as Record<string, unknown> | undefined)?.['content-length']);
+  return Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response);
 }
 
 /** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
-function resultBytes(result: unknown): number {
-  const body = responseBodyBytes(result);
+function resultBytes(result: unknown, byRecordedBody: boolean): number {
+  const body = responseBodyBytes(result, byRecordedBody);
   if (body === undefined) return MARKER_BYTES;
   const encoded = body * CODEC_EXPANSION;
   return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
@@ -241,10 +264,8 @@ function ledgerBytes(outcome: { result: unknown } | { failure: unknown }): numbe
     const details = applicationFailureOf(outcome.failure)?.details;
     return (details ? JSON.stringify(details).length : 0) * CODEC_EXPANSION + MARKER_BYTES;
   }
-  const response = outcome.result as { data?: unknown; body?: unknown } | undefined;
-  const recorded =
-    response !== null && typeof response === 'object' && ('data' in response || typeof response.body === 'string');
-  return (recorded ? recordedBodyLength(response as RecordedResponse) : 0) * CODEC_EXPANSION + MARKER_BYTES;
+  const response = recordedResponse(outcome.result);
+  return (response ? recordedBodyLength(response) : 0) * CODEC_EXPANSION + MARKER_BYTES;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -427,7 +448,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
     try {
       const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
-      taskResultBytes += resultBytes(result);
+      taskResultBytes += resultBytes(result, context.taskCutByBody === true);
       if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ result });
       return result;
     } catch (failure) {
@@ -706,6 +727,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       depth,
       options: context.options,
       ledgerCut: true,
+      taskCutByBody: true,
     };
     context.budget?.yielded();
     try {

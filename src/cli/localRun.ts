@@ -302,6 +302,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
           connectionId: options.connectionId,
           input: options.input,
           ledgerCut: true,
+          taskCutByBody: true,
         };
         result.output = await client.workflow.execute('runAction', {
           taskQueue: actionTaskQueue(taskQueue),

@@ -146,6 +146,12 @@ export interface RunActionInput {
    * `patched()` (asked after a local activity, its marker can land in the next workflow task).
    */
   ledgerCut?: boolean | undefined;
+  /**
+   * The run's task cut weighs a response by its body as recorded, not its declared content-length
+   * (SvcContext.taskCutByBody, workflows/svc.ts). Set by the code that starts the run, as ledgerCut;
+   * a flag of its own, since actions recorded with ledgerCut and the declared weight exist.
+   */
+  taskCutByBody?: boolean | undefined;
 }
 
 /** What a finished sync run reports: per model, the records it added, updated and deleted. */
@@ -301,11 +307,13 @@ export type RunWatchSinks = {
  * review of issue 32 (workflows/runChain.ts: progress, the cut at a saveCheckpoint call, at most
  * SYNC_RUN_MAX_EXECUTIONS executions; a pause stops a continuing run); 4, the same with the run's
  * script loaded by its `beginRun` step instead of a `loadScript` step of its own (one local activity
- * less per run); 5, the same with the step ledger's bytes cut (workflows/svc.ts LEDGER_KEPT_BYTES).
- * Executions that carry none run each run as a child `runSync` (version 1); executions of 1 to 4
- * continue as new in this one.
+ * less per run); 5, the same with the step ledger's bytes cut (workflows/svc.ts LEDGER_KEPT_BYTES); 6,
+ * the same with the task cut weighing a response by its body as recorded (workflows/svc.ts
+ * TASK_RESULT_BYTES), not its declared content-length. Executions that carry none run each run as a
+ * child `runSync` (version 1); executions of 1 to 5 finish their run as recorded and continue as new
+ * in this one.
  */
-export const SYNC_ENTITY_VERSION = 5;
+export const SYNC_ENTITY_VERSION = 6;
 
 /** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
 export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
@@ -318,3 +326,6 @@ export const SCRIPT_IN_BEGIN_RUN_VERSION = 4;
 
 /** The first entity version whose runs forget their steps past LEDGER_KEPT_BYTES (see SYNC_ENTITY_VERSION). */
 export const LEDGER_CUT_VERSION = 5;
+
+/** The first entity version whose task cut weighs a response by its recorded body (see SYNC_ENTITY_VERSION). */
+export const TASK_CUT_BY_BODY_VERSION = 6;

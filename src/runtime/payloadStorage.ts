@@ -23,7 +23,8 @@ import { clearSummary } from './stepSummary.js';
 /**
  * Encoded payloads above this size leave the history. It matches what workflow code assumes when it
  * weighs a step's result in its workflow task (workflows/svc.ts resultBytes: a body over 64 KiB is a
- * claim of a few hundred bytes; a smaller one, inline, at most twice its size): an encrypted payload
+ * claim of a few hundred bytes; a smaller one, inline, at most twice its size; the body as recorded,
+ * not its declared content-length, in runs with SvcContext.taskCutByBody): an encrypted payload
  * is its body plus a few dozen bytes (createEncryptionCodec), so a body over 64 KiB is over this. A
  * run of 10,000 steps stays far below Temporal's 50 MiB.
  */
