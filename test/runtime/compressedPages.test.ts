@@ -1,0 +1,186 @@
+/**
+ * The task cut (workflows/svc.ts TASK_RESULT_BYTES) ends a workflow task once the local-activity
+ * results in it pass 1 MiB, so that the task's completion (all its markers, one gRPC message) stays
+ * far below gRPC's 4 MiB. It weighed a response by its declared content-length, which a compressed
+ * answer understates: pages of ~40 KiB (inline in their markers, below the claim check's 64 KiB) that
+ * declare ~2 KiB of gzip piled up in one task past 4 MiB, and its completion failed on every retry
+ * (a hostile review of d25c6b5). Here a sync run and an action fetch PAGES such pages one after the
+ * other, in workflow tasks long enough (a 60 s task timeout: no task heartbeat completes them early)
+ * to hold them all: each fetches every page once, ends right, no task's completion holds more than
+ * ~1.5 MiB of markers, and the histories replay. An action started without `taskCutByBody` (older
+ * code) weighs as before and its history replays on this code too.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import proto from '@temporalio/proto';
+import { describe, expect, it } from 'vitest';
+import { Encryptor } from '../../src/connections/encryption.js';
+import type { RunActionInput, RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
+import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
+import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
+import { actionTaskQueue } from '../../workflows/taskQueues.js';
+import { expectReplays, type History } from '../helpers/replay.js';
+import { actionDefinition, syncDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
+import { bundle } from '../kit/scripts.js';
+import { ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
+import { startFakeUpstream } from '../kit/upstream.js';
+
+// 150 pages of ~40 KiB declaring ~2 KiB: the declared weight (~4.5 KiB each) reaches the cut's 1 MiB
+// after ~230, so without the fix all of them (~6 MiB of markers) are one task's completion.
+const PAGES = 150;
+// An action started by older code: few enough pages (~2 MiB) that its one task completes.
+const OLD_PAGES = 40;
+const ITEMS = 280;
+const MiB = 1024 * 1024;
+
+/** Page `n`: ~40 KiB of JSON that gzip makes ~2 KiB of (a short random tag per item keeps some entropy). */
+function page(n: number): string {
+  const items = Array.from({ length: ITEMS }, (_, i) => ({
+    id: `p${n}-${i}`,
+    title: `record ${i} of page ${n}`,
+    tag: randomBytes(2).toString('hex'),
+    text: 'a compressible description of the record, the same for every one of them',
+  }));
+  return JSON.stringify({ page: n, items });
+}
+
+const FETCH = (pages: number) => `
+  const counts = [];
+  for (let i = 0; i < ${pages}; i++) {
+    const answer = await svc.get({ endpoint: '/pages/' + i, decompress: true });
+    counts.push({ id: 'page-' + answer.data.page, items: answer.data.items.length });
+  }`;
+
+/** Per workflow task completion (by its event id), the bytes of the markers it recorded. */
+function markerBytesPerTask(history: History): number[] {
+  const perTask = new Map<string, number>();
+  for (const event of history.events ?? []) {
+    const marker = event.markerRecordedEventAttributes;
+    if (!marker) continue;
+    const task = String(marker.workflowTaskCompletedEventId);
+    const bytes = proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+    perTask.set(task, (perTask.get(task) ?? 0) + bytes);
+  }
+  return [...perTask.values()];
+}
+
+const mib = (bytes: number) => (bytes / MiB).toFixed(2);
+
+describe('compressed answers in one workflow task', () => {
+  let h: RuntimeHarness;
+  const fetched = new Map<string, number>();
+  let declared = 0;
+  let held = 0;
+
+  async function historyOf(workflowId: string): Promise<History> {
+    return h.client.workflow.getHandle(workflowId).fetchHistory();
+  }
+
+  async function expectBoundedAndReplaying(name: string, workflowId: string): Promise<void> {
+    const history = await historyOf(workflowId);
+    const perTask = markerBytesPerTask(history);
+    const largest = Math.max(...perTask);
+    console.log(
+      `[compressedPages] ${name}: ${perTask.length} tasks with markers, largest ${mib(largest)} MiB, total ${mib(perTask.reduce((a, b) => a + b, 0))} MiB`,
+    );
+    expect(largest).toBeLessThan(1.5 * MiB);
+    await expectReplays(h.pool, [{ workflowId, history }], h.client.options.dataConverter);
+  }
+
+  function expectEachPageOnce(pages: number): void {
+    expect([...fetched.keys()].length).toBe(pages);
+    for (let i = 0; i < pages; i++) expect(fetched.get(String(i)), `page ${i}`).toBe(1);
+    fetched.clear();
+  }
+
+  it('a sync run cuts its tasks by the bodies it recorded, fetches each page once and saves every page', async () => {
+    h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
+    const api = await startFakeUpstream((request, response) => {
+      const n = /\/pages\/(\d+)$/.exec(new URL(request.url ?? '/', 'http://x').pathname)?.[1];
+      if (n === undefined) return void response.writeHead(404).end();
+      fetched.set(n, (fetched.get(n) ?? 0) + 1);
+      const body = page(Number(n));
+      const gzipped = gzipSync(body);
+      declared = gzipped.length;
+      held = body.length;
+      response
+        .writeHead(200, {
+          'content-type': 'application/json',
+          'content-encoding': 'gzip',
+          'content-length': String(gzipped.length),
+        })
+        .end(gzipped);
+    });
+    h.connections.setBaseUrl(api.url);
+    const scriptHash = await h.scripts.put(
+      bundle(`async function (svc) {${FETCH(PAGES)}
+        await svc.batchSave(counts, 'Page');
+      }`),
+    );
+    const input: RunSyncInput = {
+      definition: syncDefinition({ syncName: 'pages', syncType: 'full', models: ['Page'], scriptHash }),
+      connectionId: 'compressed',
+      mode: 'incremental',
+    };
+    const workflowId = syncRunId({ ...input.definition, connectionId: input.connectionId }, randomUUID());
+    const started = Date.now();
+    const result = await h.client.workflow.execute<(i: RunSyncInput) => Promise<SyncRunResult>>('runSync', {
+      taskQueue: h.taskQueue,
+      workflowId,
+      args: [input],
+      // Bounded: a completion past gRPC's 4 MiB fails on every retry, and the run would never end.
+      workflowExecutionTimeout: '90 seconds',
+      workflowTaskTimeout: '60 seconds',
+    });
+    console.log(
+      `[compressedPages] sync: ${PAGES} pages declaring ${declared} B, holding ${held} B, in ${(Date.now() - started) / 1000} s`,
+    );
+    expect(held).toBeGreaterThan(35 * 1024);
+    expect(declared).toBeLessThan(4 * 1024);
+    expect(result.models['Page']).toEqual({ added: PAGES, updated: 0, deleted: 0, unchanged: 0 });
+    const saved = await createPostgresRecordStore({ db: h.pool }).listRecords({
+      environmentId: ENVIRONMENT,
+      integrationId: INTEGRATION,
+      connectionId: 'compressed',
+      model: 'Page',
+      limit: 1000,
+    });
+    expect(saved.records.map((record) => `${String(record['id'])}:${String(record['items'])}`).sort()).toEqual(
+      Array.from({ length: PAGES }, (_, i) => `page-${i}:${ITEMS}`).sort(),
+    );
+    expectEachPageOnce(PAGES);
+    await expectBoundedAndReplaying('sync', workflowId);
+  }, 120_000);
+
+  async function action(pages: number, input: Partial<RunActionInput>): Promise<string> {
+    const scriptHash = await h.scripts.put(
+      bundle(`async function (svc) {${FETCH(pages)}
+      return counts;
+    }`),
+    );
+    const definition = actionDefinition('pages', scriptHash);
+    const workflowId = rootActionId({ ...definition, connectionId: 'compressed' }, randomUUID());
+    const output = await h.client.workflow.execute<(i: RunActionInput) => Promise<unknown>>('runAction', {
+      taskQueue: actionTaskQueue(h.taskQueue),
+      workflowId,
+      args: [{ definition, connectionId: 'compressed', input: {}, ...input }],
+      workflowExecutionTimeout: '90 seconds',
+      workflowTaskTimeout: '60 seconds',
+    });
+    expect(output).toEqual(Array.from({ length: pages }, (_, i) => ({ id: `page-${i}`, items: ITEMS })));
+    expectEachPageOnce(pages);
+    return workflowId;
+  }
+
+  it('an action started with taskCutByBody cuts the same way; one started without it weighs as before and replays', async () => {
+    await expectBoundedAndReplaying('action', await action(PAGES, { ledgerCut: true, taskCutByBody: true }));
+    // As older code started it: the declared weight, so its ~2 MiB of markers are one task's, where
+    // this code's cut would have ended a task every ~13 pages; it replays as recorded.
+    const old = await action(OLD_PAGES, { ledgerCut: true });
+    const history = await historyOf(old);
+    const perTask = markerBytesPerTask(history);
+    console.log(`[compressedPages] action without the flag: largest task ${mib(Math.max(...perTask))} MiB`);
+    expect(Math.max(...perTask)).toBeGreaterThan(1.5 * MiB);
+    await expectReplays(h.pool, [{ workflowId: old, history }], h.client.options.dataConverter);
+  }, 120_000);
+});
