@@ -6,8 +6,8 @@
  * declare ~2 KiB of gzip piled up in one task past 4 MiB, and its completion failed on every retry
  * (a hostile review of d25c6b5). Here a sync run and an action fetch PAGES such pages one after the
  * other, in workflow tasks long enough (a 60 s task timeout: no task heartbeat completes them early)
- * to hold them all: each fetches every page once, ends right, no task's completion holds more than
- * ~1.5 MiB of markers, and the histories replay. An action started without `taskCutByBody` (older
+ * to hold them all, and a sync entity of this version in its own (4 s) tasks: each fetches every page
+ * once, ends right, no task's completion holds more than ~1.5 MiB of markers, and the histories replay. An action started without `taskCutByBody` (older
  * code) weighs as before and its history replays on this code too.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -18,9 +18,10 @@ import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunActionInput, RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
 import { rootActionId, syncRunId } from '../../src/temporal/runAuthority.js';
+import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { actionTaskQueue } from '../../workflows/taskQueues.js';
 import { expectReplays, type History } from '../helpers/replay.js';
-import { actionDefinition, syncDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
+import { actionDefinition, settledSync, syncDefinition, useRuntime, type RuntimeHarness } from '../kit/runtime.js';
 import { bundle } from '../kit/scripts.js';
 import { ENVIRONMENT, INTEGRATION } from '../kit/testConnections.js';
 import { startFakeUpstream } from '../kit/upstream.js';
@@ -150,6 +151,36 @@ describe('compressed answers in one workflow task', () => {
     );
     expectEachPageOnce(PAGES);
     await expectBoundedAndReplaying('sync', workflowId);
+  }, 120_000);
+
+  it('a sync entity (this version) cuts the same way in its own execution', async () => {
+    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
+    const scriptHash = await h.scripts.put(
+      bundle(`async function (svc) {${FETCH(PAGES)}
+        await svc.batchSave(counts, 'Page');
+      }`),
+    );
+    const definition = syncDefinition({ syncName: 'entity-pages', syncType: 'full', models: ['Page'], scriptHash });
+    const ref = { ...definition, connectionId: 'compressed-entity' };
+    const workflowId = await control.ensureSync(definition, ref.connectionId);
+    const status = await settledSync(control, ref, 1, 90_000);
+    expect({ error: status.latestError, saved: status.latestResult?.models['Page'] }).toEqual({
+      error: null,
+      saved: { added: PAGES, updated: 0, deleted: 0, unchanged: 0 },
+    });
+    expectEachPageOnce(PAGES);
+    // The run is in the entity's first execution, which continued as new once it ended.
+    const first = await h.client.workflow.getHandle(workflowId).describe();
+    const firstRunId = first.raw.workflowExecutionInfo?.firstRunId ?? undefined;
+    expect(firstRunId).toBeTruthy();
+    const history = await h.client.workflow.getHandle(workflowId, firstRunId).fetchHistory();
+    const perTask = markerBytesPerTask(history);
+    console.log(
+      `[compressedPages] entity: ${perTask.length} tasks with markers, largest ${mib(Math.max(...perTask))} MiB`,
+    );
+    expect(Math.max(...perTask)).toBeLessThan(1.5 * MiB);
+    await expectReplays(h.pool, [{ workflowId, history }], h.client.options.dataConverter);
+    await control.stop(ref, 'test over');
   }, 120_000);
 
   async function action(pages: number, input: Partial<RunActionInput>): Promise<string> {
