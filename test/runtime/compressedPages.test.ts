@@ -13,7 +13,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import proto from '@temporalio/proto';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Encryptor } from '../../src/connections/encryption.js';
 import type { RunActionInput, RunSyncInput, SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresRecordStore } from '../../src/records/postgresRecordStore.js';
@@ -94,7 +94,7 @@ describe('compressed answers in one workflow task', () => {
     fetched.clear();
   }
 
-  it('a sync run cuts its tasks by the bodies it recorded, fetches each page once and saves every page', async () => {
+  beforeAll(async () => {
     h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
     const api = await startFakeUpstream((request, response) => {
       const n = /\/pages\/(\d+)$/.exec(new URL(request.url ?? '/', 'http://x').pathname)?.[1];
@@ -113,6 +113,9 @@ describe('compressed answers in one workflow task', () => {
         .end(gzipped);
     });
     h.connections.setBaseUrl(api.url);
+  }, 120_000);
+
+  it('a sync run cuts its tasks by the bodies it recorded, fetches each page once and saves every page', async () => {
     const scriptHash = await h.scripts.put(
       bundle(`async function (svc) {${FETCH(PAGES)}
         await svc.batchSave(counts, 'Page');
