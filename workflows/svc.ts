@@ -62,6 +62,7 @@ import {
 import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
 import { localActivityInput } from '../src/runtime/localActivityInput.js';
 import { recordedBodyLength, responseOf } from '../src/runtime/httpAnswer.js';
+import { failureMarkerBytes, resultMarkerBytes } from '../src/runtime/markerBytes.js';
 import {
   REQUEST_ERROR_TYPES,
   type HttpFailureDetails,
@@ -111,12 +112,15 @@ const LOG_FLUSH_SIZE = 100;
 // Local activity results travel to Temporal in the completion of their workflow task, which gRPC caps
 // at 4 MiB: past this many bytes of results in one task the run ends the task before the next step.
 // Results above the claim check's threshold (src/runtime/payloadStorage.ts) travel as a reference of a
-// few hundred bytes. Where the cuts fall is part of what a history replays: this, resultBytes() and the
-// constants it uses change only with a new SvcContext.taskCutByBody version.
+// few hundred bytes. Where the cuts fall is part of what a history replays: this, the weights
+// (declaredResultBytes, src/runtime/markerBytes.ts) and their constants change only with a new version
+// (SvcContext.taskCutByBody was the last). A task's completion holds at most this, plus the last step's
+// marker, plus those of the steps in flight at once when it was passed: each at most 64 KiB of payloads
+// (markerBytes.ts), so ~40 steps in flight at once stay below gRPC's 4 MiB; more may not.
 const TASK_RESULT_BYTES = 1024 * 1024;
-// What a result weighs in its marker, per byte of body: the encryption codec adds a few dozen bytes
-// (1.78× until issue 31, bench/stepProfile.ts); 2 leaves a margin, and the claim check's threshold
-// (64 KiB of encoded payload, src/runtime/payloadStorage.ts) makes CLAIM_THRESHOLD_BYTES / 2 of body exact.
+// Runs without SvcContext.taskCutByBody: what a result weighs in its marker, per byte of declared body
+// (the encryption codec adds a few dozen bytes; 1.78× until issue 31, bench/stepProfile.ts); 2 leaves
+// a margin for ASCII, not for other text (a review: 20,000 '€' weigh 40,000 and take 60,000 bytes).
 const CODEC_EXPANSION = 2;
 const CLAIM_THRESHOLD_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;
@@ -175,11 +179,13 @@ export interface SvcContext {
    */
   ledgerCut?: boolean;
   /**
-   * Whether the task cut (TASK_RESULT_BYTES) weighs a response by its body as recorded; without it, by
-   * its declared content-length, which a compressed answer understates (a hostile review: 160 gzip
+   * Whether the task cut (TASK_RESULT_BYTES) weighs each step by what its marker holds at most, from
+   * the recorded answer, failures included (src/runtime/markerBytes.ts); without it, a response by its
+   * declared content-length, which a compressed answer understates (a hostile review: 160 gzip
    * answers declaring 3 KiB and holding 40 KiB each, all in one task's completion, past gRPC's 4 MiB:
-   * the completion failed on every retry). The run's own version, as ledgerCut (never a `patched()`
-   * asked mid-run), and a flag of its own: runs recorded with ledgerCut and the declared weight exist.
+   * the completion failed on every retry), other results by 400 bytes, failures by nothing. The run's
+   * own version, as ledgerCut (never a `patched()` asked mid-run), and a flag of its own: runs recorded
+   * with ledgerCut and the declared weight exist.
    */
   taskCutByBody?: boolean;
   /**
@@ -234,22 +240,15 @@ function recordedResponse(result: unknown): RecordedResponse | undefined {
 }
 
 /**
- * The body size of a step's result when it is a response: as recorded (`byRecordedBody`, the cut of
- * SvcContext.taskCutByBody), or as its `content-length` declares it, which a compressed answer
- * understates (axios decompresses it: a 40 KiB body that declared 3 KiB), recorded when it declares none.
+ * About what a step's result weighs in its marker, in runs without SvcContext.taskCutByBody: a
+ * response by the size its `content-length` declares (recorded when it declares none), which a
+ * compressed answer understates; anything else a little. Runs with it: src/runtime/markerBytes.ts.
  */
-function responseBodyBytes(result: unknown, byRecordedBody: boolean): number | undefined {
+function declaredResultBytes(result: unknown): number {
   const response = recordedResponse(result);
-  if (response === undefined) return undefined;
-  if (byRecordedBody) return recordedBodyLength(response);
+  if (response === undefined) return MARKER_BYTES;
   const declared = Number((response.headers as Record<string, unknown> | undefined)?.['content-length']);
-  return Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response);
-}
-
-/** About what a step's result weighs in its marker: a response by its body's size, anything else a little. */
-function resultBytes(result: unknown, byRecordedBody: boolean): number {
-  const body = responseBodyBytes(result, byRecordedBody);
-  if (body === undefined) return MARKER_BYTES;
+  const body = Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response);
   const encoded = body * CODEC_EXPANSION;
   return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
 }
@@ -448,10 +447,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
     try {
       const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
-      taskResultBytes += resultBytes(result, context.taskCutByBody === true);
+      taskResultBytes += context.taskCutByBody === true ? resultMarkerBytes(result) : declaredResultBytes(result);
       if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ result });
       return result;
     } catch (failure) {
+      // A failure's marker holds its message, stack and details (a 4xx's body): counted from version 6.
+      if (context.taskCutByBody === true) taskResultBytes += failureMarkerBytes(failure);
       if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ failure });
       throw failure;
     } finally {

@@ -7,8 +7,10 @@
  * (a hostile review of d25c6b5). Here a sync run and an action fetch PAGES such pages one after the
  * other, in workflow tasks long enough (a 60 s task timeout: no task heartbeat completes them early)
  * to hold them all, and a sync entity of this version in its own (4 s) tasks: each fetches every page
- * once, ends right, no task's completion holds more than ~1.5 MiB of markers, and the histories replay. An action started without `taskCutByBody` (older
- * code) weighs as before and its history replays on this code too.
+ * once, ends right, no task's completion holds more than ~1.5 MiB of markers, and the histories replay.
+ * The same for what a second review found the first fix left unweighed: failures carrying a 4xx's
+ * body (60 KB of UTF-8 each) and answers with a 15 KB header. An action started without
+ * `taskCutByBody` (older code) weighs as before and its history replays on this code too.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
@@ -66,10 +68,16 @@ function markerBytesPerTask(history: History): number[] {
 }
 
 const mib = (bytes: number) => (bytes / MiB).toFixed(2);
+// What the other answers weigh that a response's content-length never showed (the same review).
+const EUROS = '€'.repeat(20_000);
+const BIG_HEADER = 'h'.repeat(15_000);
+const FAILURES = 150;
+const HEADERS = 300;
 
 describe('compressed answers in one workflow task', () => {
   let h: RuntimeHarness;
   const fetched = new Map<string, number>();
+  const others = new Map<string, number>();
   let declared = 0;
   let held = 0;
 
@@ -97,7 +105,15 @@ describe('compressed answers in one workflow task', () => {
   beforeAll(async () => {
     h = await useRuntime({ encryptor: new Encryptor([randomBytes(32)]) });
     const api = await startFakeUpstream((request, response) => {
-      const n = /\/pages\/(\d+)$/.exec(new URL(request.url ?? '/', 'http://x').pathname)?.[1];
+      const path = new URL(request.url ?? '/', 'http://x').pathname;
+      const other = /^\/(missing|headers)\/(\d+)$/.exec(path);
+      if (other) {
+        others.set(path, (others.get(path) ?? 0) + 1);
+        // A 4xx whose body (60 KB of UTF-8 in 20,000 characters) its failure's details carry.
+        if (other[1] === 'missing') return void response.writeHead(404, { 'content-type': 'text/plain' }).end(EUROS);
+        return void response.writeHead(200, { 'content-type': 'application/json', 'x-big': BIG_HEADER }).end('{}');
+      }
+      const n = /\/pages\/(\d+)$/.exec(path)?.[1];
       if (n === undefined) return void response.writeHead(404).end();
       fetched.set(n, (fetched.get(n) ?? 0) + 1);
       const body = page(Number(n));
@@ -205,6 +221,36 @@ describe('compressed answers in one workflow task', () => {
     expectEachPageOnce(pages);
     return workflowId;
   }
+
+  it('an action of this version weighs failures (a 4xx with its body) and large headers too', async () => {
+    const scriptHash = await h.scripts.put(
+      bundle(`async function (svc) {
+        let failed = 0;
+        for (let i = 0; i < ${FAILURES}; i++) {
+          try { await svc.get({ endpoint: '/missing/' + i }); } catch (error) { failed++; }
+        }
+        let answered = 0;
+        for (let i = 0; i < ${HEADERS}; i++) {
+          const answer = await svc.get({ endpoint: '/headers/' + i });
+          if (answer.headers['x-big'].length === ${BIG_HEADER.length}) answered++;
+        }
+        return { failed, answered };
+      }`),
+    );
+    const definition = actionDefinition('others', scriptHash);
+    const workflowId = rootActionId({ ...definition, connectionId: 'compressed' }, randomUUID());
+    const output = await h.client.workflow.execute<(i: RunActionInput) => Promise<unknown>>('runAction', {
+      taskQueue: actionTaskQueue(h.taskQueue),
+      workflowId,
+      args: [{ definition, connectionId: 'compressed', input: {}, ledgerCut: true, taskCutByBody: true }],
+      workflowExecutionTimeout: '90 seconds',
+      workflowTaskTimeout: '60 seconds',
+    });
+    expect(output).toEqual({ failed: FAILURES, answered: HEADERS });
+    expect(others.size).toBe(FAILURES + HEADERS);
+    for (const [path, count] of others) expect(count, path).toBe(1);
+    await expectBoundedAndReplaying('failures and headers', workflowId);
+  }, 120_000);
 
   it('an action started with taskCutByBody cuts the same way; one started without it weighs as before and replays', async () => {
     await expectBoundedAndReplaying('action', await action(PAGES, { ledgerCut: true, taskCutByBody: true }));
