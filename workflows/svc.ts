@@ -59,7 +59,7 @@ import {
   type ServiceResponse,
   type WebhookEvent,
 } from '../src/runtime/public.js';
-import { readableSummary, requestSummary } from '../src/runtime/stepSummary.js';
+import { readableSummary, requestSummary, summaryBytes } from '../src/runtime/stepSummary.js';
 import { localActivityInput } from '../src/runtime/localActivityInput.js';
 import { recordedBodyLength, responseOf } from '../src/runtime/httpAnswer.js';
 import { failureMarkerBytes, resultMarkerBytes } from '../src/runtime/markerBytes.js';
@@ -433,11 +433,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
       const step: StepRef = fresh ? { index, fresh } : { index };
       args = [...args, step] as unknown as typeof args;
     }
+    const stepSummary = readableSummary(summary);
     const options: LocalActivityOptions & ActivityOptions = {
       startToCloseTimeout: overrides.startToCloseTimeout ?? policy.timeout ?? STORE_TIMEOUT,
       retry: overrides.retry ?? policy.retry ?? STORE_RETRY,
       // Readable in the Web UI while the step's payloads stay encrypted (src/runtime/stepSummary.ts).
-      summary: readableSummary(summary),
+      summary: stepSummary,
     };
     // executeWithOptions keeps one proxy per mode while naming each step for the Web UI.
     type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
@@ -447,12 +448,15 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
     try {
       const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
-      taskResultBytes += context.taskCutByBody === true ? resultMarkerBytes(result) : declaredResultBytes(result);
+      taskResultBytes +=
+        context.taskCutByBody === true
+          ? resultMarkerBytes(result) + summaryBytes(stepSummary)
+          : declaredResultBytes(result);
       if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ result });
       return result;
     } catch (failure) {
       // A failure's marker holds its message, stack and details (a 4xx's body): counted from version 6.
-      if (context.taskCutByBody === true) taskResultBytes += failureMarkerBytes(failure);
+      if (context.taskCutByBody === true) taskResultBytes += failureMarkerBytes(failure) + summaryBytes(stepSummary);
       if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ failure });
       throw failure;
     } finally {

@@ -5,12 +5,19 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { ApplicationFailure, defaultPayloadConverter, type FailureConverter, type Payload } from '@temporalio/common';
+import {
+  ApplicationFailure,
+  defaultPayloadConverter,
+  type FailureConverter,
+  type RawValue,
+  type Payload,
+} from '@temporalio/common';
 import { encodeFailure } from '@temporalio/common/lib/internal-non-workflow/codec-helpers.js';
 import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { Encryptor } from '../connections/encryption.js';
 import { failureMarkerBytes, MARKER_ENVELOPE, resultMarkerBytes } from './markerBytes.js';
+import { readableSummary, summaryBytes } from './stepSummary.js';
 import { createEncryptionCodec, EXTERNAL_PAYLOAD_THRESHOLD } from './payloadStorage.js';
 import type { HttpAnswer } from './svcTypes.js';
 
@@ -90,6 +97,18 @@ describe('what a step weighs in its marker', () => {
     expect(carried).toBeGreaterThan(30_000);
     expect(resultMarkerBytes(value)).toBeLessThan(carried * 1.2);
   });
+
+  for (const [name, text] of [
+    ['an ordinary request', 'GET /v1/items?page=3'],
+    ['control characters in the path (6 bytes each in JSON, encrypted)', `GET /${'\u0001'.repeat(300)}`],
+    ['CJK text', `GET /${'漢'.repeat(300)}`],
+  ] as const) {
+    it(`weighs a step's summary no less than it takes: ${name}`, async () => {
+      const summary = readableSummary(text);
+      const [stored] = await encryption.encode([(summary as unknown as RawValue).payload]);
+      expect(summaryBytes(summary)).toBeGreaterThanOrEqual(payloadSize(stored!));
+    });
+  }
 
   it('weighs a failure by its message, stack and details (a 4xx with its body), causes included', async () => {
     const details = { kind: 'response', response: answer('€'.repeat(20_000)) };

@@ -19,13 +19,21 @@
 import { isHttpAnswer } from './httpAnswer.js';
 import type { RecordedResponse } from './svcTypes.js';
 
-/** src/runtime/payloadStorage.ts EXTERNAL_PAYLOAD_THRESHOLD (that module is not workflow-safe). */
+/**
+ * src/runtime/payloadStorage.ts EXTERNAL_PAYLOAD_THRESHOLD (that module is not workflow-safe; its claim
+ * check refuses a higher threshold, which this weight would undercount).
+ */
 export const CLAIM_THRESHOLD_BYTES = 64 * 1024;
+/** What the claim check's size leaves out of a payload it keeps inline (protobuf framing of its fields). */
+const FRAMING = 64;
 /** A payload's bytes besides its JSON: metadata (`encoding`, the key id) and the encryption's IV and tag. */
 const PAYLOAD_OVERHEAD = 256;
 /** A claim's reference (hash and metadata) in place of a payload that left. */
 const CLAIM_BYTES = 256;
-/** The marker itself (activity id and type, sequence number, attempt, times), without its payloads. */
+/**
+ * The marker itself (activity id and type, sequence number, attempt, times), without its payloads; its
+ * step's summary is weighed apart (src/runtime/stepSummary.ts summaryBytes).
+ */
 export const MARKER_ENVELOPE = 400;
 /** A failure in the chain of causes besides its payloads (type, flags, source). */
 const FAILURE_ENVELOPE = 200;
@@ -61,7 +69,7 @@ function utf8Bytes(json: string): number {
 /** One payload in a marker: surely claim-checked past the threshold in characters, else at most its bytes. */
 function payloadBytes(characters: number, bytes: () => number): number {
   if (characters > CLAIM_THRESHOLD_BYTES) return CLAIM_BYTES;
-  return Math.min(bytes() + PAYLOAD_OVERHEAD, CLAIM_THRESHOLD_BYTES);
+  return Math.min(bytes() + PAYLOAD_OVERHEAD, CLAIM_THRESHOLD_BYTES + FRAMING);
 }
 
 /** A value's payload (the JSON payload converter's), at most. */

@@ -101,6 +101,10 @@ export function createClaimCheckCodec({
   /** Memory for payloads stored or read lately (ClaimCache); 0 turns it off. */
   cacheBytes?: number;
 }): PayloadCodec {
+  // Workflow code weighs a step's marker assuming no inline payload is larger (src/runtime/markerBytes.ts).
+  if (threshold > EXTERNAL_PAYLOAD_THRESHOLD) {
+    throw new Error(`the claim check's threshold is at most ${EXTERNAL_PAYLOAD_THRESHOLD} bytes, got ${threshold}`);
+  }
   const cache = new ClaimCache(cacheBytes);
   return {
     async encode(payloads) {

@@ -32,6 +32,19 @@ export function readableSummary(text: string): string {
   return RawValue.fromPayload(payload) as unknown as string;
 }
 
+/**
+ * What a summary made by readableSummary weighs in its step's marker, at most: its payload (JSON and
+ * metadata), encrypted when the codec does not leave it in clear (a summary of control characters is
+ * written 6 bytes each, past clearSummary's limit: a review found 1,288 bytes per step).
+ */
+export function summaryBytes(summary: string): number {
+  const payload = (summary as unknown as RawValue).payload;
+  let bytes = payload.data?.byteLength ?? 0;
+  for (const [key, value] of Object.entries(payload.metadata ?? {})) bytes += key.length + (value?.byteLength ?? 0);
+  // The encryption's key id, IV and tag, and the payload's own framing, when it is not left clear.
+  return bytes + 128;
+}
+
 export function isReadableSummary(payload: Payload): boolean {
   const marker = payload.metadata?.[READABLE_SUMMARY_KEY];
   return marker !== undefined && marker !== null && decoder.decode(marker) === READABLE_SUMMARY_VALUE;
