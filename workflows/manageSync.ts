@@ -166,6 +166,15 @@ export interface ManageSyncInput {
 }
 
 export async function manageSync(input: ManageSyncInput): Promise<void> {
+  // A version a newer build wrote: run with this build's rules, its history would hold steps the newer
+  // build cannot replay. A plain Error fails this workflow task, not the execution: Temporal hands the
+  // task again until a worker of the newer build takes it (docs/operations.md "Upgrades").
+  if ((input.version ?? CHILD_RUNS) > SYNC_ENTITY_VERSION) {
+    throw new Error(
+      `this worker knows sync entity versions up to ${SYNC_ENTITY_VERSION}, the execution is of version ` +
+        `${String(input.version)}: a newer build started it; that build's workers will take it`,
+    );
+  }
   if ((input.version ?? CHILD_RUNS) === CHILD_RUNS) return manageSyncWithChildRuns(input);
   return manageSyncInline(input);
 }
