@@ -111,7 +111,10 @@ export interface ServiceOverrides {
   /** Default: the prebuilt bundle of SERVICE_WORKFLOW_BUNDLE (or dist/), else bundled on the spot. */
   workflowBundle?: CreateWorkerOptions['workflowBundle'];
   workerTuning?: Partial<WorkerOptions>;
-  /** The claim-check threshold of the data converter (bytes); the data converter's default otherwise. */
+  /**
+   * The claim-check threshold of the data converter (bytes): at most its default, 64 KiB
+   * (EXTERNAL_PAYLOAD_THRESHOLD, which the task cut's weights assume; a higher one is refused at start).
+   */
   payloadThreshold?: number;
   /** Default: 10 s. */
   connectTimeoutMs?: number;

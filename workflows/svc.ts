@@ -122,7 +122,9 @@ const TASK_RESULT_BYTES = 1024 * 1024;
 // (the encryption codec adds a few dozen bytes; 1.78× until issue 31, bench/stepProfile.ts); 2 leaves
 // a margin for ASCII, not for other text (a review: 20,000 '€' weigh 40,000 and take 60,000 bytes).
 const CODEC_EXPANSION = 2;
-const CLAIM_THRESHOLD_BYTES = 128 * 1024;
+// What the declared weight took for the claim check's threshold, in encoded bytes (twice the real one,
+// src/runtime/markerBytes.ts EXTERNAL_PAYLOAD_THRESHOLD): frozen with that weight.
+const DECLARED_CLAIM_BYTES = 128 * 1024;
 const MARKER_BYTES = 400;
 // The patch id of the task cut and the ledger's last step (workflows added them to runs in flight).
 const TASK_CUT_PATCH = 'step-ledger-task-end';
@@ -250,7 +252,7 @@ function declaredResultBytes(result: unknown): number {
   const declared = Number((response.headers as Record<string, unknown> | undefined)?.['content-length']);
   const body = Number.isFinite(declared) && declared > 0 ? declared : recordedBodyLength(response);
   const encoded = body * CODEC_EXPANSION;
-  return encoded > CLAIM_THRESHOLD_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
+  return encoded > DECLARED_CLAIM_BYTES ? MARKER_BYTES : encoded + MARKER_BYTES;
 }
 
 /**

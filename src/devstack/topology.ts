@@ -130,7 +130,9 @@ export async function startTopology(options: StartTopologyOptions = {}): Promise
     };
 
     // The API first: against an empty database its first start creates the first environment. Its
-    // process exits saying EADDRINUSE when its port, found free, was taken before it listened.
+    // process exits saying EADDRINUSE when its port, found free, was taken before it listened; it creates
+    // the environment only once it listens (src/main.ts after service.start()), so the start that prints
+    // the first secret key is the one that stayed.
     let apiUrl = '';
     const api = await startOnFreePorts({
       what: 'the API process',

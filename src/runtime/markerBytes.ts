@@ -20,10 +20,13 @@ import { isHttpAnswer } from './httpAnswer.js';
 import type { RecordedResponse } from './svcTypes.js';
 
 /**
- * src/runtime/payloadStorage.ts EXTERNAL_PAYLOAD_THRESHOLD (that module is not workflow-safe; its claim
- * check refuses a higher threshold, which this weight would undercount).
+ * Encoded payloads above this size leave the history (the claim check, src/runtime/payloadStorage.ts,
+ * which takes it from here: that module is not workflow-safe, this one is). The weights below assume
+ * it; the claim check refuses a higher threshold, which they would undercount. An encrypted payload is
+ * its body plus a few dozen bytes (createEncryptionCodec), so a body over 64 KiB is over this. A run
+ * of 10,000 steps stays far below Temporal's 50 MiB.
  */
-export const CLAIM_THRESHOLD_BYTES = 64 * 1024;
+export const EXTERNAL_PAYLOAD_THRESHOLD = 64 * 1024;
 /** What the claim check's size leaves out of a payload it keeps inline (protobuf framing of its fields). */
 const FRAMING = 64;
 /** A payload's bytes besides its JSON: metadata (`encoding`, the key id) and the encryption's IV and tag. */
@@ -68,8 +71,8 @@ function utf8Bytes(json: string): number {
 
 /** One payload in a marker: surely claim-checked past the threshold in characters, else at most its bytes. */
 function payloadBytes(characters: number, bytes: () => number): number {
-  if (characters > CLAIM_THRESHOLD_BYTES) return CLAIM_BYTES;
-  return Math.min(bytes() + PAYLOAD_OVERHEAD, CLAIM_THRESHOLD_BYTES + FRAMING);
+  if (characters > EXTERNAL_PAYLOAD_THRESHOLD) return CLAIM_BYTES;
+  return Math.min(bytes() + PAYLOAD_OVERHEAD, EXTERNAL_PAYLOAD_THRESHOLD + FRAMING);
 }
 
 /** A value's payload (the JSON payload converter's), at most. */
@@ -86,7 +89,7 @@ function valueBytes(value: unknown): number {
     json = JSON.stringify(value);
   } catch {
     // Not JSON (a cycle, a BigInt): the step would not have been recorded so; the most a payload holds.
-    return CLAIM_THRESHOLD_BYTES;
+    return EXTERNAL_PAYLOAD_THRESHOLD;
   }
   if (json === undefined) return PAYLOAD_OVERHEAD;
   return payloadBytes(json.length, () => utf8Bytes(json));

@@ -6,6 +6,7 @@ import { expiryByAge, type Expiring } from '../db/expiry.js';
 import type { Pool } from '../db/pool.js';
 import { PACKAGE_ROOT } from '../packageRoot.js';
 import { isLocalActivityInput, localInputMark } from './localActivityInput.js';
+import { EXTERNAL_PAYLOAD_THRESHOLD } from './markerBytes.js';
 import { clearSummary } from './stepSummary.js';
 
 /**
@@ -20,15 +21,8 @@ import { clearSummary } from './stepSummary.js';
  * copy of protobufjs 8, and the reference payload is encoded across the two). docs/architecture.md.
  */
 
-/**
- * Encoded payloads above this size leave the history. It matches what workflow code assumes when it
- * weighs a step's result in its workflow task (workflows/svc.ts resultBytes: a body over 64 KiB is a
- * claim of a few hundred bytes; a smaller one, inline, at most twice its size; the body as recorded,
- * not its declared content-length, in runs with SvcContext.taskCutByBody): an encrypted payload
- * is its body plus a few dozen bytes (createEncryptionCodec), so a body over 64 KiB is over this. A
- * run of 10,000 steps stays far below Temporal's 50 MiB.
- */
-export const EXTERNAL_PAYLOAD_THRESHOLD = 64 * 1024;
+/** Encoded payloads above this size leave the history: src/runtime/markerBytes.ts, whose weights assume it. */
+export { EXTERNAL_PAYLOAD_THRESHOLD };
 
 /** Metadata encoding of a claim: the payload's data is the hash of the stored payload. */
 export const CLAIM_ENCODING = 'binary/postgres-claim';

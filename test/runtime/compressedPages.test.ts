@@ -202,13 +202,13 @@ describe('compressed answers in one workflow task', () => {
     await control.stop(ref, 'test over');
   }, 120_000);
 
-  async function action(pages: number, input: Partial<RunActionInput>): Promise<string> {
-    const scriptHash = await h.scripts.put(
-      bundle(`async function (svc) {${FETCH(pages)}
-      return counts;
-    }`),
-    );
-    const definition = actionDefinition('pages', scriptHash);
+  /** Runs `script` as an action of the `compressed` connection; its id and output. */
+  async function runScript(
+    name: string,
+    script: string,
+    input: Partial<RunActionInput>,
+  ): Promise<{ workflowId: string; output: unknown }> {
+    const definition = actionDefinition(name, await h.scripts.put(bundle(script)));
     const workflowId = rootActionId({ ...definition, connectionId: 'compressed' }, randomUUID());
     const output = await h.client.workflow.execute<(i: RunActionInput) => Promise<unknown>>('runAction', {
       taskQueue: actionTaskQueue(h.taskQueue),
@@ -217,14 +217,26 @@ describe('compressed answers in one workflow task', () => {
       workflowExecutionTimeout: '90 seconds',
       workflowTaskTimeout: '60 seconds',
     });
+    return { workflowId, output };
+  }
+
+  async function action(pages: number, input: Partial<RunActionInput>): Promise<string> {
+    const { workflowId, output } = await runScript(
+      'pages',
+      `async function (svc) {${FETCH(pages)}
+      return counts;
+    }`,
+      input,
+    );
     expect(output).toEqual(Array.from({ length: pages }, (_, i) => ({ id: `page-${i}`, items: ITEMS })));
     expectEachPageOnce(pages);
     return workflowId;
   }
 
   it('an action of this version weighs failures (a 4xx with its body) and large headers too', async () => {
-    const scriptHash = await h.scripts.put(
-      bundle(`async function (svc) {
+    const { workflowId, output } = await runScript(
+      'others',
+      `async function (svc) {
         let failed = 0;
         for (let i = 0; i < ${FAILURES}; i++) {
           try { await svc.get({ endpoint: '/missing/' + i }); } catch (error) { failed++; }
@@ -235,17 +247,9 @@ describe('compressed answers in one workflow task', () => {
           if (answer.headers['x-big'].length === ${BIG_HEADER.length}) answered++;
         }
         return { failed, answered };
-      }`),
+      }`,
+      { ledgerCut: true, taskCutByBody: true },
     );
-    const definition = actionDefinition('others', scriptHash);
-    const workflowId = rootActionId({ ...definition, connectionId: 'compressed' }, randomUUID());
-    const output = await h.client.workflow.execute<(i: RunActionInput) => Promise<unknown>>('runAction', {
-      taskQueue: actionTaskQueue(h.taskQueue),
-      workflowId,
-      args: [{ definition, connectionId: 'compressed', input: {}, ledgerCut: true, taskCutByBody: true }],
-      workflowExecutionTimeout: '90 seconds',
-      workflowTaskTimeout: '60 seconds',
-    });
     expect(output).toEqual({ failed: FAILURES, answered: HEADERS });
     expect(others.size).toBe(FAILURES + HEADERS);
     for (const [path, count] of others) expect(count, path).toBe(1);

@@ -40,7 +40,7 @@ const PAGES = 20;
 // cuts only where that patch is marked (`patched()`): without the marker its replay never cuts at all.
 const PLAIN_PAGES = 11;
 const TASK_CUT_PATCH = 'step-ledger-task-end';
-// workflows/svc.ts: TASK_RESULT_BYTES, CODEC_EXPANSION, CLAIM_THRESHOLD_BYTES, MARKER_BYTES.
+// workflows/svc.ts: TASK_RESULT_BYTES, CODEC_EXPANSION, DECLARED_CLAIM_BYTES, MARKER_BYTES.
 const TASK_RESULT_BYTES = 1024 * 1024;
 const weight = (body: number): number => (body * 2 > 128 * 1024 ? 400 : body * 2 + 400);
 
