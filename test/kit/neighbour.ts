@@ -56,7 +56,16 @@ export async function quietNeighbour(h: RuntimeHarness, marginMs: number, bodies
     return { ...(await run), ms: Date.now() - started, times };
   };
   const idleText = `quiet action idle p50/p99 ${percentile(idle, 50).toFixed(0)}/${percentile(idle, 99).toFixed(0)} ms`;
-  return { control, once, idle, idleText, bound: percentile(idle, 99) + marginMs, beside };
+  const bound = percentile(idle, 99) + marginMs;
+  /**
+   * How long the quiet action may take beside `work`: its idle p99 plus the margin, or on a machine so
+   * loaded that the heavy run itself took long, a quarter of that run's time. The quiet action waits a
+   * few percent of a heavy run (32 MiB of `[{},…]`: 0.7-1.1 s of a 10-12 s run quiet, 2.2-2.5 s of
+   * 31-34 s at load 9); when the run held the main thread, it waited nearly all of it (21.5 s at load
+   * 5). The fixed margin alone failed a CI run on a slow machine (9.3 s beside that answer).
+   */
+  const boundBeside = (work: Beside<unknown>): number => Math.max(bound, work.ms / 4);
+  return { control, once, idle, idleText, bound, boundBeside, beside };
 }
 
 /** A fake API on loopback answering each path's prefix with its body as JSON, the harness's connections pointed at it. */

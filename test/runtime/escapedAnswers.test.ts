@@ -4,7 +4,7 @@
  * thread escaped, encrypted and stored (claim check) for the step's result. The request activity now
  * carries such a text as the base64 of its UTF-8 bytes (src/runtime/http.ts `carried`), decoded on the
  * run's workflow thread. What must hold, as for the 32 MiB `[{},…]` answer: another environment's
- * trivial action completes within its idle p99 plus 3 s while one environment's action fetches it, and
+ * trivial action completes within its idle p99 plus 3 s (boundBeside) while one environment's action fetches it, and
  * the big run gets the whole text or is stopped as its own script's runaway.
  */
 import { describe, expect, it } from 'vitest';
@@ -15,12 +15,13 @@ import { noisyFetch, percentile, quietNeighbour } from '../kit/neighbour.js';
 // Just under the limit on a body (src/runtime/http.ts): control characters, six characters each in JSON.
 const HUGE = Buffer.alloc(MAX_RESPONSE_BYTES - 16, 1);
 // The other environment's action, while the big answer is fetched and parsed: at most its idle p99
-// plus this (the main thread still encodes, encrypts and stores 43 MiB of base64: 1.1 s max seen at
-// load 2-4). Before the fix: 4.4 s at load 2-4, 10.3 s at load ~14.
+// plus this, or a quarter of the big run's time (test/kit/neighbour.ts boundBeside; the main thread
+// still encodes, encrypts and stores 43 MiB of base64: 1.1 s max seen at load 2-4). Before the fix:
+// 4.4 s at load 2-4, 10.3 s at load ~14.
 const MARGIN_MS = 3000;
 
 describe('an answer JSON must escape (32 MiB of control characters)', () => {
-  it("does not hold another environment's actions past its idle p99 + 3 s", async () => {
+  it("does not hold another environment's actions past its idle p99 + 3 s (or a quarter of the big run on a slow machine)", async () => {
     const h = await useRuntime();
     const neighbour = await quietNeighbour(h, MARGIN_MS, { '/huge': HUGE });
     const { bound } = neighbour;
@@ -39,7 +40,7 @@ describe('an answer JSON must escape (32 MiB of control characters)', () => {
         `beside 32 MiB of \\u0001: ${huge.times.length} actions, p50/max ${percentile(huge.times, 50).toFixed(0)}/${Math.max(...huge.times).toFixed(0)} ms, ` +
         `the big run ${huge.code} in ${huge.ms} ms ${JSON.stringify(huge.outcome)}; after: max ${Math.max(...after).toFixed(0)} ms`,
     );
-    expect(Math.max(...huge.times)).toBeLessThanOrEqual(bound);
+    expect(Math.max(...huge.times)).toBeLessThanOrEqual(neighbour.boundBeside(huge));
     expect(Math.max(...after)).toBeLessThanOrEqual(bound);
     // The whole text (not JSON: the text itself), or stopped as its own script's runaway (the realm gets
     // the answer as JSON, 192 MiB of it, on the run's own thread).

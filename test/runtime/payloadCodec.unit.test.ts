@@ -150,3 +150,60 @@ describe("a local activity's input (src/runtime/localActivityInput.ts)", () => {
     expect(text(encoded.metadata!['encoding'])).toBe(CLAIM_ENCODING);
   });
 });
+
+describe("the claim check's memory of what it stored (ClaimCache)", () => {
+  // The claim check's database: every statement recorded, a SELECT answered with what was inserted.
+  function recordingDb() {
+    const statements: string[] = [];
+    const rows = new Map<string, { metadata: Record<string, string>; data: Buffer }>();
+    const db = {
+      query: (sql: string, params: [string, string, Buffer]) => {
+        statements.push(sql.split(' ')[0]!);
+        if (sql.startsWith('INSERT')) {
+          rows.set(params[0], {
+            metadata: JSON.parse(params[1]) as Record<string, string>,
+            data: Buffer.from(params[2]),
+          });
+          return Promise.resolve({ rows: [], rowCount: 1 });
+        }
+        const row = rows.get(params[0]);
+        return Promise.resolve({ rows: row ? [row] : [], rowCount: row ? 1 : 0 });
+      },
+    } as unknown as Pool;
+    return { db, statements };
+  }
+  const payload = (bytes: number): Payload => ({
+    metadata: { encoding: Buffer.from('binary/plain') },
+    data: new Uint8Array(randomBytes(bytes)),
+  });
+
+  it('hands a payload larger than the cache to its first read, then reads it from Postgres', async () => {
+    const { db, statements } = recordingDb();
+    const codec = createClaimCheckCodec({ db, threshold: 1024, cacheBytes: 64 * 1024 });
+    const large = payload(100 * 1024);
+    const [claim] = await codec.encode([large]);
+    expect(statements).toEqual(['INSERT']);
+    const [first] = await codec.decode([claim!]);
+    expect(statements).toEqual(['INSERT']);
+    expect(Buffer.from(first!.data!).equals(Buffer.from(large.data!))).toBe(true);
+    const [second] = await codec.decode([claim!]);
+    expect(statements).toEqual(['INSERT', 'SELECT']);
+    expect(Buffer.from(second!.data!).equals(Buffer.from(large.data!))).toBe(true);
+  });
+
+  it('keeps only the last such payload, and none with the cache off', async () => {
+    const { db, statements } = recordingDb();
+    const codec = createClaimCheckCodec({ db, threshold: 1024, cacheBytes: 64 * 1024 });
+    const [one] = await codec.encode([payload(100 * 1024)]);
+    const [two] = await codec.encode([payload(100 * 1024)]);
+    await codec.decode([one!]);
+    await codec.decode([two!]);
+    expect(statements).toEqual(['INSERT', 'INSERT', 'SELECT']);
+
+    const off = recordingDb();
+    const uncached = createClaimCheckCodec({ db: off.db, threshold: 1024, cacheBytes: 0 });
+    const [claim] = await uncached.encode([payload(100 * 1024)]);
+    await uncached.decode([claim!]);
+    expect(off.statements).toEqual(['INSERT', 'SELECT']);
+  });
+});
