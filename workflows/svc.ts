@@ -115,14 +115,9 @@ const LOG_FLUSH_SIZE = 100;
 // few hundred bytes. Where the cuts fall is part of what a history replays: this, the weights
 // (declaredResultBytes, src/runtime/markerBytes.ts) and their constants change only with a new version
 // (SvcContext.taskCutByBody was the last). A task's completion holds at most this, plus the last step's
-// marker, plus those of the steps in flight at once when it was passed (Temporal's core completes the
-// task once they end): each at most 64 KiB per payload (markerBytes.ts).
+// marker, plus those of the steps in flight at once when it was passed: each at most 64 KiB of payloads
+// (markerBytes.ts), so ~40 steps in flight at once stay below gRPC's 4 MiB; more may not.
 const TASK_RESULT_BYTES = 1024 * 1024;
-// Runs with SvcContext.taskCutByBody: local steps in flight at once (a script's Promise.all); a step
-// past them cuts the task (run()). 1 MiB + 17 markers of two payloads each (~130 KiB: a failure's
-// message and its details) is ~3.2 MiB; without the cap, 150 pages of 40 KiB in flight at once were
-// one completion of ~6.5 MiB, refused by gRPC on every retry (test/runtime/compressedPages.test.ts).
-const LOCAL_STEPS_IN_FLIGHT = 16;
 // Runs without SvcContext.taskCutByBody: what a result weighs in its marker, per byte of declared body
 // (the encryption codec adds a few dozen bytes; 1.78× until issue 31, bench/stepProfile.ts); 2 leaves
 // a margin for ASCII, not for other text (a review: 20,000 '€' weigh 40,000 and take 60,000 bytes).
@@ -335,8 +330,6 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // (docs/architecture.md "Exact resume").
   let nextStep = 0;
   const stepsInFlight = new Set<number>();
-  // A task cut under way (run()): settles when its forgetSteps does, either way.
-  let cutting: Promise<void> | undefined;
   let taskResultBytes = 0;
   let ledgerKeptBytes = 0;
   let ledgered = 0;
@@ -419,36 +412,17 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.budget?.yielded(!overrides.bookkeeping);
     context.onActive?.();
     guardHistory(overrides.bookkeeping);
-    // Runs with taskCutByBody: a step finding LOCAL_STEPS_IN_FLIGHT others in flight cuts the task too,
-    // and no step is scheduled while a cut is under way (its task completes once the steps in flight
-    // end, so a step scheduled meanwhile would join that completion). What wakes a waiting step is the
-    // cut's activity completing, an event of the history: never how local activities' results were
-    // grouped into activations, which replay may group otherwise (waiting for a step in flight to end
-    // made a Promise.all of 150 pages fail its replay with TMPRL1100).
-    const capped = mode === 'local' && context.taskCutByBody === true;
-    while (capped && cutting) await cutting;
     // patched(): a run that started before the task cut replays its recorded tasks without it.
     if (
       (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) ||
-      (context.ledgerCut === true && ledgerKeptBytes > LEDGER_KEPT_BYTES) ||
-      (capped && stepsInFlight.size >= LOCAL_STEPS_IN_FLIGHT)
+      (context.ledgerCut === true && ledgerKeptBytes > LEDGER_KEPT_BYTES)
     ) {
       // Ends the workflow task here, so that its completion stays far below gRPC's 4 MiB: an ordinary
       // activity is scheduled by the task's completion and runs after it (a timer would wait ~1 s).
       taskResultBytes = 0;
       ledgerKeptBytes = 0;
       // Steps completed before this point are in the completion that schedules it.
-      const cut = endTask.forgetSteps(stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep);
-      const settled = cut.then(
-        () => undefined,
-        () => undefined,
-      );
-      cutting = settled;
-      try {
-        await cut;
-      } finally {
-        if (cutting === settled) cutting = undefined;
-      }
+      await endTask.forgetSteps(stepsInFlight.size > 0 ? Math.min(...stepsInFlight) : nextStep);
       guardHistory(overrides.bookkeeping);
     }
     operations++;
