@@ -52,6 +52,7 @@ import {
   SCRIPT_IN_BEGIN_RUN_VERSION,
   LEDGER_CUT_VERSION,
   TASK_CUT_BY_BODY_VERSION,
+  CUT_AT_GATES_VERSION,
   type LoadedScript,
   type QueuedWebhook,
   type RunawayVerdictSignal,
@@ -221,6 +222,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const ledgerCut = (input.version ?? CHILD_RUNS) >= LEDGER_CUT_VERSION;
   // From version 6 their task cut weighs a response by its body as recorded (workflows/svc.ts).
   const taskCutByBody = (input.version ?? CHILD_RUNS) >= TASK_CUT_BY_BODY_VERSION;
+  // From version 7 both cuts are decided at gates, on weights the history fixes (workflows/svc.ts).
+  const cutAtGates = (input.version ?? CHILD_RUNS) >= CUT_AT_GATES_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -370,6 +373,7 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
       inline: true,
       ledgerCut,
       taskCutByBody,
+      cutAtGates,
       // Loaded by beginRun (version 4) for the run chosen then; a retry that chose another run (a
       // deploy's new script) loads its own.
       ...(script?.hash === step.input.definition.scriptHash ? { script } : {}),

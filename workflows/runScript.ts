@@ -24,7 +24,7 @@ import {
 } from '../src/runtime/definitions.js';
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
-import { createSvc, LEDGER_CUT_PATCH, OperationError, TASK_CUT_BY_BODY_PATCH, type SvcRuntime } from './svc.js';
+import { createSvc, LEDGER_CUT_PATCH, OperationError, TASK_CUT_BY_BODY_PATCH, CUT_AT_GATES_PATCH, type SvcRuntime } from './svc.js';
 import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
 
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
@@ -153,6 +153,8 @@ export interface SyncRunPlace {
   ledgerCut?: boolean;
   /** The entity's version has the task cut by recorded body (SvcContext.taskCutByBody); only with `inline`. */
   taskCutByBody?: boolean;
+  /** The entity's version decides the cuts at gates (SvcContext.cutAtGates); only with `inline`. */
+  cutAtGates?: boolean;
   fresh?: boolean;
   /** The run took its fence already (the entity's `beginRun` that committed it). */
   begun?: boolean;
@@ -190,6 +192,8 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   const ledgerCut = place.inline === true ? place.ledgerCut === true : patched(LEDGER_CUT_PATCH);
   // The same for the task cut by recorded body; a run inside its entity has it from version 6 on.
   const taskCutByBody = place.inline === true ? place.taskCutByBody === true : patched(TASK_CUT_BY_BODY_PATCH);
+  // The same for the cuts at gates; a run inside its entity has them from version 7 on.
+  const cutAtGates = place.inline === true ? place.cutAtGates === true : patched(CUT_AT_GATES_PATCH);
   const runtime = createSvc({
     chain,
     bookkeepingReserve,
@@ -210,6 +214,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
     recordValidation: definition.recordValidation,
     ledgerCut,
     taskCutByBody,
+    cutAtGates,
     ...(place.inline ? { inline: true } : {}),
     ...(place.fresh === undefined ? {} : { fresh: place.fresh }),
     ...(place.onActive ? { onActive: place.onActive } : {}),
@@ -308,6 +313,7 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     depth: input.depth ?? 0,
     ledgerCut: input.ledgerCut === true,
     taskCutByBody: input.taskCutByBody === true,
+    cutAtGates: input.cutAtGates === true,
   });
   // The bundle the API handed over (src/temporal/syncControl.ts), only to a run a client started.
   const preloaded =

@@ -11,6 +11,7 @@ import {
   ChildWorkflowFailure,
   executeChild,
   proxyActivities,
+  condition,
   patched,
   proxyLocalActivities,
   uuid4,
@@ -62,7 +63,7 @@ import {
 import { readableSummary, requestSummary, summaryBytes } from '../src/runtime/stepSummary.js';
 import { localActivityInput } from '../src/runtime/localActivityInput.js';
 import { recordedBodyLength, responseOf } from '../src/runtime/httpAnswer.js';
-import { failureMarkerBytes, resultMarkerBytes } from '../src/runtime/markerBytes.js';
+import { failureMarkerBytes, resultMarkerBytes, STEP_MARKER_BOUND } from '../src/runtime/markerBytes.js';
 import {
   REQUEST_ERROR_TYPES,
   type HttpFailureDetails,
@@ -139,6 +140,19 @@ const LEDGER_KEPT_BYTES = 8 * 1024 * 1024;
 export const LEDGER_CUT_PATCH = 'step-ledger-bytes-cut';
 /** The patch id of the task cut by recorded body (SvcContext.taskCutByBody) in a run of its own workflow (the same). */
 export const TASK_CUT_BY_BODY_PATCH = 'task-cut-recorded-body';
+/** The patch id of the cuts at gates (SvcContext.cutAtGates) in a run of its own workflow (the same). */
+export const CUT_AT_GATES_PATCH = 'task-cut-at-gates';
+// Runs with SvcContext.cutAtGates: the markers of one workflow task stay below this, the weight of the
+// steps accounted since the last cut plus STEP_MARKER_BOUND for each step not yet accounted (in flight
+// or not yet weighed), whatever the script has in flight at once: 1 MiB below gRPC's 4 MiB.
+const GATE_BYTES = 3 * 1024 * 1024;
+// What a step is expected to keep in the step ledger before the run has weighed any (the gates of
+// cutAtGates then expect the largest of the last steps they weighed): past LEDGER_KEPT_BYTES of
+// expected rows, the run weighs its older steps before the next one.
+const INITIAL_LEDGER_ESTIMATE = 1024 * 1024;
+// A step's summary in its marker, at most (src/runtime/stepSummary.ts: 200 characters, 1,288 bytes
+// when each is a control character).
+const SUMMARY_ALLOWANCE = 2048;
 // The patch id of the provider's default pagination (a getIntegration step before a run's first paginate).
 const PAGINATION_DEFAULTS_PATCH = 'paginate-provider-defaults';
 // Timers of setTimeout waiting at once, per run.
@@ -190,6 +204,15 @@ export interface SvcContext {
    * with ledgerCut and the declared weight exist.
    */
   taskCutByBody?: boolean;
+  /**
+   * Whether the task and ledger cuts are decided at gates, on the weights of a set of steps the history
+   * fixes (version 7 of the sync entity, the action flag of the same name; runs with it have ledgerCut
+   * and taskCutByBody too). Without it a step's weight counts from the moment its result reaches the
+   * workflow, and a replay delivers the results of steps in flight at once in other groups than the live
+   * run did: a fan-out whose results pass the cut failed its replay (TMPRL1100, docs/architecture.md);
+   * nor did anything bound what steps in flight at once add to one task (6.59 MB shown).
+   */
+  cutAtGates?: boolean;
   /**
    * Whether no other instance can have executed this run's steps (then they skip the ledger lookup on
    * their first attempt). Default: this instance runs the execution from its first workflow task.
@@ -401,6 +424,92 @@ export function createSvc(context: SvcContext): SvcRuntime {
     );
   }
 
+  // The gates (SvcContext.cutAtGates). Steps are weighed in the order they were scheduled, a prefix at a
+  // time, and only once every step of that prefix has ended (the run waits for them): so which steps a
+  // decision counts, and what they weigh, never depend on how their results were grouped into
+  // activations, which a replay does otherwise than the live run. Every decision reads only this state,
+  // changed only here, and the step's index; while a gate waits or cuts, the steps asked meanwhile wait
+  // behind it in the order they were asked.
+  const gated = context.cutAtGates === true;
+  // Steps below `accountedUpTo` are weighed: markers and ledger rows since the last cut.
+  let accountedUpTo = 0;
+  let accountedMarkers = 0;
+  let accountedLedger = 0;
+  // The weights of ended steps not weighed yet, by index.
+  const endedWeights = new Map<number, { marker: number; ledger: number }>();
+  // The largest weights among the last steps weighed: what a step not weighed yet is expected to add.
+  let markerEstimate = 0;
+  let ledgerEstimate = INITIAL_LEDGER_ESTIMATE;
+  // The turnstile: undefined while steps pass freely; else the steps waiting, in the order they were
+  // asked, while one step holds it (it weighs, cuts, or is about to be scheduled). The holder hands it
+  // to the first waiter once its own command is issued, so no step overtakes one asked before it.
+  let turnstile: (() => void)[] | undefined;
+
+  /** Takes the turnstile: a function that hands it on, once (the step's failure may call it again). */
+  async function holdTurnstile(): Promise<() => void> {
+    if (turnstile) await new Promise<void>((resolve) => turnstile!.push(resolve));
+    else turnstile = [];
+    let handed = false;
+    return () => {
+      if (handed) return;
+      handed = true;
+      const next = turnstile?.shift();
+      if (next) next();
+      else turnstile = undefined;
+    };
+  }
+
+  /** Whether step `index` must wait for older steps to be weighed before it is scheduled. */
+  function mustWeigh(index: number): boolean {
+    const unweighed = index - accountedUpTo + 1;
+    return (
+      (mode === 'local' &&
+        (accountedMarkers + unweighed * (STEP_MARKER_BOUND + SUMMARY_ALLOWANCE) > GATE_BYTES ||
+          accountedMarkers + unweighed * markerEstimate > TASK_RESULT_BYTES)) ||
+      accountedLedger + unweighed * ledgerEstimate > LEDGER_KEPT_BYTES
+    );
+  }
+
+  /** Weighs steps until step `index` may be scheduled, cutting the task where the weights say (turnstile held). */
+  async function weighBefore(index: number, bookkeeping: boolean | undefined): Promise<void> {
+    while (accountedUpTo < index && mustWeigh(index)) {
+      // The older half of the steps not weighed.
+      await weighUpTo(accountedUpTo + Math.max(1, Math.ceil((index - accountedUpTo) / 2)));
+      if (accountedMarkers > TASK_RESULT_BYTES || accountedLedger > LEDGER_KEPT_BYTES) {
+        // Ends the workflow task. Its completion holds the markers of every step scheduled before the
+        // cut (Temporal's core completes a task once its local activities end): all are weighed first,
+        // so that none counts again in the next task.
+        await weighUpTo(index);
+        accountedMarkers = 0;
+        accountedLedger = 0;
+        // An ordinary activity is scheduled by the task's completion and runs after it.
+        await endTask.forgetSteps(index);
+        guardHistory(bookkeeping);
+      }
+    }
+  }
+
+  /** Weighs the steps below `upTo` not weighed yet, once each of them has ended. */
+  async function weighUpTo(upTo: number): Promise<void> {
+    const waiting = (): boolean => [...stepsInFlight].some((step) => step < upTo);
+    if (waiting()) await condition(() => !waiting());
+    let markers = 0;
+    let ledger = 0;
+    for (let step = accountedUpTo; step < upTo; step++) {
+      const weight = endedWeights.get(step) ?? { marker: 0, ledger: 0 };
+      endedWeights.delete(step);
+      accountedMarkers += weight.marker;
+      accountedLedger += weight.ledger;
+      markers = Math.max(markers, weight.marker);
+      ledger = Math.max(ledger, weight.ledger);
+    }
+    if (upTo > accountedUpTo) {
+      markerEstimate = markers;
+      ledgerEstimate = ledger;
+    }
+    accountedUpTo = upTo;
+  }
+
   async function run<K extends keyof RuntimeActivities>(
     name: K,
     summary: string,
@@ -412,8 +521,21 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.budget?.yielded(!overrides.bookkeeping);
     context.onActive?.();
     guardHistory(overrides.bookkeeping);
-    // patched(): a run that started before the task cut replays its recorded tasks without it.
-    if (
+    let release: (() => void) | undefined;
+    if (gated) {
+      if (turnstile || mustWeigh(nextStep)) {
+        release = await holdTurnstile();
+        try {
+          await weighBefore(nextStep, overrides.bookkeeping);
+          // A step that waited: the execution may be ending meanwhile.
+          guardHistory(overrides.bookkeeping);
+        } catch (error) {
+          release();
+          throw error;
+        }
+      }
+    } else if (
+      // patched(): a run that started before the task cut replays its recorded tasks without it.
       (mode === 'local' && taskResultBytes > TASK_RESULT_BYTES && (latest || patched(TASK_CUT_PATCH))) ||
       (context.ledgerCut === true && ledgerKeptBytes > LEDGER_KEPT_BYTES)
     ) {
@@ -449,17 +571,28 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // (src/runtime/localActivityInput.ts). An ordinary activity's input is in its history: claim-checked.
     const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
     try {
-      const result = (await proxy.executeWithOptions(options, sent)) as Awaited<ReturnType<RuntimeActivities[K]>>;
-      taskResultBytes +=
+      const scheduled = proxy.executeWithOptions(options, sent);
+      // The step's command is issued: the steps waiting behind this one's gate follow it, in order.
+      release?.();
+      const result = (await scheduled) as Awaited<ReturnType<RuntimeActivities[K]>>;
+      const marker =
         context.taskCutByBody === true
           ? resultMarkerBytes(result) + summaryBytes(stepSummary)
           : declaredResultBytes(result);
-      if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ result });
+      const ledger = policy.ledgered ? ledgerBytes({ result }) : 0;
+      if (gated) endedWeights.set(index, { marker: mode === 'local' ? marker : 0, ledger });
+      taskResultBytes += marker;
+      ledgerKeptBytes += ledger;
       return result;
     } catch (failure) {
+      // Not scheduled: the steps behind this one's gate go on.
+      release?.();
       // A failure's marker holds its message, stack and details (a 4xx's body): counted from version 6.
-      if (context.taskCutByBody === true) taskResultBytes += failureMarkerBytes(failure) + summaryBytes(stepSummary);
-      if (policy.ledgered) ledgerKeptBytes += ledgerBytes({ failure });
+      const marker = context.taskCutByBody === true ? failureMarkerBytes(failure) + summaryBytes(stepSummary) : 0;
+      const ledger = policy.ledgered ? ledgerBytes({ failure }) : 0;
+      if (gated) endedWeights.set(index, { marker: mode === 'local' ? marker : 0, ledger });
+      taskResultBytes += marker;
+      ledgerKeptBytes += ledger;
       throw failure;
     } finally {
       stepsInFlight.delete(index);
@@ -735,6 +868,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       options: context.options,
       ledgerCut: true,
       taskCutByBody: true,
+      cutAtGates: true,
     };
     context.budget?.yielded();
     try {

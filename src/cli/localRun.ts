@@ -303,6 +303,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
           input: options.input,
           ledgerCut: true,
           taskCutByBody: true,
+          cutAtGates: true,
         };
         result.output = await client.workflow.execute('runAction', {
           taskQueue: actionTaskQueue(taskQueue),

@@ -152,6 +152,11 @@ export interface RunActionInput {
    * a flag of its own, since actions recorded with ledgerCut and the declared weight exist.
    */
   taskCutByBody?: boolean | undefined;
+  /**
+   * The run decides its task and ledger cuts at gates, on weights the history fixes (SvcContext.cutAtGates,
+   * workflows/svc.ts). Set by the code that starts the run, as ledgerCut; a flag of its own.
+   */
+  cutAtGates?: boolean | undefined;
 }
 
 /** What a finished sync run reports: per model, the records it added, updated and deleted. */
@@ -309,11 +314,13 @@ export type RunWatchSinks = {
  * script loaded by its `beginRun` step instead of a `loadScript` step of its own (one local activity
  * less per run); 5, the same with the step ledger's bytes cut (workflows/svc.ts LEDGER_KEPT_BYTES); 6,
  * the same with the task cut weighing a response by its body as recorded (workflows/svc.ts
- * TASK_RESULT_BYTES), not its declared content-length. Executions that carry none run each run as a
- * child `runSync` (version 1); executions of 1 to 5 finish their run as recorded and continue as new
+ * TASK_RESULT_BYTES), not its declared content-length; 7, the same with both cuts decided at gates
+ * (SvcContext.cutAtGates), so that a run with steps in flight at once replays and no task holds more
+ * than ~3 MiB of its markers. Executions that carry none run each run as a
+ * child `runSync` (version 1); executions of 1 to 6 finish their run as recorded and continue as new
  * in this one.
  */
-export const SYNC_ENTITY_VERSION = 6;
+export const SYNC_ENTITY_VERSION = 7;
 
 /** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
 export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
@@ -329,3 +336,6 @@ export const LEDGER_CUT_VERSION = 5;
 
 /** The first entity version whose task cut weighs a response by its recorded body (see SYNC_ENTITY_VERSION). */
 export const TASK_CUT_BY_BODY_VERSION = 6;
+
+/** The first entity version whose runs decide their cuts at gates (see SYNC_ENTITY_VERSION). */
+export const CUT_AT_GATES_VERSION = 7;

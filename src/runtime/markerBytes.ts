@@ -40,6 +40,15 @@ const CLAIM_BYTES = 256;
 export const MARKER_ENVELOPE = 400;
 /** A failure in the chain of causes besides its payloads (type, flags, source). */
 const FAILURE_ENVELOPE = 200;
+/**
+ * What one step's marker weighs at most before its outcome is known, its summary apart: a result is
+ * one payload; a failure of the service's activities (src/runtime/http.ts, activities/runtime.ts) is
+ * one payload for its message and stack and one for its details (a 4xx's answer), no cause. Each
+ * payload at most the claim check's threshold. The gates of SvcContext.cutAtGates (workflows/svc.ts)
+ * reserve this for every step in flight; a failure with more payloads (a cause chain) may pass it, which
+ * their 1 MiB margin below gRPC's 4 MiB absorbs.
+ */
+export const STEP_MARKER_BOUND = MARKER_ENVELOPE + 2 * (FAILURE_ENVELOPE + EXTERNAL_PAYLOAD_THRESHOLD + FRAMING);
 /** Causes followed at most (the SDK's failures are a few deep). */
 const MAX_CAUSES = 32;
 

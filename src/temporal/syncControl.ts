@@ -238,9 +238,9 @@ export function createSyncControl({
         const handle = await client.workflow.start<typeof runAction>('runAction', {
           taskQueue: actionTaskQueue(taskQueue),
           workflowId,
-          // An action this code starts runs with the step ledger's bytes cut and the task cut by
-          // recorded body (RunActionInput).
-          args: [{ ...input, ...(script ? { script } : {}), ledgerCut: true, taskCutByBody: true }],
+          // An action this code starts runs with the step ledger's bytes cut, the task cut by recorded
+          // body, both decided at gates (RunActionInput).
+          args: [{ ...input, ...(script ? { script } : {}), ledgerCut: true, taskCutByBody: true, cutAtGates: true }],
           workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,
           workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
           staticSummary: `action ${input.definition.actionName} for ${input.connectionId}`,
