@@ -24,7 +24,14 @@ import {
 } from '../src/runtime/definitions.js';
 import { createScriptBudget, type ScriptBudget } from './scriptBudget.js';
 import { createScriptRealm, type ScriptFailureDescription } from './scriptRealm.js';
-import { createSvc, LEDGER_CUT_PATCH, OperationError, TASK_CUT_BY_BODY_PATCH, CUT_AT_GATES_PATCH, type SvcRuntime } from './svc.js';
+import {
+  createSvc,
+  LEDGER_CUT_PATCH,
+  OperationError,
+  TASK_CUT_BY_BODY_PATCH,
+  CUT_AT_GATES_PATCH,
+  type SvcRuntime,
+} from './svc.js';
 import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
 
 const OPERATION_ERRORS = new Set(['OperationError', 'RequestError', 'PaginationError']);
