@@ -59,9 +59,9 @@ export const CLAIM_CACHE_BYTES = 32 * 1024 * 1024;
  * needs no query. Content-addressed, so an entry can never be stale.
  *
  * A payload larger than `maxBytes` (an answer near the 32 MiB limit on a body) is handed off instead:
- * kept, the last one stored only, until it is read once. Reading it back from Postgres cost the worker's
- * main thread ~0.65 s for a 32 MiB answer (the driver merging and copying the row, then decoding its
- * hex) and a 43 MiB read.
+ * kept beside the cache, one at most, until it is read once or the next such payload stored replaces
+ * it. Reading it back from Postgres cost the worker's main thread ~0.65 s for a 32 MiB answer (the
+ * driver merging and copying the row, then decoding its hex) and a 43 MiB read.
  */
 class ClaimCache {
   private readonly entries = new Map<string, Payload>();
