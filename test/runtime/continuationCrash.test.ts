@@ -3,8 +3,10 @@
  * lowered history budget makes it continue in a next execution every ~30 pages, its worker process
  * killed with SIGKILL three times: right as a new execution of the run appears (its first workflow task,
  * which begins the execution and reads the checkpoint, under way), in the middle of an execution, and at
- * the next new execution again. The run completes as one run: each page fetched once but at most the
- * one in flight at each kill, each record stored once, the totals exact, every execution listed.
+ * the next new execution again. The run completes as one run: each page fetched once, but again the one
+ * in flight at each kill and the one before each cut's refused saveCheckpoint (a page fetched three
+ * times when a kill lands as the next execution fetches that page again), each record stored once, the
+ * totals exact, every execution listed.
  */
 import { describe, expect, it } from 'vitest';
 import type { SyncStatus } from '../../src/runtime/definitions.js';
@@ -81,20 +83,32 @@ describe('a run that continues past one execution survives SIGKILL of its worker
         240_000,
         'the run to end',
       );
-      const repeated = [...pageHits.values()].filter((n) => n > 1).length;
+      const hits = [...pageHits.values()];
+      const fetches = hits.reduce((sum, n) => sum + n, 0);
+      const extras = fetches - pageHits.size;
+      const histogram = new Map<number, number>();
+      for (const n of hits) histogram.set(n, (histogram.get(n) ?? 0) + 1);
+      const byFetches = [...histogram]
+        .sort(([a], [b]) => a - b)
+        .map(([n, pages]) => `${pages} fetched ${n}×`)
+        .join(', ');
       const executions = status.latestResult?.executions ?? [];
+      const cuts = executions.length - 1;
       console.log(
-        `[continuation crash] killed ${kills.join('; ')} of ${PAGES} pages; ${requests()} requests (${repeated} pages fetched twice); ${executions.length} executions`,
+        `[continuation crash] killed ${kills.join('; ')} of ${PAGES} pages; ${fetches} requests, ${extras} extra for ${kills.length} kills + ${cuts} cuts (pages: ${byFetches}); ${executions.length} executions`,
       );
       expect(status.latestError).toBeNull();
       expect(executions.length).toBeGreaterThanOrEqual(4);
       expect(executions[0]).toBe(`${workflowId}:run:${first}`);
+      // Every page fetched at least once.
       expect(pageHits.size).toBe(PAGES);
-      expect([...pageHits.values()].every((n) => n >= 1 && n <= 2)).toBe(true);
-      // A page in flight at each kill, and at each cut the page before the refused saveCheckpoint
-      // (docs/scripts.md "Resumable syncs": at most one page fetched again per continuation).
-      const cuts = executions.length - 1;
-      expect(repeated).toBeLessThanOrEqual(kills.length + cuts);
+      // Each extra fetch explained by a kill (the page in flight) or a cut (the page before the refused
+      // saveCheckpoint, fetched again by the next execution: docs/scripts.md "Resumable syncs"). A third
+      // fetch of a page needs a kill landing as the next execution fetches that page again, so no page
+      // is fetched more than 3 times, and at most one page per kill is fetched 3 times.
+      expect(extras).toBeLessThanOrEqual(kills.length + cuts);
+      expect(Math.max(...hits)).toBeLessThanOrEqual(3);
+      expect(hits.filter((n) => n === 3).length).toBeLessThanOrEqual(kills.length);
       const counts = status.latestResult?.models['Record'];
       expect(counts).toMatchObject({ added: TOTAL, updated: 0, deleted: 0 });
       expect(counts?.unchanged).toBeLessThanOrEqual(cuts * PAGE);

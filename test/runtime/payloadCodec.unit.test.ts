@@ -157,7 +157,7 @@ describe("the claim check's memory of what it stored (ClaimCache)", () => {
     const statements: string[] = [];
     const rows = new Map<string, { metadata: Record<string, string>; data: Buffer }>();
     const db = {
-      query: (sql: string, params: [string, string, Buffer]) => {
+      query: (sql: string, params: [string, string, Uint8Array]) => {
         statements.push(sql.split(' ')[0]!);
         if (sql.startsWith('INSERT')) {
           rows.set(params[0], {
