@@ -8,7 +8,8 @@
  * - **One activation at a time per lane.** The SDK would post every activation to the thread at once,
  *   where each waits behind whatever was posted before it; here an activation waits for its lane in
  *   the worker, where the order is chosen. (Creating a workflow, fetching its sink calls and disposing
- *   of it are short messages, posted at once.)
+ *   of it are short messages, posted at once; none of them is awaited while the thread runs another
+ *   workflow's activation, so a workflow moved off a held lane never waits for it.)
  * - **Fair order.** A free lane runs, among the environments waiting for it, the one that used the
  *   least workflow-thread time lately (decaying over `decayMs`), first come first served within one.
  * - **A share, not all.** While another environment is active (had a unit in the last `activeMs`), one
@@ -146,6 +147,12 @@ export interface LaneOptions {
 /** An interrupted activation during which the process stood still this long convicts nobody. */
 const STALL_EXCUSE_MS = 1000;
 
+/** A workflow's creation on its lane's thread: under way, then done. */
+interface Creation<W> {
+  created: Promise<W>;
+  workflow: W | undefined;
+}
+
 /** Thrown from an activation of a hot environment's workflow on a shared lane: the worker evicts it. */
 export class LaneMoveError extends Error {
   override name = 'LaneMoveError';
@@ -226,6 +233,8 @@ interface Lane {
   /** Fires when the running activation becomes heavy. */
   heavyTimer: ReturnType<typeof setTimeout> | undefined;
   waiting: Waiter[];
+  /** Workflows whose creation waits for the lane's thread before their activation can ask for the lane. */
+  creating: Set<{ environmentId: string; move: () => void }>;
   workflows: number;
 }
 
@@ -249,7 +258,7 @@ export interface LaneStats {
   hot: string[];
 }
 
-export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
+export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S extends unknown[]>(
   creators: readonly LaneCreator<O, LaneWorkflow<A, C, S>>[],
   options: LaneOptions,
 ): LaneCreator<O, LaneWorkflow<A, C, S>> & { stats(): LaneStats } {
@@ -277,9 +286,12 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
     runningSince: 0,
     heavyTimer: undefined,
     waiting: [],
+    creating: new Set(),
     workflows: 0,
   }));
   const penaltyLane = lanes[options.sharedLanes]!;
+  // The sink calls of an activation that never reached its thread.
+  const noSinkCalls = (): S => [] as unknown[] as S;
   const sharedLanes = lanes.filter((lane) => !lane.penalty);
   const environments = new Map<string, EnvironmentState>();
 
@@ -449,6 +461,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
         waiter.grant('move');
         return false;
       });
+      for (const waiter of lane.creating) if (waiter.environmentId !== environmentId) waiter.move();
     };
     lane.heavyTimer = setTimeout(heavy, heavyMs);
     lane.heavyTimer.unref?.();
@@ -456,6 +469,30 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
 
   /** Is the lane running an activation that has run for `heavyMs` already? */
   const blocked = (lane: Lane): boolean => lane.running !== undefined && now() - lane.runningSince >= heavyMs;
+
+  /**
+   * Waits for a workflow's creation on the lane's thread (posted at once, it waits behind whatever the
+   * thread was given before), unless another environment's activation holds the lane past the heavy
+   * mark meanwhile: then the workflow moves, as a waiter for the lane does. Outside the lane: the wait
+   * is not the activation's time (an activation of 1 s or more heats its environment).
+   */
+  async function untilCreated<W>(lane: Lane, environmentId: string, creation: Creation<W>): Promise<W> {
+    if (creation.workflow !== undefined) return creation.workflow;
+    // The penalty lane moves nobody (its workflows have nowhere else to go): they wait, as for the lane.
+    if (lane.penalty) return creation.created;
+    if (blocked(lane) && lane.running !== environmentId) throw moved(lane, environmentId);
+    let move = (): void => undefined;
+    const held = new Promise<undefined>((resolve) => (move = () => resolve(undefined)));
+    const waiter = { environmentId, move };
+    lane.creating.add(waiter);
+    try {
+      const workflow = await Promise.race([creation.created, held]);
+      if (workflow === undefined) throw moved(lane, environmentId);
+      return workflow;
+    } finally {
+      lane.creating.delete(waiter);
+    }
+  }
 
   /** Waits for the lane; answers what gives it back, which says how long it was held. */
   async function acquire(
@@ -535,9 +572,24 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
       const lane = place(environmentId);
       log(`create ${info.workflowId} (${info.workflowType}) on lane ${lane.index}`, 'debug');
       // Creating a workflow, fetching its sink calls and disposing of it are short messages to the
-      // thread (milliseconds): they are posted at once, only activations wait for their lane.
-      const inner = await creators[lane.index]!.createWorkflow(createOptions);
+      // thread (milliseconds): they are posted at once, only activations wait for their lane. But a
+      // thread handles one message at a time, and one statement V8 does not interrupt (JSON.parse of a
+      // 32 MiB answer) held its thread 10-20 s: nothing of a workflow that is not running may wait for
+      // another's activation. Its activation waits for its creation as it waits for the lane, moving when
+      // another environment holds the lane past the heavy mark (untilCreated); the sink calls of an
+      // activation that never reached the thread (moved, expired, stopped) are none; its disposal is not
+      // awaited while the thread runs another's activation (the thread disposes of it after, before
+      // anything posted later).
+      const creating = creators[lane.index]!.createWorkflow(createOptions);
+      const creation: Creation<LaneWorkflow<A, C, S>> = { created: creating, workflow: undefined };
+      creating.then(
+        (workflow) => (creation.workflow = workflow),
+        () => undefined,
+      );
       lane.workflows++;
+      // Whether the thread holds sink calls of this workflow: an activation of its reached the thread
+      // since they were last fetched (creating a workflow runs none of its code).
+      let sinkCallsHeld = false;
       return {
         async activate(activation: A): Promise<C> {
           if (stopped.has(info.runId)) {
@@ -553,6 +605,10 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
           const startsTask = options.startsTask(activation);
           if (startsTask || !taskStarts.has(info.runId)) taskStarts.set(info.runId, now());
           const deadline = taskStarts.get(info.runId)! + (info.taskTimeoutMs ?? Infinity);
+          const inner = await untilCreated(lane, environmentId, creation).catch((error: unknown) => {
+            if (error instanceof LaneMoveError) log(`rescue ${info.workflowId} from lane ${lane.index}`, 'info');
+            throw error;
+          });
           const release = await acquire(lane, environmentId, info.runId, startsTask, isRun, deadline).catch(
             (error: unknown) => {
               if (error instanceof LaneMoveError) log(`rescue ${info.workflowId} from lane ${lane.index}`, 'info');
@@ -566,6 +622,7 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             log(`move ${info.workflowId} from lane ${lane.index}`, 'info');
             throw moved(lane, environmentId);
           }
+          sinkCallsHeld = true;
           const startedAt = now();
           const replaying = options.replaying?.(activation) ?? false;
           // Whether an interrupted statement of this activation convicts its run: a run workflow's, or a
@@ -674,13 +731,28 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S>(
             if (isRun && ran >= heavyMs && ran - stalledDuring(startedAt, now()) >= heavyMs) heat(environmentId);
           }
         },
-        getAndResetSinkCalls: () => inner.getAndResetSinkCalls(),
+        async getAndResetSinkCalls(): Promise<S> {
+          if (!sinkCallsHeld) return noSinkCalls();
+          sinkCallsHeld = false;
+          return (await creating).getAndResetSinkCalls();
+        },
         async dispose(): Promise<void> {
+          // A workflow whose creation failed has nothing to dispose of (its activation failed with why).
+          const disposed = creating.then(
+            (inner) => inner.dispose(),
+            () => undefined,
+          );
+          const busy = lane.running !== undefined;
           try {
-            await inner.dispose();
+            if (!busy) await disposed;
           } finally {
             taskStarts.delete(info.runId);
             lane.workflows--;
+          }
+          if (busy) {
+            disposed.catch((error: unknown) =>
+              log(`could not dispose of ${info.workflowId} on lane ${lane.index}: ${String(error)}`, 'warn'),
+            );
           }
         },
       };

@@ -62,8 +62,9 @@ export async function quietNeighbour(h: RuntimeHarness, marginMs: number, bodies
    * loaded that the heavy run itself took long, a quarter of that run's time. The quiet action waits a
    * few percent of a heavy run (32 MiB of `[{},…]`: 0.7-1.1 s of a 10-12 s run quiet, 2.2-2.5 s of
    * 31-34 s at load 9); when the run held the main thread, it waited nearly all of it (21.5 s at load
-   * 5). Two CI runs measured 9.3 s and 6.9 s (the latter on a quiet machine beside a 10 s run): an
-   * occasional stall whose cause is open (docs/architecture.md "What remains best-effort"); it fails.
+   * 5). Two CI runs measured 9.3 s and 6.9 s (the latter on a quiet machine beside a 10 s run): a quiet
+   * workflow on the big run's lane waited for that thread's parse (fixed in src/temporal/lanes.ts;
+   * docs/architecture.md "What remains best-effort"); such a stall fails.
    */
   const boundBeside = (work: Beside<unknown>): number => Math.max(bound, work.ms / 4);
   return { control, once, idle, idleText, bound, boundBeside, beside };

@@ -21,8 +21,10 @@ const DEEP = Buffer.from(`${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}`);
 // The other environment's action, while the big answer is fetched and parsed: at most its idle p99
 // plus this, or a quarter of the big run's time (test/kit/neighbour.ts boundBeside). The main thread
 // still copies, escapes, encrypts and stores the 32 MiB text, and the big run's threads take the CPU:
-// the quiet action waited 0.7-1.1 s quiet, 2.2-2.5 s at load 9; two CI runs saw 9.3 s and 6.9 s (an
-// occasional stall whose cause is open: docs/architecture.md "What remains best-effort"). Before the fix the main thread was held for the whole parse: 21.5 s at load 5.
+// the quiet action waited 0.7-1.1 s quiet, 2.2-2.5 s at load 9. Two CI runs saw 9.3 s and 6.9 s: a
+// quiet workflow living on the big run's lane, whose creation, sink calls or disposal waited for the
+// thread's parse (fixed in src/temporal/lanes.ts; docs/architecture.md "What remains best-effort").
+// Before the answer was parsed on the run's thread the main thread was held for the whole parse: 21.5 s at load 5.
 const MARGIN_MS = 5000;
 
 describe("a request's answer is parsed on the run's thread", () => {
