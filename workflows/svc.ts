@@ -444,6 +444,36 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // asked, while one step holds it (it weighs, cuts, or is about to be scheduled). The holder hands it
   // to the first waiter once its own command is issued, so no step overtakes one asked before it.
   let turnstile: (() => void)[] | undefined;
+  // The results' turns. A live run gets its steps' results about one per activation; a replay gets all
+  // those the history recorded in a task at once, in the same order (Temporal's core applies them as
+  // far as their steps are scheduled). Each result reaches the script in a turn of its own, in the order
+  // the results came, where the SDK unblocks conditions: so what the script and the gates do between
+  // two results is the same both ways (a hostile review: two branches with different code between
+  // their steps scheduled them in another order on replay, each answer going to the other request).
+  let arrived = 0;
+  let handed = 0;
+  // The gate's condition while it waits: a turn waits while the gate can go on, so that it goes first.
+  let weighing: (() => boolean) | undefined;
+
+  /** A step's outcome, handed to the script in its turn. */
+  async function inTurn<T>(scheduled: Promise<T>): Promise<T> {
+    const outcome = await scheduled.then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    const turn = arrived++;
+    let armed = false;
+    const mine = condition(() => armed && handed === turn && !(weighing?.() ?? false));
+    armed = true;
+    try {
+      await mine;
+    } finally {
+      // A cancelled wait (the run is cancelled) passes the turn on all the same.
+      handed++;
+    }
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
 
   /** Takes the turnstile: a function that hands it on, once (the step's failure may call it again). */
   async function holdTurnstile(): Promise<() => void> {
@@ -491,8 +521,20 @@ export function createSvc(context: SvcContext): SvcRuntime {
 
   /** Weighs the steps below `upTo` not weighed yet, once each of them has ended. */
   async function weighUpTo(upTo: number): Promise<void> {
-    const waiting = (): boolean => [...stepsInFlight].some((step) => step < upTo);
-    if (waiting()) await condition(() => !waiting());
+    const ended = (): boolean => ![...stepsInFlight].some((step) => step < upTo);
+    // Resumes where the SDK unblocks conditions, never in the middle of other microtasks, even when the
+    // steps have ended already (a replay gets their results earlier): so its place among the other
+    // results' turns is the same both ways (a hostile review: a timer another branch started landed on
+    // the other side of the cut on replay).
+    let armed = false;
+    weighing = ended;
+    try {
+      const resumed = condition(() => armed && ended());
+      armed = true;
+      await resumed;
+    } finally {
+      weighing = undefined;
+    }
     let markers = 0;
     let ledger = 0;
     for (let step = accountedUpTo; step < upTo; step++) {
@@ -550,13 +592,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     operations++;
     operationsSinceHistoryUpdate++;
     const index = nextStep++;
-    stepsInFlight.add(index);
     const policy = STEP_POLICIES[name];
-    if (policy.ledgered) {
-      ledgered++;
-      const step: StepRef = fresh ? { index, fresh } : { index };
-      args = [...args, step] as unknown as typeof args;
-    }
     const stepSummary = readableSummary(summary);
     const options: LocalActivityOptions & ActivityOptions = {
       startToCloseTimeout: overrides.startToCloseTimeout ?? policy.timeout ?? STORE_TIMEOUT,
@@ -567,14 +603,21 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // executeWithOptions keeps one proxy per mode while naming each step for the Web UI.
     type Call = (options: LocalActivityOptions & ActivityOptions, args: unknown[]) => Promise<unknown>;
     const proxy = (mode === 'local' ? local[name] : normal[name]) as unknown as { executeWithOptions: Call };
-    // A local activity's input is never stored by Temporal: marked so, the claim check leaves it inline
-    // (src/runtime/localActivityInput.ts). An ordinary activity's input is in its history: claim-checked.
-    const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
     try {
+      if (policy.ledgered) {
+        ledgered++;
+        const step: StepRef = fresh ? { index, fresh } : { index };
+        args = [...args, step] as unknown as typeof args;
+      }
+      // A local activity's input is never stored by Temporal: marked so, the claim check leaves it inline
+      // (src/runtime/localActivityInput.ts). An ordinary activity's input is in its history: claim-checked.
+      // Inside `try`: an input that cannot be written releases the gate it holds (a hostile review).
+      const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
+      stepsInFlight.add(index);
       const scheduled = proxy.executeWithOptions(options, sent);
       // The step's command is issued: the steps waiting behind this one's gate follow it, in order.
       release?.();
-      const result = (await scheduled) as Awaited<ReturnType<RuntimeActivities[K]>>;
+      const result = (await (gated ? inTurn(scheduled) : scheduled)) as Awaited<ReturnType<RuntimeActivities[K]>>;
       const marker =
         context.taskCutByBody === true
           ? resultMarkerBytes(result) + summaryBytes(stepSummary)
@@ -585,7 +628,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       ledgerKeptBytes += ledger;
       return result;
     } catch (failure) {
-      // Not scheduled: the steps behind this one's gate go on.
+      // Failed, or not scheduled: the steps behind this one's gate go on.
       release?.();
       // A failure's marker holds its message, stack and details (a 4xx's body): counted from version 6.
       const marker = context.taskCutByBody === true ? failureMarkerBytes(failure) + summaryBytes(stepSummary) : 0;
