@@ -419,7 +419,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
     return (
       events > eventBudget * SOFT_SHARE ||
       info.historySize > HISTORY_BYTE_BUDGET * SOFT_SHARE ||
-      (timeLimit !== undefined && Date.now() - executionStartedAt >= timeLimit) ||
+      // The workflow's clock is the latest result's time, and a replay that gets several results at once
+      // is at the latest of them from the first one's turn on (a hostile review): with steps in flight a
+      // run with the gates does not read it; with none, every result the clock has seen was handed.
+      (timeLimit !== undefined &&
+        (!gated || stepsInFlight.size === 0) &&
+        Date.now() - executionStartedAt >= timeLimit) ||
       (operationLimit !== undefined && operations >= operationLimit)
     );
   }

@@ -89,6 +89,11 @@ vi.mock('@temporalio/workflow', async (original) => {
   };
 });
 
+// Temporal's core moves the workflow's clock to each local activity's completion time as it resolves it
+// (local_activity_state_machine.rs), so a replay that resolves several at once is at the latest.
+const clock = { now: 0, on: false };
+const realNow = Date.now.bind(Date);
+vi.spyOn(Date, 'now').mockImplementation(() => (clock.on ? clock.now : realNow()));
 const { createSvc } = await import('./svc.js');
 type Svc = ReturnType<typeof createSvc>;
 
@@ -141,6 +146,7 @@ async function drive(
   sim.timerSeq = 0;
   sim.maxLocalInFlight = 0;
   info.historyLength = 10;
+  clock.now = 0;
   if (mode === 'live') sim.recorded = [];
   else sim.replayed = [...sim.recorded];
   sim.steps = [];
@@ -179,6 +185,7 @@ async function drive(
     const delivered = nextDelivery(mode);
     if (delivered.length === 0) break;
     sim.steps = sim.steps.filter((s) => !delivered.includes(s));
+    clock.now = Math.max(clock.now, ...delivered.map((d) => d.due));
     for (const step of delivered) {
       if (mode === 'live') sim.recorded.push(step.label);
       sim.now = Math.max(sim.now, step.due);
@@ -265,6 +272,24 @@ async function expectSameBothWays(
   return live;
 }
 
+/** The execution chain of a sync run that checkpoints, as workflows/runChain.ts keeps it, reduced. */
+const makeChain = () => ({
+  continuing: false,
+  legacy: false,
+  savedHere: true,
+  context: { canContinue: true, executions: [] },
+  afterSave(near: boolean) {
+    if (!near) return undefined;
+    this.continuing = true;
+    return ApplicationFailure.create({ type: 'run_continues', nonRetryable: true, message: 'continues' });
+  },
+  saved() {},
+  read() {},
+  atLimit() {
+    return ApplicationFailure.create({ type: 'run_history_limit', nonRetryable: true, message: 'limit' });
+  },
+});
+
 describe('cuts at gates', () => {
   it.each([
     ['a two-stage fan-out', fanOut],
@@ -349,22 +374,6 @@ describe('cuts at gates', () => {
   });
 
   it('the operation limit at a saveCheckpoint decides the same way while a gate waits (review R8)', async () => {
-    const makeChain = () => ({
-      continuing: false,
-      legacy: false,
-      savedHere: true,
-      context: { canContinue: true, executions: [] },
-      afterSave(near: boolean) {
-        if (!near) return undefined;
-        this.continuing = true;
-        return ApplicationFailure.create({ type: 'run_continues', nonRetryable: true, message: 'continues' });
-      },
-      saved() {},
-      read() {},
-      atLimit() {
-        return ApplicationFailure.create({ type: 'run_history_limit', nonRetryable: true, message: 'limit' });
-      },
-    });
     for (let logs = 0; logs < 4; logs++) {
       const script = async (svc: Svc) =>
         Promise.all([
@@ -387,6 +396,49 @@ describe('cuts at gates', () => {
         models: ['m'],
         chain: makeChain(),
       }));
+    }
+  });
+
+  it('the execution time limit at a saveCheckpoint decides the same way (second review)', async () => {
+    const script = async (svc: Svc) =>
+      Promise.all([
+        (async () => {
+          await sget(svc, 'p/0');
+          await op(svc, 'saveCheckpoint', { cursor: 0 });
+          await sget(svc, 'after');
+        })(),
+        sget(svc, 'p/1'),
+      ]);
+    clock.on = true;
+    try {
+      for (const [p0, p1] of [
+        [10, 12],
+        [12, 10],
+        [10, 30],
+      ] as const) {
+        sim.latency = (label) => (label === 'p/0' ? p0 : label === 'p/1' ? p1 : 5);
+        await expectSameBothWays(script, `p/0 at ${p0}, p/1 at ${p1}`, { executionTimeLimitMs: 11 }, () => ({
+          kind: 'sync',
+          models: ['m'],
+          chain: makeChain(),
+        }));
+      }
+      // A sequential script still continues at its first save past the limit.
+      sim.latency = () => 10;
+      const sequentialSaves = async (svc: Svc) => {
+        for (let n = 0; n < 3; n++) {
+          await sget(svc, `p/${n}`);
+          await op(svc, 'saveCheckpoint', { cursor: n });
+        }
+      };
+      const live = await expectSameBothWays(sequentialSaves, 'sequential', { executionTimeLimitMs: 15 }, () => ({
+        kind: 'sync',
+        models: ['m'],
+        chain: makeChain(),
+      }));
+      expect(live.error?.message).toBe('continues');
+    } finally {
+      clock.on = false;
     }
   });
 
