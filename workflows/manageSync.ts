@@ -53,6 +53,7 @@ import {
   LEDGER_CUT_VERSION,
   TASK_CUT_BY_BODY_VERSION,
   CUT_AT_GATES_VERSION,
+  GATED_CHILDREN_AND_CLOCK_VERSION,
   type LoadedScript,
   type QueuedWebhook,
   type RunawayVerdictSignal,
@@ -224,6 +225,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const taskCutByBody = (input.version ?? CHILD_RUNS) >= TASK_CUT_BY_BODY_VERSION;
   // From version 7 both cuts are decided at gates, on weights the history fixes (workflows/svc.ts).
   const cutAtGates = (input.version ?? CHILD_RUNS) >= CUT_AT_GATES_VERSION;
+  // From version 8 the gates weigh child starts too, and the script's clock stands still while steps are in flight.
+  const gatedChildrenAndClock = (input.version ?? CHILD_RUNS) >= GATED_CHILDREN_AND_CLOCK_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -374,6 +377,7 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
       ledgerCut,
       taskCutByBody,
       cutAtGates,
+      gatedChildrenAndClock,
       // Loaded by beginRun (version 4) for the run chosen then; a retry that chose another run (a
       // deploy's new script) loads its own.
       ...(script?.hash === step.input.definition.scriptHash ? { script } : {}),

@@ -30,6 +30,7 @@ import {
   OperationError,
   TASK_CUT_BY_BODY_PATCH,
   CUT_AT_GATES_PATCH,
+  GATED_CHILDREN_AND_CLOCK_PATCH,
   type SvcRuntime,
 } from './svc.js';
 import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
@@ -119,6 +120,7 @@ async function execute(
       operations: runtime.scriptOperations,
       log: runtime.bufferLog,
       fatal,
+      now: runtime.now,
     });
     stop?.onStop((failure) => realm.stop(failure));
     const outcome = await Promise.race([realm.run(loaded, runtime.shape, inputJson), budget.exhausted, ended]);
@@ -162,6 +164,8 @@ export interface SyncRunPlace {
   taskCutByBody?: boolean;
   /** The entity's version decides the cuts at gates (SvcContext.cutAtGates); only with `inline`. */
   cutAtGates?: boolean;
+  /** The entity's version gates child starts and the clock (SvcContext.gatedChildrenAndClock); only with `inline`. */
+  gatedChildrenAndClock?: boolean;
   fresh?: boolean;
   /** The run took its fence already (the entity's `beginRun` that committed it). */
   begun?: boolean;
@@ -201,6 +205,9 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   const taskCutByBody = place.inline === true ? place.taskCutByBody === true : patched(TASK_CUT_BY_BODY_PATCH);
   // The same for the cuts at gates; a run inside its entity has them from version 7 on.
   const cutAtGates = place.inline === true ? place.cutAtGates === true : patched(CUT_AT_GATES_PATCH);
+  // The same for the gated child starts and clock; a run inside its entity has them from version 8 on.
+  const gatedChildrenAndClock =
+    place.inline === true ? place.gatedChildrenAndClock === true : patched(GATED_CHILDREN_AND_CLOCK_PATCH);
   const runtime = createSvc({
     chain,
     bookkeepingReserve,
@@ -222,6 +229,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
     ledgerCut,
     taskCutByBody,
     cutAtGates,
+    gatedChildrenAndClock,
     ...(place.inline ? { inline: true } : {}),
     ...(place.fresh === undefined ? {} : { fresh: place.fresh }),
     ...(place.onActive ? { onActive: place.onActive } : {}),
@@ -321,6 +329,7 @@ export async function runAction(input: RunActionInput): Promise<unknown> {
     ledgerCut: input.ledgerCut === true,
     taskCutByBody: input.taskCutByBody === true,
     cutAtGates: input.cutAtGates === true,
+    gatedChildrenAndClock: input.gatedChildrenAndClock === true,
   });
   // The bundle the API handed over (src/temporal/syncControl.ts), only to a run a client started.
   const preloaded =

@@ -55,6 +55,8 @@ export interface ScriptRealmOptions {
   log: (level: string, message: string) => void;
   /** Ends the run whatever the script does (a failure the script must not swallow). */
   fatal: (failure: ApplicationFailure) => void;
+  /** The script's clock in ms (`Date`): the run's (SvcRuntime.now); the workflow's by default. */
+  now?: () => number;
 }
 
 export interface ScriptRealm {
@@ -183,7 +185,7 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
         },
       );
     },
-    now: (): number => Date.now(),
+    now: options.now ?? ((): number => Date.now()),
     random: (): number => Math.random(),
     tick: (): string | undefined => budget.check(),
     raised: (code: unknown): void => {

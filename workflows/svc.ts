@@ -28,6 +28,7 @@ import { checkRecords, formatInvalidRecords, modelIndex } from '../src/config/ch
 import {
   LOG_REDACTION_MARGIN,
   SCRIPT_LIMITS,
+  type ActionDefinition,
   type LoadedScript,
   type RunActionInput,
   type RunOptions,
@@ -142,6 +143,8 @@ export const LEDGER_CUT_PATCH = 'step-ledger-bytes-cut';
 export const TASK_CUT_BY_BODY_PATCH = 'task-cut-recorded-body';
 /** The patch id of the cuts at gates (SvcContext.cutAtGates) in a run of its own workflow (the same). */
 export const CUT_AT_GATES_PATCH = 'task-cut-at-gates';
+/** The patch id of SvcContext.gatedChildrenAndClock in a run of its own workflow (the same). */
+export const GATED_CHILDREN_AND_CLOCK_PATCH = 'gated-children-and-clock';
 // Runs with SvcContext.cutAtGates: the markers of one workflow task stay below this, the weight of the
 // steps accounted since the last cut plus STEP_MARKER_BOUND for each step not yet accounted (in flight
 // or not yet weighed), whatever the script has in flight at once: 1 MiB below gRPC's 4 MiB.
@@ -214,6 +217,18 @@ export interface SvcContext {
    */
   cutAtGates?: boolean;
   /**
+   * With cutAtGates (version 8 of the sync entity, the action flag of the same name): the gates also
+   * weigh each child action's start (`svc.triggerAction`), whose input travels in the same task completion
+   * as the markers (before, 150 child starts asked at once each carried their input into one completion,
+   * uncounted); and the script's clock (`Date` in its realm) stands still while steps are in flight, at
+   * the time the first of them was asked. Temporal's core moves the workflow's clock to each result's
+   * completion time, and a replay that gets several results at once is at the latest of them from the
+   * first one's turn on: a script that read the clock between two results could see another time on
+   * replay. With no step in flight every result the clock has seen was handed, so the clock is the
+   * same both ways (the rule `nearLimit` follows for the time limit).
+   */
+  gatedChildrenAndClock?: boolean;
+  /**
    * Whether no other instance can have executed this run's steps (then they skip the ledger lookup on
    * their first attempt). Default: this instance runs the execution from its first workflow task.
    */
@@ -247,6 +262,8 @@ export interface SvcRuntime {
   useExecutionLimits: (
     limits: Pick<LoadedScript, 'executionTimeLimitMs' | 'maxExecutions' | 'executionOperationLimit'>,
   ) => void;
+  /** The script's clock in ms (its realm's `Date`): see SvcContext.gatedChildrenAndClock. */
+  now: () => number;
   /** Runs one bookkeeping step of the run (not a script operation) with the same mode and budget. */
   step: <K extends keyof RuntimeActivities>(
     name: K,
@@ -436,6 +453,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // changed only here, and the step's index; while a gate waits or cuts, the steps asked meanwhile wait
   // behind it in the order they were asked.
   const gated = context.cutAtGates === true;
+  const gatedChildren = gated && context.gatedChildrenAndClock === true;
+  // The script's clock while steps are in flight (SvcContext.gatedChildrenAndClock).
+  let clockAtRest = 0;
+  function scriptNow(): number {
+    return gatedChildren && stepsInFlight.size > 0 ? clockAtRest : Date.now();
+  }
   // Steps below `accountedUpTo` are weighed: markers and ledger rows since the last cut.
   let accountedUpTo = 0;
   let accountedMarkers = 0;
@@ -484,10 +507,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
   async function holdTurnstile(): Promise<() => void> {
     if (turnstile) await new Promise<void>((resolve) => turnstile!.push(resolve));
     else turnstile = [];
-    let handed = false;
+    let passed = false;
     return () => {
-      if (handed) return;
-      handed = true;
+      if (passed) return;
+      passed = true;
       const next = turnstile?.shift();
       if (next) next();
       else turnstile = undefined;
@@ -561,7 +584,13 @@ export function createSvc(context: SvcContext): SvcRuntime {
     name: K,
     summary: string,
     args: Parameters<RuntimeActivities[K]>,
-    overrides: { startToCloseTimeout?: Duration; retry?: RetryPolicy; bookkeeping?: boolean } = {},
+    overrides: {
+      startToCloseTimeout?: Duration;
+      retry?: RetryPolicy;
+      bookkeeping?: boolean;
+      /** What the command the script issues on this step's result weighs in the same task (a child's start). */
+      commandBytes?: (result: Awaited<ReturnType<RuntimeActivities[K]>>) => number;
+    } = {},
   ): Promise<Awaited<ReturnType<RuntimeActivities[K]>>> {
     // The script waits from here (the thread is no longer executing it). Only script operations are
     // refused once its budget ran out; the run's own steps go on.
@@ -618,6 +647,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
       // (src/runtime/localActivityInput.ts). An ordinary activity's input is in its history: claim-checked.
       // Inside `try`: an input that cannot be written releases the gate it holds (a hostile review).
       const sent: unknown[] = mode === 'local' ? args.map(localActivityInput) : args;
+      // The clock the script sees while steps are in flight: read here with none in flight.
+      if (stepsInFlight.size === 0) clockAtRest = Date.now();
       stepsInFlight.add(index);
       const scheduled = proxy.executeWithOptions(options, sent);
       // The step's command is issued: the steps waiting behind this one's gate follow it, in order.
@@ -628,9 +659,14 @@ export function createSvc(context: SvcContext): SvcRuntime {
           ? resultMarkerBytes(result) + summaryBytes(stepSummary)
           : declaredResultBytes(result);
       const ledger = policy.ledgered ? ledgerBytes({ result }) : 0;
-      if (gated) endedWeights.set(index, { marker: mode === 'local' ? marker : 0, ledger });
-      taskResultBytes += marker;
-      ledgerKeptBytes += ledger;
+      // The gates weigh it in its turn; the older rules add it at once. A child's start goes in the task
+      // completion whatever the mode.
+      const command = gatedChildren && overrides.commandBytes ? overrides.commandBytes(result) : 0;
+      if (gated) endedWeights.set(index, { marker: (mode === 'local' ? marker : 0) + command, ledger });
+      else {
+        taskResultBytes += marker;
+        ledgerKeptBytes += ledger;
+      }
       return result;
     } catch (failure) {
       // Failed, or not scheduled: the steps behind this one's gate go on.
@@ -639,8 +675,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
       const marker = context.taskCutByBody === true ? failureMarkerBytes(failure) + summaryBytes(stepSummary) : 0;
       const ledger = policy.ledgered ? ledgerBytes({ failure }) : 0;
       if (gated) endedWeights.set(index, { marker: mode === 'local' ? marker : 0, ledger });
-      taskResultBytes += marker;
-      ledgerKeptBytes += ledger;
+      else {
+        taskResultBytes += marker;
+        ledgerKeptBytes += ledger;
+      }
       throw failure;
     } finally {
       stepsInFlight.delete(index);
@@ -903,12 +941,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     }
     // Step names show an action's name only when it looks like one (the script chooses the string).
     const shownName = /^[A-Za-z0-9_.-]{1,64}$/.test(actionName) ? actionName : '…';
-    const definition = await simple('resolveAction', `triggerAction ${shownName}`, [
-      { environmentId: scope.environmentId, integrationId: scope.integrationId, actionName },
-    ]);
-    guardHistory();
-    operations++;
-    const childInput: RunActionInput = {
+    const childSummary = readableSummary(`triggerAction ${shownName}`);
+    const childInput = (definition: ActionDefinition): RunActionInput => ({
       definition,
       connectionId: scope.connectionId,
       input,
@@ -917,15 +951,32 @@ export function createSvc(context: SvcContext): SvcRuntime {
       ledgerCut: true,
       taskCutByBody: true,
       cutAtGates: true,
-    };
+      gatedChildrenAndClock: true,
+    });
+    const summary = `triggerAction ${shownName}`;
+    let definition: ActionDefinition;
+    try {
+      definition = await run(
+        'resolveAction',
+        summary,
+        [{ environmentId: scope.environmentId, integrationId: scope.integrationId, actionName }],
+        // The child's start goes in the task completion with the markers: weighed as this step's (the input
+        // one payload, claim-checked past the threshold).
+        { commandBytes: (resolved) => resultMarkerBytes(childInput(resolved)) + summaryBytes(childSummary) },
+      );
+    } catch (error) {
+      throw operationFailure(error, summary);
+    }
+    guardHistory();
+    operations++;
     context.budget?.yielded();
     try {
       return await executeChild('runAction', {
         // A sync run's child action goes to the action queue, as API-triggered ones do; an action run's stays on its own.
         ...(context.kind === 'sync' ? { taskQueue: actionTaskQueue(workflowInfo().taskQueue) } : {}),
         workflowId: `action:${uuid4()}`,
-        args: [childInput],
-        staticSummary: readableSummary(`triggerAction ${shownName}`),
+        args: [childInput(definition)],
+        staticSummary: childSummary,
       });
     } catch (error) {
       const cause = error instanceof ChildWorkflowFailure ? error.cause : undefined;
@@ -1046,6 +1097,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     },
     summaries,
     operations: () => operations,
+    now: scriptNow,
     flushLogs: () => flushLogs(true),
     async finish() {
       // Inside the entity the next run's first step forgets this one's (activities/runtime.ts beginRun).

@@ -38,6 +38,9 @@ const sim = {
   replayed: [] as string[],
   maxLocalInFlight: 0,
   timerSeq: 0,
+  // What each workflow task's completion carries: the markers of the results delivered in it, and the
+  // child starts issued meanwhile (their input, a reference past the claim check's threshold).
+  tasks: [0] as number[],
 };
 
 function push(label: string, local: boolean, bytes: number, fail: boolean): Promise<unknown> {
@@ -86,6 +89,13 @@ vi.mock('@temporalio/workflow', async (original) => {
     condition: (fn: () => boolean) =>
       fn() ? Promise.resolve() : new Promise<void>((resolve) => sim.conditions.push({ fn, resolve })),
     sleep: (_ms: unknown) => push(`timer/${sim.timerSeq++}`, false, 0, false).then(() => undefined),
+    uuid4: () => 'id',
+    // A child action: its start is a command in the current task's completion; its end a new task.
+    executeChild: (_type: unknown, options: { args: [{ input: { id: string } }] }) => {
+      const bytes = JSON.stringify(options.args[0]).length;
+      sim.tasks[sim.tasks.length - 1]! += bytes > 64 * 1024 ? 512 : bytes;
+      return push(`child/${options.args[0].input.id}`, false, 0, false);
+    },
   };
 });
 
@@ -107,7 +117,7 @@ async function settle(): Promise<void> {
   }
 }
 
-const boundary = (label: string) => label === 'cut' || label.startsWith('timer/');
+const boundary = (label: string) => label === 'cut' || label.startsWith('timer/') || label.startsWith('child/');
 
 function nextDelivery(mode: 'live' | 'replay'): Step[] {
   const locals = sim.steps.filter((s) => s.local);
@@ -152,6 +162,8 @@ async function drive(
   sim.steps = [];
   sim.commands = [];
   sim.conditions = [];
+  sim.tasks = [0];
+  const tasks = sim.tasks;
   const svc = createSvc({
     kind: 'action',
     scope: { environmentId: 'e', integrationId: 'i', connectionId: 'c' },
@@ -173,7 +185,6 @@ async function drive(
     () => (done = true),
     (error: unknown) => ((failed = error instanceof Error ? error : new Error(String(error))), (done = true)),
   );
-  const tasks = [0];
   let hung = false;
   for (let activations = 0; ; activations++) {
     await settle();
@@ -491,5 +502,66 @@ describe('cuts at gates', () => {
     // The ledger's first task: a step is expected to keep 1 MiB until the run weighed some (8 answers of
     // 2 MiB in the ledger, where the cut before the gates came after 4); then every 4, as before.
     else expect(cuts(before) - cuts(gated)).toBeLessThanOrEqual(1);
+  });
+
+  // Version 8 (SvcContext.gatedChildrenAndClock).
+  const WHOLE = () => ({ gatedChildrenAndClock: true });
+
+  it('150 child actions asked at once: their starts are weighed, no task past 3 MiB', async () => {
+    const children = async (svc: Svc) =>
+      Promise.all(
+        Array.from({ length: 150 }, (_, n) =>
+          op(svc, 'triggerAction', 'act', { id: String(n), pad: 'x'.repeat(60_000) }),
+        ),
+      );
+    for (let seed = 0; seed < 3; seed++) {
+      sim.latency = spread(seed);
+      const live = await expectSameBothWays(children, `seed ${seed}`, {}, WHOLE);
+      expect(live.error).toBeUndefined();
+      expect(live.commands.filter((c) => c.startsWith('child/'))).toHaveLength(150);
+      expect(cuts(live), `seed ${seed}`).toBeGreaterThan(0);
+      // Without it (version 7) the starts went uncounted: one completion of ~9 MB, which gRPC refuses.
+      const before = await drive('live', true, children);
+      expect(Math.max(...before.tasks), `seed ${seed}, version 7`).toBeGreaterThan(4 * MiB);
+    }
+  });
+
+  it("the script's clock stands still while steps are in flight, the same live and on replay", async () => {
+    // Each branch asks for one more page when its answer came late: a script branching on the clock.
+    const clocked = async (svc: Svc) => {
+      const started = svc.now();
+      const seen: number[] = [];
+      await Promise.all(
+        Array.from({ length: 12 }, async (_, id) => {
+          await sget(svc, `a/${id}`);
+          seen.push(svc.now() - started);
+          if (svc.now() - started > 100) await sget(svc, `late/${id}`);
+        }),
+      );
+      // With no step in flight the clock is the latest result's, the same both ways.
+      const after = svc.now() - started;
+      await sget(svc, after > 100 ? 'after/late' : 'after/early');
+      return { seen, after };
+    };
+    clock.on = true;
+    try {
+      for (let seed = 0; seed < 4; seed++) {
+        sim.latency = spread(seed);
+        const live = await expectSameBothWays(clocked, `seed ${seed}`, {}, WHOLE);
+        // Only the branch whose answer came last reads the clock with no step in flight.
+        expect(live.commands.filter((c) => c.startsWith('late/')).length, `seed ${seed}`).toBeLessThanOrEqual(1);
+        expect(live.commands, `seed ${seed}`).toContain('after/late');
+      }
+      // Version 7 read the core's clock: the replay, at the latest result from the first turn on, asked
+      // for late pages the live run had not.
+      sim.latency = (label) => (label.startsWith('a/') ? 10 + 20 * Number(label.slice(2)) : 10);
+      await expectSameBothWays(clocked, 'answers 20 ms apart', {}, WHOLE);
+      const live = await drive('live', true, clocked);
+      const replay = await drive('replay', true, clocked);
+      expect(live.commands.filter((c) => c.startsWith('late/')).length).toBeLessThan(12);
+      expect(seqView(replay.commands)).not.toEqual(seqView(live.commands));
+    } finally {
+      clock.on = false;
+    }
   });
 });

@@ -304,6 +304,7 @@ export async function runLocally(options: LocalRunOptions): Promise<LocalRunResu
           ledgerCut: true,
           taskCutByBody: true,
           cutAtGates: true,
+          gatedChildrenAndClock: true,
         };
         result.output = await client.workflow.execute('runAction', {
           taskQueue: actionTaskQueue(taskQueue),

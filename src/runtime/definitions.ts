@@ -157,6 +157,12 @@ export interface RunActionInput {
    * workflows/svc.ts). Set by the code that starts the run, as ledgerCut; a flag of its own.
    */
   cutAtGates?: boolean | undefined;
+  /**
+   * With cutAtGates: the gates also weigh each child action's start, and the script's clock stands
+   * still while steps are in flight (SvcContext.gatedChildrenAndClock, workflows/svc.ts). Set by the code
+   * that starts the run, as ledgerCut; a flag of its own.
+   */
+  gatedChildrenAndClock?: boolean | undefined;
 }
 
 /** What a finished sync run reports: per model, the records it added, updated and deleted. */
@@ -316,11 +322,12 @@ export type RunWatchSinks = {
  * the same with the task cut weighing a response by its body as recorded (workflows/svc.ts
  * TASK_RESULT_BYTES), not its declared content-length; 7, the same with both cuts decided at gates
  * (SvcContext.cutAtGates), so that a run with steps in flight at once replays and no task holds more
- * than ~3 MiB of its markers. Executions that carry none run each run as a
- * child `runSync` (version 1); executions of 1 to 6 finish their run as recorded and continue as new
+ * than ~3 MiB of its markers; 8, the same with child action starts weighed and the script's clock still
+while steps are in flight (SvcContext.gatedChildrenAndClock). Executions that carry none run each run as a
+ * child `runSync` (version 1); executions of 1 to 7 finish their run as recorded and continue as new
  * in this one.
  */
-export const SYNC_ENTITY_VERSION = 7;
+export const SYNC_ENTITY_VERSION = 8;
 
 /** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
 export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
@@ -339,3 +346,6 @@ export const TASK_CUT_BY_BODY_VERSION = 6;
 
 /** The first entity version whose runs decide their cuts at gates (see SYNC_ENTITY_VERSION). */
 export const CUT_AT_GATES_VERSION = 7;
+
+/** The first entity version whose gates weigh child starts and hold the script's clock (see SYNC_ENTITY_VERSION). */
+export const GATED_CHILDREN_AND_CLOCK_VERSION = 8;

@@ -239,8 +239,17 @@ export function createSyncControl({
           taskQueue: actionTaskQueue(taskQueue),
           workflowId,
           // An action this code starts runs with the step ledger's bytes cut, the task cut by recorded
-          // body, both decided at gates (RunActionInput).
-          args: [{ ...input, ...(script ? { script } : {}), ledgerCut: true, taskCutByBody: true, cutAtGates: true }],
+          // body, both decided at gates, which weigh child starts and hold the clock (RunActionInput).
+          args: [
+            {
+              ...input,
+              ...(script ? { script } : {}),
+              ledgerCut: true,
+              taskCutByBody: true,
+              cutAtGates: true,
+              gatedChildrenAndClock: true,
+            },
+          ],
           workflowExecutionTimeout: options.timeoutMs ?? DEFAULT_ACTION_TIMEOUT_MS,
           workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT_MS,
           staticSummary: `action ${input.definition.actionName} for ${input.connectionId}`,

@@ -54,13 +54,16 @@ const FETCH = (pages: number) => `
     counts.push({ id: 'page-' + answer.data.page, items: answer.data.items.length });
   }`;
 
-/** Per workflow task completion (by its event id), the bytes of the markers it recorded. */
+/**
+ * Per workflow task completion (by its event id), the bytes of the markers it recorded and of the child
+ * workflows it started (their input travels in the same completion).
+ */
 function markerBytesPerTask(history: History): number[] {
   const perTask = new Map<string, number>();
   for (const event of history.events ?? []) {
-    const marker = event.markerRecordedEventAttributes;
-    if (!marker) continue;
-    const task = String(marker.workflowTaskCompletedEventId);
+    const command = event.markerRecordedEventAttributes ?? event.startChildWorkflowExecutionInitiatedEventAttributes;
+    if (!command) continue;
+    const task = String(command.workflowTaskCompletedEventId);
     const bytes = proto.temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
     perTask.set(task, (perTask.get(task) ?? 0) + bytes);
   }
@@ -116,6 +119,13 @@ describe('compressed answers in one workflow task', () => {
         const delay = fan[1] === 'a' ? (id * 37) % 200 : 50 + ((id * 53 + (fan[1] === 'b' ? 0 : 90)) % 300);
         fanned.set(path, (fanned.get(path) ?? 0) + 1);
         setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end(page(id)), delay);
+        return;
+      }
+      const clocked = /^\/clock\/(\w+)\/(\d+)$/.exec(path);
+      if (clocked) {
+        // Answers 40 ms apart: a branch that reads the clock after its answer sees them apart, live.
+        const delay = clocked[1] === 'a' ? 40 * Number(clocked[2]) : 0;
+        setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'), delay);
         return;
       }
       const other = /^\/(missing|headers)\/(\d+)$/.exec(path);
@@ -283,7 +293,7 @@ describe('compressed answers in one workflow task', () => {
   // Steps in flight at once (SvcContext.cutAtGates): the weights a cut reads used to grow as results
   // arrived, which a replay groups otherwise than the live run, and nothing bounded what the steps in
   // flight at once added to one task.
-  const GATES = { ledgerCut: true, taskCutByBody: true, cutAtGates: true } as const;
+  const GATES = { ledgerCut: true, taskCutByBody: true, cutAtGates: true, gatedChildrenAndClock: true } as const;
 
   it('an action fanning out (each answer asking two more at once) cuts where its replay does', async () => {
     const IDS = 30;
@@ -322,4 +332,52 @@ describe('compressed answers in one workflow task', () => {
     // Before the gates: one completion of 6.59 MB, refused by gRPC on every retry until the run timed out.
     await expectBoundedAndReplaying('150 pages at once', workflowId, GATE_LIMIT);
   }, 120_000);
+
+  it('a script that reads the clock between answers in flight at once takes the same path on replay', async () => {
+    // Each branch asks for one more page when its answer came more than 200 ms after the start: the
+    // branches of answers 240-440 ms live. A replay gets the answers the history holds together, and
+    // the core's clock is then at the latest from the first; the script's clock stands still while steps
+    // are in flight, at the time the first was asked, so no branch asks for one (the last to end
+    // reads the clock with none in flight, the same both ways).
+    const { workflowId, output } = await runScript(
+      'clocked',
+      `async function (svc) {
+        const started = Date.now();
+        const late = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
+          await svc.get({ endpoint: '/clock/a/' + i });
+          if (Date.now() - started <= 200) return false;
+          await svc.get({ endpoint: '/clock/late/' + i });
+          return true;
+        }));
+        return late.filter(Boolean).length;
+      }`,
+      GATES,
+    );
+    expect(output).toBeLessThanOrEqual(1);
+    await expectBoundedAndReplaying('the clock read between answers', workflowId, GATE_LIMIT);
+  }, 120_000);
+
+  it('an action starting 100 child actions at once, each with 60 KB of input, keeps each task below 3 MiB', async () => {
+    const CHILDREN = 100;
+    h.actions.set(
+      'child',
+      actionDefinition(
+        'child',
+        await h.scripts.put(bundle(`async function (svc, input) { return input.pad.length; }`)),
+      ),
+    );
+    const { workflowId, output } = await runScript(
+      'parent',
+      `async function (svc) {
+        const ids = Array.from({ length: ${CHILDREN} }, (_, i) => i);
+        const lengths = await Promise.all(ids.map((i) => svc.triggerAction('child', { i, pad: String(i).padEnd(60000, '.') })));
+        return lengths.reduce((sum, n) => sum + n, 0);
+      }`,
+      GATES,
+    );
+    expect(output).toBe(CHILDREN * 60_000);
+    // Version 7 (cutAtGates alone) did not weigh the starts: ~6 MB of child inputs in one completion,
+    // which gRPC refuses on every retry.
+    await expectBoundedAndReplaying('100 child actions at once', workflowId, GATE_LIMIT);
+  }, 180_000);
 });
