@@ -712,6 +712,28 @@ describe('lanes over threads that take one message at a time', () => {
     await big;
   });
 
+  it('a new workflow is placed beside an activation that just started, not one that has run long', async () => {
+    const t = oneMessageAtATime(3);
+    const noisy = await t.create('action:noisy:i:c:x:1');
+    const other = await t.create('action:other:i:c:x:1');
+    let parsed!: () => void;
+    const big = noisy.activate(new Promise<void>((resolve) => (parsed = resolve)));
+    // The parse has run past a tenth of the heavy mark (100 ms here) when the other lane's brief one starts.
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    let ended!: () => void;
+    const brief = other.activate(new Promise<void>((resolve) => (ended = resolve)));
+    while (!t.lanes.stats().lanes[1]!.busy) await new Promise((resolve) => setImmediate(resolve));
+    const quiet = await t.create('action:quiet:i:c:x:1');
+    const activated = quiet.activate(Promise.resolve());
+    ended();
+    // Placed on the brief one's lane, it runs there once that ends; before, the tie put it on the parse's
+    // lane, from which it moved only at the heavy mark (a failed activation, then a retry).
+    expect(await within(activated, 2000)).toBe('action:quiet:i:c:x:1@1');
+    await brief;
+    parsed();
+    await big;
+  });
+
   it('the time a workflow waits for its creation is not its activation’s: its environment is not heated for it', async () => {
     const t = oneMessageAtATime(3);
     void t.busy(0, 250);

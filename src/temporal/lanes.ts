@@ -545,13 +545,23 @@ export function createLanes<O extends { info: LaneWorkflowInfo }, A, C, S extend
     );
   }
 
-  /** The lane a new workflow of the environment lives on. */
+  /**
+   * The lane a new workflow of the environment lives on: a free one, else one whose activation started
+   * last. An activation past a tenth of the heavy mark is likely a long one (a statement parsing a large
+   * answer ran 10-20 s): a workflow placed there waits for the heavy mark before it moves.
+   */
   function place(environmentId: string): Lane {
     if (isHot(environmentId)) return penaltyLane;
     let best = sharedLanes[0]!;
     for (const lane of sharedLanes) {
       const load = (candidate: Lane) => [
-        blocked(candidate) ? 2 : candidate.running === undefined ? 0 : 1,
+        blocked(candidate)
+          ? 3
+          : candidate.running === undefined
+            ? 0
+            : now() - candidate.runningSince >= heavyMs / 10
+              ? 2
+              : 1,
         candidate.waiting.length,
         candidate.workflows,
       ];
