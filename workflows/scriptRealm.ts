@@ -271,7 +271,8 @@ export function createScriptRealm(options: ScriptRealmOptions): ScriptRealm {
 }
 
 /** A durable sleep for the realm's setTimeout. */
-export async function scriptSleep(ms: unknown): Promise<void> {
+export async function scriptSleep(ms: unknown): Promise<boolean> {
   const wait = typeof ms === 'number' && Number.isFinite(ms) ? Math.max(0, ms) : 0;
   if (wait > 0) await sleep(wait);
+  return wait > 0;
 }

@@ -1063,8 +1063,22 @@ export function createSvc(context: SvcContext): SvcRuntime {
       operations++;
       operationsSinceHistoryUpdate += 2;
       timers++;
+      // Version 8: a timer started with no step in flight or waiting ends the workflow task that holds the
+      // markers weighed so far (Temporal's core completes a task once no local activity is outstanding); it
+      // fires in a task of its own. If no step was asked meanwhile, the task it fires in holds none of them.
+      const quiet = gatedChildren && stepsInFlight.size === 0 && turnstile === undefined;
+      const stepsBefore = nextStep;
       try {
-        await scriptSleep(ms);
+        const timed = await scriptSleep(ms);
+        if (timed && quiet && nextStep === stepsBefore && turnstile === undefined) {
+          // Every step has ended: its markers are in earlier tasks; its ledger rows stay until a cut.
+          for (let step = accountedUpTo; step < nextStep; step++) {
+            accountedLedger += endedWeights.get(step)?.ledger ?? 0;
+            endedWeights.delete(step);
+          }
+          accountedUpTo = nextStep;
+          accountedMarkers = 0;
+        }
       } finally {
         timers--;
         context.onActive?.();

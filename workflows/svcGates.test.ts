@@ -43,10 +43,22 @@ const sim = {
   tasks: [0] as number[],
 };
 
+// A replay's results carry the completion times the live run recorded (a review: recomputed from the
+// replay's own clock, a step asked after a group of results ended later than it had live): by label and
+// occurrence.
+const recordedDue = new Map<string, number>();
+const occurrences = new Map<string, number>();
+let replaying = false;
+
 function push(label: string, local: boolean, bytes: number, fail: boolean): Promise<unknown> {
   return new Promise((resolve, reject) => {
     sim.commands.push(label);
-    sim.steps.push({ label, local, bytes, fail, due: sim.now + sim.latency(label), resolve, reject });
+    const n = (occurrences.get(label) ?? 0) + 1;
+    occurrences.set(label, n);
+    const key = `${label}#${n}`;
+    const due = (replaying ? recordedDue.get(key) : undefined) ?? sim.now + sim.latency(label);
+    if (!replaying) recordedDue.set(key, due);
+    sim.steps.push({ label, local, bytes, fail, due, resolve, reject });
     sim.maxLocalInFlight = Math.max(sim.maxLocalInFlight, sim.steps.filter((s) => !boundary(s.label)).length);
   });
 }
@@ -157,8 +169,12 @@ async function drive(
   sim.maxLocalInFlight = 0;
   info.historyLength = 10;
   clock.now = 0;
-  if (mode === 'live') sim.recorded = [];
-  else sim.replayed = [...sim.recorded];
+  replaying = mode === 'replay';
+  occurrences.clear();
+  if (mode === 'live') {
+    sim.recorded = [];
+    recordedDue.clear();
+  } else sim.replayed = [...sim.recorded];
   sim.steps = [];
   sim.commands = [];
   sim.conditions = [];
@@ -526,6 +542,34 @@ describe('cuts at gates', () => {
     }
   });
 
+  it('a sequential script that sleeps is cut no more often than before the gates', async () => {
+    // 150 pages of 40 KB, a second's sleep after every 10: version 7 weighed on across the timers' tasks
+    // and cut 5 times where the older rules (weights again at each task) cut once.
+    const sleepy = async (svc: Svc) => {
+      for (let n = 0; n < 150; n++) {
+        await get(svc, `p/${n}`);
+        if (n % 10 === 9) await op(svc, 'sleep', 1000);
+      }
+    };
+    sim.latency = () => 10;
+    const whole = await expectSameBothWays(sleepy, 'version 8', {}, WHOLE);
+    const gates = await expectSameBothWays(sleepy, 'version 7');
+    const before = await drive('live', false, sleepy);
+    console.log(
+      `[svcGates] sleepy cuts: v8 ${cuts(whole)}, v7 ${cuts(gates)}, before ${cuts(before)}; largest task v8 ${Math.max(...whole.tasks)}`,
+    );
+    expect(cuts(whole)).toBeLessThanOrEqual(cuts(before));
+    expect(cuts(gates)).toBeGreaterThan(cuts(before));
+    expect(Math.max(...whole.tasks)).toBeLessThan(1.5 * MiB);
+    // A sleep beside a step in flight weighs on: the same both ways.
+    const beside = async (svc: Svc) => {
+      for (let n = 0; n < 60; n++) {
+        await Promise.all([get(svc, `p/${n}`), n % 5 === 4 ? op(svc, 'sleep', 5) : Promise.resolve()]);
+      }
+    };
+    await expectSameBothWays(beside, 'a sleep beside a step', {}, WHOLE);
+  });
+
   it("the script's clock stands still while steps are in flight, the same live and on replay", async () => {
     // Each branch asks for one more page when its answer came late: a script branching on the clock.
     const clocked = async (svc: Svc) => {
@@ -551,6 +595,25 @@ describe('cuts at gates', () => {
         // Only the branch whose answer came last reads the clock with no step in flight.
         expect(live.commands.filter((c) => c.startsWith('late/')).length, `seed ${seed}`).toBeLessThanOrEqual(1);
         expect(live.commands, `seed ${seed}`).toContain('after/late');
+      }
+      // A review's case: each branch reads the clock after its answer and again after asking a step that
+      // may wait at a gate, and branches on both; 40 branches, cuts among them.
+      const twice = async (svc: Svc) => {
+        const t0 = svc.now();
+        await Promise.all(
+          Array.from({ length: 40 }, async (_, id) => {
+            await sget(svc, `a/${id}`);
+            if ((svc.now() - t0) % 2 === 1) await sget(svc, `odd/${id}`);
+            const asked = sget(svc, `b/${id}`);
+            const e = svc.now() - t0;
+            await asked;
+            if (e % 3 === 1) await sget(svc, `tri/${id}`);
+          }),
+        );
+      };
+      for (let seed = 0; seed < 6; seed++) {
+        sim.latency = spread(seed);
+        await expectSameBothWays(twice, `read twice, seed ${seed}`, {}, WHOLE);
       }
       // Version 7 read the core's clock: the replay, at the latest result from the first turn on, asked
       // for late pages the live run had not.

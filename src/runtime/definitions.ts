@@ -323,7 +323,7 @@ export type RunWatchSinks = {
  * TASK_RESULT_BYTES), not its declared content-length; 7, the same with both cuts decided at gates
  * (SvcContext.cutAtGates), so that a run with steps in flight at once replays and no task holds more
  * than ~3 MiB of its markers; 8, the same with child action starts weighed and the script's clock still
-while steps are in flight (SvcContext.gatedChildrenAndClock). Executions that carry none run each run as a
+ * while steps are in flight (SvcContext.gatedChildrenAndClock). Executions that carry none run each run as a
  * child `runSync` (version 1); executions of 1 to 7 finish their run as recorded and continue as new
  * in this one.
  */

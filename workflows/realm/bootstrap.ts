@@ -117,6 +117,29 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
   Math.random = function random_() {
     return random();
   };
+  // Intl.DateTimeFormat formats the process's real clock when it is given no date (a review: a branch on
+  // `new Intl.DateTimeFormat().format()` took another path on replay): the workflow's time instead.
+  const dateTimeFormat = Intl.DateTimeFormat.prototype;
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const boundFormat = Object.getOwnPropertyDescriptor(dateTimeFormat, 'format')!.get!;
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const formatToParts = dateTimeFormat.formatToParts;
+  defineProperty(dateTimeFormat, 'format', {
+    get(this: Intl.DateTimeFormat) {
+      const format = boundFormat.call(this) as (date?: Date | number) => string;
+      return function format_(date?: Date | number) {
+        return format(date === undefined ? now() : date);
+      };
+    },
+    configurable: false,
+  });
+  defineProperty(dateTimeFormat, 'formatToParts', {
+    value: function formatToParts_(this: Intl.DateTimeFormat, date?: Date | number) {
+      return formatToParts.call(this, date === undefined ? now() : date);
+    },
+    writable: false,
+    configurable: false,
+  });
 
   // Off-heap memory: every buffer allocation is charged to the run; a buffer that is collected gives
   // its bytes back. A single allocation above allocationBytes, or a total above bufferBytes, throws.
