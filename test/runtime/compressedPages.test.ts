@@ -371,11 +371,31 @@ describe('compressed answers in one workflow task', () => {
           same.push(format.format() === format.format(new Date()));
           await svc.get({ endpoint: '/clock/a/17' });
         }
-        return same;
+        // A second review: a script that replaced Function.prototype.call got the original getter and
+        // formatToParts as its \`this\`, and with them the real clock. Whatever it catches now formats
+        // the workflow's time, or nothing.
+        const caught = [];
+        const call = Function.prototype.call;
+        Function.prototype.call = function (self, ...args) { caught.push(this); return Reflect.apply(this, self, args); };
+        const format = new Intl.DateTimeFormat('en', options);
+        format.format();
+        format.formatToParts();
+        Function.prototype.call = call;
+        const expected = format.format(new Date());
+        const leaks = caught.filter((fn) => {
+          try {
+            const out = Reflect.apply(fn, format, []);
+            const text = typeof out === 'function' ? out() : Array.isArray(out) ? out.map((part) => part.value).join('') : out;
+            return typeof text === 'string' && text !== expected;
+          } catch {
+            return false;
+          }
+        });
+        return { same, leaks: leaks.length };
       }`,
       GATES,
     );
-    expect(output).toEqual([true, true, true, true, true, true]);
+    expect(output).toEqual({ same: [true, true, true, true, true, true], leaks: 0 });
     await expectBoundedAndReplaying('Intl without a date', workflowId, GATE_LIMIT);
   }, 120_000);
 

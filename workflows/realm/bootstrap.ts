@@ -118,28 +118,38 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
     return random();
   };
   // Intl.DateTimeFormat formats the process's real clock when it is given no date (a review: a branch on
-  // `new Intl.DateTimeFormat().format()` took another path on replay): the workflow's time instead.
+  // `new Intl.DateTimeFormat().format()` took another path on replay): the workflow's time instead. The
+  // originals are called through `apply` as taken at start (a second review: a script that replaced
+  // Function.prototype.call received them as its `this`), and stay writable and configurable as native.
   const dateTimeFormat = Intl.DateTimeFormat.prototype;
   // eslint-disable-next-line @typescript-eslint/unbound-method
   const boundFormat = Object.getOwnPropertyDescriptor(dateTimeFormat, 'format')!.get!;
   // eslint-disable-next-line @typescript-eslint/unbound-method
   const formatToParts = dateTimeFormat.formatToParts;
-  defineProperty(dateTimeFormat, 'format', {
-    get(this: Intl.DateTimeFormat) {
-      const format = boundFormat.call(this) as (date?: Date | number) => string;
-      return function format_(date?: Date | number) {
-        return format(date === undefined ? now() : date);
-      };
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const [cached, cache] = [WeakMap.prototype.get, WeakMap.prototype.set];
+  type Format = (date?: Date | number) => string;
+  const formats = new WeakMap<object, Format>();
+  const wrapped = {
+    // A getter, as native: one bound function per formatter, which `new` refuses (an arrow function).
+    get format(): Format {
+      const format: Format = apply(boundFormat, this, []);
+      const known: Format | undefined = apply(cached, formats, [this]);
+      if (known) return known;
+      const format_ = (date?: Date | number): string => format(date === undefined ? now() : date);
+      apply(cache, formats, [this, format_]);
+      return format_;
     },
-    configurable: false,
-  });
-  defineProperty(dateTimeFormat, 'formatToParts', {
-    value: function formatToParts_(this: Intl.DateTimeFormat, date?: Date | number) {
-      return formatToParts.call(this, date === undefined ? now() : date);
+    formatToParts(this: Intl.DateTimeFormat, date?: Date | number): Intl.DateTimeFormatPart[] {
+      return apply(formatToParts, this, [date === undefined ? now() : date]);
     },
-    writable: false,
-    configurable: false,
-  });
+  };
+  for (const name of ['format', 'formatToParts']) {
+    // Writable (a value) and configurable as native; not enumerable.
+    const descriptor = Object.getOwnPropertyDescriptor(wrapped, name)!;
+    descriptor.enumerable = false;
+    defineProperty(dateTimeFormat, name, descriptor);
+  }
 
   // Off-heap memory: every buffer allocation is charged to the run; a buffer that is collected gives
   // its bytes back. A single allocation above allocationBytes, or a total above bufferBytes, throws.
