@@ -25,7 +25,7 @@ import {
   TokenRequestError,
   type Fetch,
 } from './oauth2.js';
-import { checkSetting, fillTemplate, validateConnectionConfig, type OAuth1Provider } from './providers/catalog.js';
+import { checkSettings, fillTemplate, validateConnectionConfig, type OAuth1Provider } from './providers/catalog.js';
 import { redactSecrets } from '../runtime/redaction.js';
 import { connectionTagsSchema, endUserSchema, tagsWithEndUser, type ConnectionTags } from './tags.js';
 import type { ConnectionScope } from './types.js';
@@ -166,7 +166,7 @@ export class OAuthFlow {
   async createConnectSession(input: ConnectSessionInput): Promise<{ token: string; expiresAt: string }> {
     const parsed = parseConnectRequest(connectSessionInput, input);
     const resolved = await this.deps.integrations.resolve(parsed.environmentId, parsed.integrationId);
-    for (const [name, value] of Object.entries(parsed.connectionConfig)) checkSetting(resolved.provider, name, value);
+    checkSettings(resolved.provider, parsed.connectionConfig);
     if (!parsed.allowReconnect) await this.refuseExisting(parsed);
     const now = this.now();
     await this.deps.db.query('DELETE FROM connect_sessions WHERE expires_at < $1', [now]);

@@ -5,7 +5,9 @@
  * /health sent meanwhile: 3.4 s); each extra character doubled it. Measured here: the request and a
  * GET /health sent while it runs, on POST /connections, a connect session, the hosted connect page
  * (no key), the OAuth start, and a run's request on the worker. And a pattern RE2 cannot compile (`(`)
- * is a 400 naming the field when it is saved, not a 500 on the next connection.
+ * is a 400 naming the field when it is saved, not a 500 on the next connection. Linear is not cheap either:
+ * a provider's patterns are bounded in size and number together, so checking a connection's settings
+ * stays in milliseconds whatever an environment's key saved.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ServiceApiError } from '../../src/client/index.js';
@@ -190,6 +192,64 @@ describe('connection setting patterns from an environment key', () => {
       expect(start.result).toBeLessThan(500);
       expect(start.healthMs).toBeLessThan(FAST_MS);
       expect(start.requestMs).toBeLessThan(FAST_MS);
+    }
+  });
+
+  it('patterns cost at most a bounded total per connection: many slow ones are refused when saved', async () => {
+    // Linear is not cheap: `(?:a|aa|aaa){600}c$` is 4,204 RE2 instructions and took ~300 ms on a 2 KB
+    // value; 40 such settings, used in base_url too, held every environment's API for 16.7 s on one
+    // POST /connections and a worker for 16 s on each request (a hostile review, 29 November).
+    const settingsOf = (count: number, pattern: string) =>
+      Object.fromEntries(Array.from({ length: count }, (_, i) => [`s${i}`, { pattern }]));
+    const withSettings = (connection_config: Record<string, { pattern: string }>) => {
+      const path = Object.keys(connection_config)
+        .map((name) => `/\${connectionConfig.${name}}`)
+        .join('');
+      return { connection_config, base_url: `${h.fake.url}${path}` };
+    };
+    await h.api.integrations.create({ unique_key: 'slow', provider: PROVIDER });
+    const save = (settings: ReturnType<typeof withSettings>) =>
+      h.api.raw('PATCH', '/integrations/slow', { body: { provider: PROVIDER, provider_settings: settings } });
+
+    const large = await save(withSettings(settingsOf(40, '(?:a|aa|aaa){600}c$')));
+    expect(large.status).toBe(400);
+    expect(JSON.stringify(large.json)).toMatch(/too large \(4204 RE2 instructions, at most 1000\)/);
+    const together = await save(withSettings(settingsOf(20, '(?:a|aa|aaa){128}c$')));
+    expect(together.status).toBe(400);
+    expect(JSON.stringify(together.json)).toMatch(/RE2 instructions together, at most 1000/);
+    const many = await save(withSettings(settingsOf(33, '^[a-z]+$')));
+    expect(many.status).toBe(400);
+    expect(JSON.stringify(many.json)).toContain('at most 32 are accepted');
+
+    // The costliest settings accepted: a pattern of 984 instructions and one without a pattern (the
+    // default's 13), each value the longest accepted and matching (so every check runs to its end),
+    // both filled into base_url.
+    const costliest = withSettings({ s0: { pattern: '(?:a|aa|aaa){140}c$' } });
+    costliest.base_url += `/\${connectionConfig.s1}`;
+    expect((await save(costliest)).status).toBe(200);
+    const value = `${'a'.repeat(2047)}c`;
+    const made = await timedWithHealth(() =>
+      failure(
+        h.api.connections.import({
+          provider_config_key: 'slow',
+          connection_id: 'c-costliest',
+          credentials: { type: 'API_KEY', apiKey: 'k-1' },
+          connection_config: { s0: value, s1: value },
+        }),
+      ),
+    );
+    expect(made.result).toBe('succeeded');
+    expect(made.healthMs).toBeLessThan(FAST_MS);
+    expect(made.requestMs).toBeLessThan(FAST_MS);
+    // Every proxied request fills base_url again.
+    h.fake.setHandler((_req, res) => json(res, 200, { pong: true }));
+    for (let i = 0; i < 5; i++) {
+      const proxied = await timedWithHealth(() =>
+        h.api.raw('GET', '/proxy/ping', { headers: { 'connection-id': 'c-costliest', 'provider-config-key': 'slow' } }),
+      );
+      expect(proxied.result.status).toBe(200);
+      expect(proxied.healthMs).toBeLessThan(FAST_MS);
+      expect(proxied.requestMs).toBeLessThan(FAST_MS);
     }
   });
 

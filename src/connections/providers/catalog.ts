@@ -10,7 +10,12 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
-import { MAX_SETTING_VALUE_LENGTH, matchesSettingPattern, settingPatternProblem } from './settingPattern.js';
+import {
+  MAX_SETTING_VALUE_LENGTH,
+  matchesSettingPattern,
+  settingPatternProblem,
+  settingsBudgetProblem,
+} from './settingPattern.js';
 import {
   fillUrlTemplate,
   placeValue,
@@ -44,6 +49,12 @@ const secretUrl = templatedUrl.superRefine((value, context) => {
 });
 
 const stringMap = z.record(z.string(), z.string());
+
+/** The URL fields of a provider that may hold `${connectionConfig.<name>}`. */
+const URL_FIELDS = ['base_url', 'authorization_url', 'token_url', 'request_token_url', 'access_token_url'] as const;
+
+/** What a setting without a pattern must be: a host name label (or dotted labels). */
+const DEFAULT_SETTING_PATTERN = '^[A-Za-z0-9][A-Za-z0-9-]*(\\.[A-Za-z0-9-]+)*$';
 
 const allowedHost = z
   .string()
@@ -272,7 +283,28 @@ export function parseProviders(raw: unknown, source: string): Record<string, Pro
       details: problems,
     });
   }
+  const problems = Object.entries(parsed.data).flatMap(([name, provider]) => {
+    const problem = settingsProblem(provider);
+    return problem === undefined ? [] : [`${name}: ${problem}`];
+  });
+  if (problems.length > 0) {
+    throw new ServiceError('invalid_provider_catalog', `${source}: ${problems.slice(0, 10).join('; ')}`, {
+      details: problems,
+    });
+  }
   return parsed.data;
+}
+
+/** Why checking a connection's settings against this provider would cost too much (settingPattern.ts), or undefined. */
+function settingsProblem(provider: Provider): string | undefined {
+  const names = new Set(Object.keys(provider.connection_config));
+  for (const field of URL_FIELDS) {
+    const template = (provider as Partial<Record<(typeof URL_FIELDS)[number], string>>)[field];
+    if (template !== undefined) for (const name of templateSettings(template).keys()) names.add(name);
+  }
+  return settingsBudgetProblem(
+    [...names].map((name) => provider.connection_config[name]?.pattern ?? DEFAULT_SETTING_PATTERN),
+  );
 }
 
 function readProvidersFile(file: string): Record<string, Provider> {
@@ -343,11 +375,18 @@ export function withOverrides(provider: Provider, overrides: Record<string, unkn
       { details: problems },
     );
   }
+  const problem = settingsProblem(merged.data);
+  if (problem !== undefined) {
+    throw new ServiceError(
+      'invalid_provider_settings',
+      `provider_settings of integration '${integrationId}' ${problem}`,
+      {
+        details: [problem],
+      },
+    );
+  }
   return merged.data;
 }
-
-/** The URL fields of a provider that may hold `${connectionConfig.<name>}`. */
-const URL_FIELDS = ['base_url', 'authorization_url', 'token_url', 'request_token_url', 'access_token_url'] as const;
 
 /**
  * Fills `${connectionConfig.<name>}` placeholders. Each value must match the setting's pattern (or,
@@ -381,8 +420,6 @@ export function fillTemplate(
     throw error;
   }
 }
-
-const DEFAULT_SETTING_PATTERN = '^[A-Za-z0-9][A-Za-z0-9-]*(\\.[A-Za-z0-9-]+)*$';
 
 /**
  * Checks one setting's value against its pattern (linear time: settingPattern.ts) and, where the
@@ -439,6 +476,14 @@ export function validateConnectionConfig(provider: Provider, config: Record<stri
       { details: { missing } },
     );
   }
+  checkSettings(provider, config);
+}
+
+/**
+ * Checks each given value of a setting the provider declares or fills into its URLs (at most
+ * MAX_SETTINGS, settingPattern.ts); other values are kept as given and checked if a URL ever uses them.
+ */
+export function checkSettings(provider: Provider, config: Record<string, string>): void {
   for (const [name, value] of Object.entries(config)) {
     if (provider.connection_config[name] || usedInUrls(provider, name)) checkSetting(provider, name, value);
   }

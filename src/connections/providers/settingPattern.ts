@@ -6,17 +6,35 @@
  * time on a pattern such as `^(a|a)*$`: 26 characters held the API's event loop, every environment's,
  * for 3.7 s. RE2 (re2js, a JavaScript port: no native build) matches in time linear in the value, and
  * refuses what it cannot do that way (backreferences, lookaround) when the pattern is saved.
+ *
+ * Linear is not cheap: RE2's time grows with the program's size times the value's length, and a provider
+ * had any number of settings. 40 settings of `(?:a|aa|aaa){600}c$` (4,204 instructions, 276 ms per
+ * 2 KB value) held every environment's API for 16.7 s on one `POST /connections`, and a worker for
+ * 16 s on every request that filled the URL. So a pattern is at most MAX_PATTERN_PROGRAM instructions
+ * (7.5 ms for a 2 KB value at that size, quiet machine), a provider's settings together as many
+ * (MAX_SETTINGS_PROGRAM) and at most MAX_SETTINGS of them, and each (pattern, value) pair is matched
+ * once per process: the fill of every request and refresh finds the answer in a cache.
  */
 import { RE2JS } from 're2js';
 
 /** The longest pattern accepted. */
 export const MAX_PATTERN_LENGTH = 1000;
-/** The largest compiled program accepted (RE2's measure of a pattern's cost; `[a-z]{1000}` is about 1,000). */
-export const MAX_PATTERN_PROGRAM = 5000;
+/** The largest compiled program accepted (RE2's measure of a pattern's cost; `[a-z]{500}` is about 500). */
+export const MAX_PATTERN_PROGRAM = 1000;
+/** The most connection settings one provider declares or fills into its URLs (the built-in catalog's most: 1). */
+export const MAX_SETTINGS = 32;
+/**
+ * The largest sum of the programs of a provider's settings (a setting without a pattern counts the
+ * default's): the bound on what validating one connection's settings costs (the catalog's largest: 259).
+ */
+export const MAX_SETTINGS_PROGRAM = 1000;
 /** The longest connection setting value (also the API's bound on `connection_config` values). */
 export const MAX_SETTING_VALUE_LENGTH = 2048;
 
 const compiled = new Map<string, RE2JS>();
+/** Answers already computed, by pattern and value (bounded: cleared when full). */
+const answers = new Map<string, boolean>();
+const MAX_ANSWERS = 10_000;
 
 /** Why a pattern cannot be used (RE2 syntax, length, size), or undefined. */
 export function settingPatternProblem(pattern: string): string | undefined {
@@ -57,5 +75,42 @@ function compileSettingPattern(pattern: string): RE2JS {
  */
 export function matchesSettingPattern(pattern: string, value: string): boolean {
   if (value.length > MAX_SETTING_VALUE_LENGTH) return false;
-  return compileSettingPattern(pattern).test(value);
+  const key = `${pattern}\u0000${value}`;
+  const known = answers.get(key);
+  if (known !== undefined) return known;
+  const answer = compileSettingPattern(pattern).test(value);
+  if (answers.size >= MAX_ANSWERS) answers.clear();
+  answers.set(key, answer);
+  return answer;
+}
+
+/** A pattern's size in RE2 instructions; throws as compiling it does. */
+export function settingPatternProgram(pattern: string): number {
+  return compileSettingPattern(pattern).programSize();
+}
+
+/**
+ * Why a provider's settings together cost too much to check (too many, or their programs too large
+ * together), or undefined. `patterns` has one entry per setting: its pattern, or the default one.
+ * A pattern that does not compile is left to its own check.
+ */
+export function settingsBudgetProblem(patterns: readonly string[]): string | undefined {
+  if (patterns.length > MAX_SETTINGS) {
+    return `declares or uses ${patterns.length} connection settings, at most ${MAX_SETTINGS} are accepted`;
+  }
+  let total = 0;
+  for (const pattern of patterns) {
+    try {
+      total += settingPatternProgram(pattern);
+    } catch {
+      continue;
+    }
+  }
+  if (total > MAX_SETTINGS_PROGRAM) {
+    return (
+      `has connection setting patterns of ${total} RE2 instructions together, at most ${MAX_SETTINGS_PROGRAM} ` +
+      `are accepted (each value is checked against its pattern on every connect): use simpler patterns`
+    );
+  }
+  return undefined;
 }
