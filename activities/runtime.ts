@@ -518,10 +518,22 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
     },
 
-    async getMetadata(scope: ConnectionScope): Promise<Record<string, unknown>> {
+    /**
+     * svc.getMetadata. Its answer goes to the step ledger as getCheckpoint's does: a step executed again
+     * after a crash answers what the first execution read, even if that execution's setMetadata moved it
+     * since (the metadata writes record the run's deferred answers first).
+     */
+    async getMetadata(scope: ConnectionScope, step?: StepRef): Promise<Record<string, unknown>> {
       return translated(async () => {
         requireConnection(await caller(), scope);
-        return deps.connections.getMetadata(scope);
+        // Scheduled by workflow code older than this (no step): read as it did.
+        if (step === undefined) return deps.connections.getMetadata(scope);
+        const key = stepKey(step);
+        const recalled = mayRepeat(step) ? await ledger.recall<Record<string, unknown>>(key) : undefined;
+        if (recalled?.ok) return recalled.value;
+        const value = await deps.connections.getMetadata(scope);
+        ledger.defer(key, { ok: true, value });
+        return value;
       });
     },
 
@@ -539,6 +551,8 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async setMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
       return translated(async () => {
         requireConnection(await caller(), scope);
+        // The run's getMetadata answers are recorded before the metadata moves (see getMetadata).
+        await ledger.flush(stepKey(undefined).runId);
         await deps.connections.setMetadata(scope, metadata);
       });
     },
@@ -546,6 +560,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async updateMetadata(scope: ConnectionScope, metadata: Record<string, unknown>): Promise<void> {
       return translated(async () => {
         requireConnection(await caller(), scope);
+        await ledger.flush(stepKey(undefined).runId);
         await deps.connections.updateMetadata(scope, metadata);
       });
     },

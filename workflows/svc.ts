@@ -639,7 +639,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
     const proxy = (mode === 'local' ? local[name] : normal[name]) as unknown as { executeWithOptions: Call };
     try {
       if (policy.ledgered) {
-        ledgered++;
+        // A step ledgered later than the end-of-run rule (unweighed) leaves the run's commands as recorded:
+        // a run whose only ledgered step it is keeps its row until the retention purge.
+        if (!policy.unweighed) ledgered++;
         const step: StepRef = fresh ? { index, fresh } : { index };
         args = [...args, step] as unknown as typeof args;
       }
@@ -658,7 +660,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
         context.taskCutByBody === true
           ? resultMarkerBytes(result) + summaryBytes(stepSummary)
           : declaredResultBytes(result);
-      const ledger = policy.ledgered ? ledgerBytes({ result }) : 0;
+      const ledger = policy.ledgered && !policy.unweighed ? ledgerBytes({ result }) : 0;
       // The gates weigh it in its turn; the older rules add it at once. A child's start goes in the task
       // completion whatever the mode.
       const command = gatedChildren && overrides.commandBytes ? overrides.commandBytes(result) : 0;
@@ -673,7 +675,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       release?.();
       // A failure's marker holds its message, stack and details (a 4xx's body): counted from version 6.
       const marker = context.taskCutByBody === true ? failureMarkerBytes(failure) + summaryBytes(stepSummary) : 0;
-      const ledger = policy.ledgered ? ledgerBytes({ failure }) : 0;
+      const ledger = policy.ledgered && !policy.unweighed ? ledgerBytes({ failure }) : 0;
       if (gated) endedWeights.set(index, { marker: mode === 'local' ? marker : 0, ledger });
       else {
         taskResultBytes += marker;

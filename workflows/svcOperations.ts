@@ -63,6 +63,11 @@ export interface StepPolicy {
    * docs/architecture.md "Exact resume"): the activity takes the step's StepRef as its last argument.
    */
   ledgered: boolean;
+  /**
+   * The step's ledger row is left out of the ledger's weight (workflows/svc.ts): where the cuts of
+   * recorded histories fall was computed without it (a step ledgered later than the cut rules).
+   */
+  unweighed?: true;
   /** Per attempt; STORE_TIMEOUT when absent. */
   timeout?: Duration;
   /** STORE_RETRY when absent; a request's comes from its `retries` (workflows/svc.ts). */
@@ -88,7 +93,10 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   writeLogs: { ledgered: false },
   getEnvironmentVariables: { ledgered: false },
   getConnection: { ledgered: false },
-  getMetadata: { ledgered: false },
+  // Ledgered: a script that keeps its progress in the metadata (getMetadata at its start, setMetadata
+  // after each page) takes, after a crash, the path its first attempt took, whatever that attempt wrote
+  // since (a hostile review: read anew, 250 of 1,000 records were lost or marked deleted).
+  getMetadata: { ledgered: true, unweighed: true },
   setMetadata: { ledgered: false },
   updateMetadata: { ledgered: false },
   watchRun: { ledgered: false },

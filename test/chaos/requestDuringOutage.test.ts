@@ -7,7 +7,6 @@
  * goes out once. It owns its stack.
  */
 import { describe, expect, it } from 'vitest';
-import { createConnections } from '../../src/connections/index.js';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
@@ -15,7 +14,7 @@ import { recordFigures } from './lib/figures.js';
 import { runResult, superviseWorkers, useOwnStack } from '../kit/ownStack.js';
 import { recordsSync } from '../kit/runtime.js';
 import { bundle } from '../kit/scripts.js';
-import { ENVIRONMENT, fakeApiCatalog, INTEGRATION, testEncryptor } from '../kit/testConnections.js';
+import { ENVIRONMENT, importFakeApiConnection } from '../kit/testConnections.js';
 import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const CONNECTION = 'outage';
@@ -55,19 +54,10 @@ describe('a request step while Postgres is down', () => {
       }
       json(response, 404, { error: 'not_found' });
     });
-    const { service, environments, integrations } = createConnections({
-      db: own.pool,
-      encryptor: testEncryptor(),
-      callbackUrl: 'http://127.0.0.1/oauth/callback',
-      catalog: fakeApiCatalog(api.url),
-    });
-    await environments.create({ name: 'outage', id: ENVIRONMENT });
-    await integrations.upsert(ENVIRONMENT, { id: INTEGRATION, provider: INTEGRATION });
-    await service.importConnection({
-      environmentId: ENVIRONMENT,
-      integrationId: INTEGRATION,
+    await importFakeApiConnection(own.pool, api.url, {
+      environmentName: 'outage',
       connectionId: CONNECTION,
-      credentials: { type: 'API_KEY', apiKey: 'outage-key' },
+      apiKey: 'outage-key',
     });
     const workers = superviseWorkers(own, {
       taskQueue: TASK_QUEUE,

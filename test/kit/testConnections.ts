@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Encryptor } from '../../src/connections/encryption.js';
+import { createConnections } from '../../src/connections/index.js';
 import { loadProviderCatalog } from '../../src/connections/providers/catalog.js';
 import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } from '../../src/connections/types.js';
 import { ServiceError } from '../../src/errors.js';
@@ -152,5 +153,30 @@ export function fakeApiCatalog(baseUrl: string) {
         base_url: baseUrl,
       },
     },
+  });
+}
+
+/**
+ * The real connection service on `db` (as a worker process with WORKER_CONNECTIONS=postgres reads it):
+ * an environment ENVIRONMENT, the fake API's integration, and one connection with an API key.
+ */
+export async function importFakeApiConnection(
+  db: Pool,
+  apiUrl: string,
+  connection: { environmentName: string; connectionId: string; apiKey: string },
+): Promise<void> {
+  const { service, environments, integrations } = createConnections({
+    db,
+    encryptor: testEncryptor(),
+    callbackUrl: 'http://127.0.0.1/oauth/callback',
+    catalog: fakeApiCatalog(apiUrl),
+  });
+  await environments.create({ name: connection.environmentName, id: ENVIRONMENT });
+  await integrations.upsert(ENVIRONMENT, { id: INTEGRATION, provider: INTEGRATION });
+  await service.importConnection({
+    environmentId: ENVIRONMENT,
+    integrationId: INTEGRATION,
+    connectionId: connection.connectionId,
+    credentials: { type: 'API_KEY', apiKey: connection.apiKey },
   });
 }
