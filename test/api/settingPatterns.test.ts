@@ -211,7 +211,7 @@ describe('connection setting patterns from an environment key', () => {
     const save = (settings: ReturnType<typeof withSettings>) =>
       h.api.raw('PATCH', '/integrations/slow', { body: { provider: PROVIDER, provider_settings: settings } });
 
-    const large = await save(withSettings(settingsOf(40, '(?:a|aa|aaa){600}c$')));
+    const large = await save(withSettings(settingsOf(2, '(?:a|aa|aaa){600}c$')));
     expect(large.status).toBe(400);
     expect(JSON.stringify(large.json)).toMatch(/too large \(4204 RE2 instructions, at most 1000\)/);
     const together = await save(withSettings(settingsOf(20, '(?:a|aa|aaa){128}c$')));
@@ -251,6 +251,44 @@ describe('connection setting patterns from an environment key', () => {
       expect(proxied.healthMs).toBeLessThan(FAST_MS);
       expect(proxied.requestMs).toBeLessThan(FAST_MS);
     }
+  });
+
+  it('what a pattern costs to compile, and how many values a connection brings, are bounded before the work', async () => {
+    // A second review: 999 characters of `(x){1000}` compile to 333,002 instructions in 0.6-0.9 s, and
+    // each setting's pattern was compiled before the number of settings was counted (16 held the API
+    // 7.5 s); 300,000 values of connection_config held it 1.4-2.6 s.
+    await h.api.integrations.create({ unique_key: 'costly', provider: PROVIDER });
+    const huge = '(x){1000}'.repeat(111);
+    for (const count of [1, 40]) {
+      const connection_config = Object.fromEntries(
+        Array.from({ length: count }, (_, i) => [`s${i}`, { pattern: `${huge.slice(0, 990)}${i}` }]),
+      );
+      const saved = await timedWithHealth(() =>
+        h.api.raw('PATCH', '/integrations/costly', {
+          body: { provider: PROVIDER, provider_settings: { connection_config } },
+        }),
+      );
+      expect(saved.result.status).toBe(400);
+      expect(JSON.stringify(saved.result.json)).toMatch(
+        count === 1 ? /repeats \d+ times in all/ : /at most 32 are accepted/,
+      );
+      expect(saved.healthMs).toBeLessThan(FAST_MS);
+      expect(saved.requestMs).toBeLessThan(FAST_MS);
+    }
+    const values = { sub: 'aaa', ...Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`k${i}`, 'v'])) };
+    const many = await timedWithHealth(() =>
+      failure(
+        h.api.connections.import({
+          provider_config_key: INTEGRATION,
+          connection_id: 'c-many',
+          credentials: { type: 'API_KEY', apiKey: 'k-1' },
+          connection_config: values,
+        }),
+      ),
+    );
+    expect(many.result).toEqual({ status: 400, code: 'invalid_connection_config' });
+    expect(many.requestMs).toBeLessThan(5 * FAST_MS);
+    expect(many.healthMs).toBeLessThan(FAST_MS);
   });
 
   it('a run’s request checks the stored setting on the worker in linear time', async () => {

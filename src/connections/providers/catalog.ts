@@ -11,6 +11,8 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { ServiceError } from '../../errors.js';
 import {
+  MAX_CONNECTION_SETTINGS,
+  MAX_SETTINGS,
   MAX_SETTING_VALUE_LENGTH,
   matchesSettingPattern,
   settingPatternProblem,
@@ -366,6 +368,19 @@ export function loadProviderCatalog(options: LoadCatalogOptions = {}): ProviderC
  */
 export function withOverrides(provider: Provider, overrides: Record<string, unknown>, integrationId: string): Provider {
   if (Object.keys(overrides).length === 0) return provider;
+  // Counted before the schema compiles each pattern (compiling is what a pattern costs).
+  const settings = overrides['connection_config'];
+  const count = settings !== null && typeof settings === 'object' ? Object.keys(settings).length : 0;
+  if (count > MAX_SETTINGS) {
+    const problem = `declares ${count} connection settings, at most ${MAX_SETTINGS} are accepted`;
+    throw new ServiceError(
+      'invalid_provider_settings',
+      `provider_settings of integration '${integrationId}' ${problem}`,
+      {
+        details: [problem],
+      },
+    );
+  }
   const merged = providerSchema.safeParse({ ...provider, ...overrides, auth_mode: provider.auth_mode });
   if (!merged.success) {
     const problems = merged.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
@@ -484,6 +499,13 @@ export function validateConnectionConfig(provider: Provider, config: Record<stri
  * MAX_SETTINGS, settingPattern.ts); other values are kept as given and checked if a URL ever uses them.
  */
 export function checkSettings(provider: Provider, config: Record<string, string>): void {
+  const count = Object.keys(config).length;
+  if (count > MAX_CONNECTION_SETTINGS) {
+    throw new ServiceError(
+      'invalid_connection_config',
+      `a connection has at most ${MAX_CONNECTION_SETTINGS} settings (connection_config), this one ${count}`,
+    );
+  }
   for (const [name, value] of Object.entries(config)) {
     if (provider.connection_config[name] || usedInUrls(provider, name)) checkSetting(provider, name, value);
   }

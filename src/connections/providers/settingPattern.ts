@@ -24,6 +24,11 @@ export const MAX_PATTERN_PROGRAM = 1000;
 /** The most connection settings one provider declares or fills into its URLs (the built-in catalog's most: 1). */
 export const MAX_SETTINGS = 32;
 /**
+ * The most values one connection's settings hold (`connection_config`, checked where they are given):
+ * each is looked up in the provider's URLs, and 300,000 held the API 1.4-2.6 s (a hostile review).
+ */
+export const MAX_CONNECTION_SETTINGS = 100;
+/**
  * The largest sum of the programs of a provider's settings (a setting without a pattern counts the
  * default's): the bound on what validating one connection's settings costs (the catalog's largest: 259).
  */
@@ -31,7 +36,17 @@ export const MAX_SETTINGS_PROGRAM = 1000;
 /** The longest connection setting value (also the API's bound on `connection_config` values). */
 export const MAX_SETTING_VALUE_LENGTH = 2048;
 
+/**
+ * The most repetitions a pattern may write in all (`{n}` and `{m,n}` counts added up), checked before it
+ * is compiled: compiling is where a refused pattern costs (999 characters of `(x){1000}` compile to
+ * 333,002 instructions in 0.6-0.9 s, a hostile review), and RE2 already refuses nested counts whose
+ * product passes 1,000.
+ */
+export const MAX_PATTERN_REPEATS = 1000;
+
 const compiled = new Map<string, RE2JS>();
+/** Patterns refused, with why: a stored one is refused again at every use without compiling it again. */
+const refused = new Map<string, string>();
 /** Answers already computed, by pattern and value (bounded: cleared when full). */
 const answers = new Map<string, boolean>();
 const MAX_ANSWERS = 10_000;
@@ -50,7 +65,25 @@ export function settingPatternProblem(pattern: string): string | undefined {
 function compileSettingPattern(pattern: string): RE2JS {
   const known = compiled.get(pattern);
   if (known) return known;
+  const problem = refused.get(pattern);
+  if (problem !== undefined) throw new Error(problem);
+  try {
+    return compileOnce(pattern);
+  } catch (error) {
+    if (refused.size >= 1000) refused.clear();
+    refused.set(pattern, (error as Error).message);
+    throw error;
+  }
+}
+
+function compileOnce(pattern: string): RE2JS {
   if (pattern.length > MAX_PATTERN_LENGTH) throw new Error(`is longer than ${MAX_PATTERN_LENGTH} characters`);
+  let repeats = 0;
+  for (const [, low, high] of pattern.matchAll(/\{(\d+)(?:,(\d*))?\}/g))
+    repeats += Math.max(Number(low), Number(high || 0));
+  if (repeats > MAX_PATTERN_REPEATS) {
+    throw new Error(`repeats ${repeats} times in all ({n} counts added up), at most ${MAX_PATTERN_REPEATS}`);
+  }
   let regex: RE2JS;
   try {
     regex = RE2JS.compile(pattern);
