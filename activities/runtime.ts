@@ -185,6 +185,21 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     return { runId, step: step ? step.index : 1_000_000_000 + Number(info.activityId) };
   }
 
+  /**
+   * A read whose answer goes to the step ledger with the run's next write (or before its next request, or
+   * a moment later): executed again after a crash, it answers what the first execution read. A step
+   * scheduled by workflow code older than the ledgered reads (no StepRef) reads as it did.
+   */
+  async function ledgeredRead<T>(step: StepRef | undefined, read: () => Promise<T>): Promise<T> {
+    if (step === undefined) return read();
+    const key = stepKey(step);
+    const recalled = mayRepeat(step) ? await ledger.recall<T>(key) : undefined;
+    if (recalled?.ok) return recalled.value;
+    const value = await read();
+    ledger.defer(key, { ok: true, value });
+    return value;
+  }
+
   const scripts = createScriptLoader(deps.scripts);
   const checkpoints = new CheckpointStore(db);
 
@@ -381,6 +396,22 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
     },
 
+    /**
+     * Whether the calling execution's step `index` was executed by a worker (its row is in the step
+     * ledger): before a saveCheckpoint ends an execution at a limit (workflows/svc.ts), a worker that
+     * took a killed one's run over learns that the killed one had saved past it.
+     */
+    async stepExecuted(index: number): Promise<boolean> {
+      return translated(async () => {
+        await caller();
+        const { rowCount } = await db.query('SELECT 1 FROM script_steps WHERE run_id = $1 AND step = $2', [
+          stepKey(undefined).runId,
+          index,
+        ]);
+        return (rowCount ?? 0) > 0;
+      });
+    },
+
     /** Makes this run the one that owns the sync's records (fences off writes of an older run). */
     /** What the calling entity execution's run committed to, if it began one (beginRun). */
     async committedRun(): Promise<RunCommit | null> {
@@ -501,20 +532,23 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       });
     },
 
-    async getEnvironmentVariables(environmentId: string): Promise<EnvironmentVariable[]> {
+    /** svc.getEnvironmentVariables: a ledgered read (see getMetadata). */
+    async getEnvironmentVariables(environmentId: string, step?: StepRef): Promise<EnvironmentVariable[]> {
       return translated(async () => {
         requireEnvironment(await caller(), environmentId);
-        return deps.environmentVariables.list(environmentId);
+        return ledgeredRead(step, () => deps.environmentVariables.list(environmentId));
       });
     },
 
+    /** svc.getConnection: a ledgered read (see getMetadata: the record holds the metadata too). */
     async getConnection(
       scope: ConnectionScope,
       options: { forceRefresh: boolean; refreshToken: boolean },
+      step?: StepRef,
     ): Promise<ConnectionRecord> {
       return translated(async () => {
         requireConnection(await caller(), scope);
-        return deps.connections.getConnection(scope, options);
+        return ledgeredRead(step, () => deps.connections.getConnection(scope, options));
       });
     },
 
@@ -526,14 +560,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     async getMetadata(scope: ConnectionScope, step?: StepRef): Promise<Record<string, unknown>> {
       return translated(async () => {
         requireConnection(await caller(), scope);
-        // Scheduled by workflow code older than this (no step): read as it did.
-        if (step === undefined) return deps.connections.getMetadata(scope);
-        const key = stepKey(step);
-        const recalled = mayRepeat(step) ? await ledger.recall<Record<string, unknown>>(key) : undefined;
-        if (recalled?.ok) return recalled.value;
-        const value = await deps.connections.getMetadata(scope);
-        ledger.defer(key, { ok: true, value });
-        return value;
+        return ledgeredRead(step, () => deps.connections.getMetadata(scope));
       });
     },
 

@@ -54,6 +54,7 @@ import {
   TASK_CUT_BY_BODY_VERSION,
   CUT_AT_GATES_VERSION,
   GATED_CHILDREN_AND_CLOCK_VERSION,
+  CUT_ASKS_LEDGER_VERSION,
   type LoadedScript,
   type QueuedWebhook,
   type RunawayVerdictSignal,
@@ -227,6 +228,8 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
   const cutAtGates = (input.version ?? CHILD_RUNS) >= CUT_AT_GATES_VERSION;
   // From version 8 the gates weigh child starts too, and the script's clock stands still while steps are in flight.
   const gatedChildrenAndClock = (input.version ?? CHILD_RUNS) >= GATED_CHILDREN_AND_CLOCK_VERSION;
+  // From version 9 a saveCheckpoint at a limit asks the step ledger whether it was executed before (workflows/svc.ts).
+  const cutAsksLedger = (input.version ?? CHILD_RUNS) >= CUT_ASKS_LEDGER_VERSION;
   // Every rule as of this code: the version in the input says so.
   const rules: SyncEntityRules = { scheduleBeforeWebhooks: () => true };
   const created = Date.now();
@@ -378,6 +381,7 @@ async function manageSyncInline(input: ManageSyncInput): Promise<void> {
       taskCutByBody,
       cutAtGates,
       gatedChildrenAndClock,
+      cutAsksLedger,
       // Loaded by beginRun (version 4) for the run chosen then; a retry that chose another run (a
       // deploy's new script) loads its own.
       ...(script?.hash === step.input.definition.scriptHash ? { script } : {}),

@@ -31,6 +31,7 @@ import {
   TASK_CUT_BY_BODY_PATCH,
   CUT_AT_GATES_PATCH,
   GATED_CHILDREN_AND_CLOCK_PATCH,
+  CUT_ASKS_LEDGER_PATCH,
   type SvcRuntime,
 } from './svc.js';
 import { ExecutionChain, RUN_CONTINUES, type ChainContext } from './runChain.js';
@@ -166,6 +167,8 @@ export interface SyncRunPlace {
   cutAtGates?: boolean;
   /** The entity's version gates child starts and the clock (SvcContext.gatedChildrenAndClock); only with `inline`. */
   gatedChildrenAndClock?: boolean;
+  /** The entity's version asks the ledger before a cut at a saveCheckpoint (SvcContext.cutAsksLedger); only with `inline`. */
+  cutAsksLedger?: boolean;
   fresh?: boolean;
   /** The run took its fence already (the entity's `beginRun` that committed it). */
   begun?: boolean;
@@ -208,6 +211,8 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
   // The same for the gated child starts and clock; a run inside its entity has them from version 8 on.
   const gatedChildrenAndClock =
     place.inline === true ? place.gatedChildrenAndClock === true : patched(GATED_CHILDREN_AND_CLOCK_PATCH);
+  // The same for asking the ledger before a cut at a saveCheckpoint; a run inside its entity has it from version 9 on.
+  const cutAsksLedger = place.inline === true ? place.cutAsksLedger === true : patched(CUT_ASKS_LEDGER_PATCH);
   const runtime = createSvc({
     chain,
     bookkeepingReserve,
@@ -230,6 +235,7 @@ export async function runSyncScript(input: RunSyncInput, place: SyncRunPlace): P
     taskCutByBody,
     cutAtGates,
     gatedChildrenAndClock,
+    cutAsksLedger,
     ...(place.inline ? { inline: true } : {}),
     ...(place.fresh === undefined ? {} : { fresh: place.fresh }),
     ...(place.onActive ? { onActive: place.onActive } : {}),

@@ -51,6 +51,7 @@ import {
   type OperationRuntime,
   type StepArgs,
   type StepName,
+  type StepPolicy,
   type StepResult,
   type AnySvcOperation,
 } from './svcOperations.js';
@@ -145,6 +146,8 @@ export const TASK_CUT_BY_BODY_PATCH = 'task-cut-recorded-body';
 export const CUT_AT_GATES_PATCH = 'task-cut-at-gates';
 /** The patch id of SvcContext.gatedChildrenAndClock in a run of its own workflow (the same). */
 export const GATED_CHILDREN_AND_CLOCK_PATCH = 'gated-children-and-clock';
+/** The patch id of SvcContext.cutAsksLedger in a run of its own workflow (the same as the others). */
+export const CUT_ASKS_LEDGER_PATCH = 'cut-asks-ledger';
 // Runs with SvcContext.cutAtGates: the markers of one workflow task stay below this, the weight of the
 // steps accounted since the last cut plus STEP_MARKER_BOUND for each step not yet accounted (in flight
 // or not yet weighed), whatever the script has in flight at once: 1 MiB below gRPC's 4 MiB.
@@ -228,6 +231,12 @@ export interface SvcContext {
    * same both ways (the rule `nearLimit` follows for the time limit).
    */
   gatedChildrenAndClock?: boolean;
+  /**
+   * Whether a saveCheckpoint at a limit first asks the step ledger whether a worker already executed
+   * it (workflows/svc.ts nearLimitUnlessSavedBefore), and goes on when one did. The run's own version,
+   * as ledgerCut (never a `patched()` asked mid-run).
+   */
+  cutAsksLedger?: boolean;
   /**
    * Whether no other instance can have executed this run's steps (then they skip the ledger lookup on
    * their first attempt). Default: this instance runs the execution from its first workflow task.
@@ -641,7 +650,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       if (policy.ledgered) {
         // A step ledgered later than the end-of-run rule (unweighed) leaves the run's commands as recorded:
         // a run whose only ledgered step it is keeps its row until the retention purge.
-        if (!policy.unweighed) ledgered++;
+        if (weighs(policy)) ledgered++;
         const step: StepRef = fresh ? { index, fresh } : { index };
         args = [...args, step] as unknown as typeof args;
       }
@@ -660,7 +669,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
         context.taskCutByBody === true
           ? resultMarkerBytes(result) + summaryBytes(stepSummary)
           : declaredResultBytes(result);
-      const ledger = policy.ledgered && !policy.unweighed ? ledgerBytes({ result }) : 0;
+      const ledger = policy.ledgered && weighs(policy) ? ledgerBytes({ result }) : 0;
       // The gates weigh it in its turn; the older rules add it at once. A child's start goes in the task
       // completion whatever the mode.
       const command = gatedChildren && overrides.commandBytes ? overrides.commandBytes(result) : 0;
@@ -675,7 +684,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
       release?.();
       // A failure's marker holds its message, stack and details (a 4xx's body): counted from version 6.
       const marker = context.taskCutByBody === true ? failureMarkerBytes(failure) + summaryBytes(stepSummary) : 0;
-      const ledger = policy.ledgered && !policy.unweighed ? ledgerBytes({ failure }) : 0;
+      const ledger = policy.ledgered && weighs(policy) ? ledgerBytes({ failure }) : 0;
       if (gated) endedWeights.set(index, { marker: mode === 'local' ? marker : 0, ledger });
       else {
         taskResultBytes += marker;
@@ -866,7 +875,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // page, cut right after, would lose that page). The cost: at most one page fetched again per cut.
     // Version 2 executions cut right after the save, as they were recorded.
     if (what === 'save' && !chain.legacy && chain.savedHere) {
-      const ends = chain.afterSave(nearLimit(), progressMade(chain));
+      const ends = chain.afterSave(await nearLimitUnlessSavedBefore(), progressMade(chain));
       if (ends) throw ends;
     }
     await simple('saveCheckpoint', `${what}Checkpoint`, [writeScope, what === 'save' ? value : null]);
@@ -877,6 +886,30 @@ export function createSvc(context: SvcContext): SvcRuntime {
       if (ends) throw ends;
     }
     return null;
+  }
+
+  /**
+   * nearLimit() at a saveCheckpoint, unless a worker already executed that very save (its step's row is
+   * in the ledger). The limits are read on the workflow's clock and history length, which are later for
+   * a worker that takes a killed one's run over and executes again the steps its lost workflow task had
+   * run: it would end the execution at an earlier checkpoint than the one the killed worker had saved
+   * past, and the pages between, stored, would be in no execution's counts (a hostile review: 1,580 of
+   * 2,000 records counted). Asked by a local activity of its own (no step index), with no step in flight
+   * (sequential scripts: the order of results stays the one recorded), with SvcContext.cutAsksLedger.
+   */
+  /**
+   * Whether a ledgered step's row counts in the ledger's weight and in the end-of-run rule: a step
+   * ledgered later than those rules (StepPolicy.unweighed) counts from SvcContext.cutAsksLedger on (a
+   * hostile review: 300 getMetadata of 900 KB each kept 360 MB in the ledger while the run ran).
+   */
+  function weighs(policy: StepPolicy): boolean {
+    return policy.unweighed !== true || context.cutAsksLedger === true;
+  }
+
+  async function nearLimitUnlessSavedBefore(): Promise<boolean> {
+    if (!nearLimit()) return false;
+    if (mode !== 'local' || stepsInFlight.size > 0 || context.cutAsksLedger !== true) return true;
+    return !(await local.stepExecuted(nextStep));
   }
 
   /** What the chain's progress rule counts as records (runChain.ts progressed). */

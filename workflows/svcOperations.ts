@@ -64,8 +64,9 @@ export interface StepPolicy {
    */
   ledgered: boolean;
   /**
-   * The step's ledger row is left out of the ledger's weight (workflows/svc.ts): where the cuts of
-   * recorded histories fall was computed without it (a step ledgered later than the cut rules).
+   * The step's ledger row is left out of the ledger's weight (workflows/svc.ts) in runs older than
+   * SvcContext.cutAsksLedger: where the cuts of their histories fall was computed without it (a step
+   * ledgered later than the cut rules). Runs with it weigh the row as any other.
    */
   unweighed?: true;
   /** Per attempt; STORE_TIMEOUT when absent. */
@@ -89,10 +90,14 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   loadQueuedWebhook: { ledgered: false },
   // The sync entity asks it itself (workflows/manageSync.ts), never through svc.
   committedRun: { ledgered: false },
+  // workflows/svc.ts asks it itself before a saveCheckpoint ends an execution, never through svc.
+  stepExecuted: { ledgered: false },
   countRecords: { ledgered: false },
   writeLogs: { ledgered: false },
-  getEnvironmentVariables: { ledgered: false },
-  getConnection: { ledgered: false },
+  // Ledgered as getMetadata (below): the connection's record holds its metadata too (a hostile review:
+  // progress read through getConnection().metadata lost 250 of 1,000 records the same way).
+  getEnvironmentVariables: { ledgered: true, unweighed: true },
+  getConnection: { ledgered: true, unweighed: true },
   // Ledgered: a script that keeps its progress in the metadata (getMetadata at its start, setMetadata
   // after each page) takes, after a crash, the path its first attempt took, whatever that attempt wrote
   // since (a hostile review: read anew, 250 of 1,000 records were lost or marked deleted).

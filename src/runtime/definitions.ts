@@ -323,11 +323,12 @@ export type RunWatchSinks = {
  * TASK_RESULT_BYTES), not its declared content-length; 7, the same with both cuts decided at gates
  * (SvcContext.cutAtGates), so that a run with steps in flight at once replays and no task holds more
  * than ~3 MiB of its markers; 8, the same with child action starts weighed and the script's clock still
- * while steps are in flight (SvcContext.gatedChildrenAndClock). Executions that carry none run each run as a
- * child `runSync` (version 1); executions of 1 to 7 finish their run as recorded and continue as new
- * in this one.
+ * while steps are in flight (SvcContext.gatedChildrenAndClock); 9, the same with the step ledger asked
+ * before a saveCheckpoint ends an execution at a limit (SvcContext.cutAsksLedger). Executions that carry
+ * none run each run as a child `runSync` (version 1); executions of 1 to 8 finish their run as recorded
+ * and continue as new in this one.
  */
-export const SYNC_ENTITY_VERSION = 8;
+export const SYNC_ENTITY_VERSION = 9;
 
 /** SYNC_EXECUTION_OPERATION_LIMIT by default: svc operations one execution of a checkpointing sync run takes. */
 export const DEFAULT_EXECUTION_OPERATION_LIMIT = 1000;
@@ -349,3 +350,6 @@ export const CUT_AT_GATES_VERSION = 7;
 
 /** The first entity version whose gates weigh child starts and hold the script's clock (see SYNC_ENTITY_VERSION). */
 export const GATED_CHILDREN_AND_CLOCK_VERSION = 8;
+
+/** The first entity version that asks the step ledger before a saveCheckpoint ends an execution (see SYNC_ENTITY_VERSION). */
+export const CUT_ASKS_LEDGER_VERSION = 9;

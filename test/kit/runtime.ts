@@ -20,7 +20,7 @@ import type {
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { createPostgresScriptStore, type ScriptStore } from '../../src/runtime/scriptStore.js';
-import { createSyncControl, type SyncControl } from '../../src/temporal/syncControl.js';
+import { createSyncControl, type SyncControl, type SyncRef } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
 import type { CreateWorkerOptions } from '../../src/temporal/worker.js';
 import { createServiceWorkers } from '../../src/service.js';
@@ -252,4 +252,16 @@ export async function startCursorApi(
   });
   const script = cursorSync(page, 'Record', ['id', 'title', 'n']);
   return { url: api.url, pageHits, hitTimes, script };
+}
+
+/** The sync's status once its latest run has ended (waited for up to 4 minutes: a run with kills in it). */
+export function runEnded(control: SyncControl, ref: SyncRef): Promise<SyncStatus> {
+  return eventually<SyncStatus>(
+    async () => {
+      const current = await control.status(ref);
+      return current.finishedAt !== null && current.status !== 'running' ? current : undefined;
+    },
+    240_000,
+    'the run to end',
+  );
 }

@@ -9,10 +9,9 @@
  * totals exact, every execution listed.
  */
 import { describe, expect, it } from 'vitest';
-import type { SyncStatus } from '../../src/runtime/definitions.js';
 import { createSyncControl } from '../../src/temporal/syncControl.js';
 import { eventually } from '../helpers/eventually.js';
-import { recordsSync, startCursorApi, useRuntime } from '../kit/runtime.js';
+import { recordsSync, runEnded, startCursorApi, useRuntime } from '../kit/runtime.js';
 import { startStandbyWorker, startWorkerProcess } from '../kit/processWorker.js';
 import { resumableSync } from '../kit/scripts.js';
 
@@ -75,14 +74,7 @@ describe('a run that continues past one execution survives SIGKILL of its worker
       kills.push(`as a later execution began (page ${pageHits.size})`);
       await kill(kills.at(-1)!);
 
-      const status = await eventually<SyncStatus>(
-        async () => {
-          const current = await control.status(ref);
-          return current.finishedAt !== null && current.status !== 'running' ? current : undefined;
-        },
-        240_000,
-        'the run to end',
-      );
+      const status = await runEnded(control, ref);
       const hits = [...pageHits.values()];
       const fetches = hits.reduce((sum, n) => sum + n, 0);
       const extras = fetches - pageHits.size;

@@ -5,7 +5,9 @@
  * the retry, saw what the killed attempt had written (`done: 5`) and asked for page 5 at the index of
  * page 0, which the step ledger answered with page 0. 250 of 1,000 records were never fetched, and with
  * `track_deletes` 250 records still in the source were marked deleted, in a run reported successful.
- * Now getMetadata is a ledgered step (its answer recorded before the metadata moves).
+ * Now getMetadata is a ledgered step (its answer recorded before the metadata moves), and so are
+ * getConnection (its record holds the metadata too: the same loss, found by a second review) and
+ * getEnvironmentVariables.
  */
 import { describe, expect, it } from 'vitest';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
@@ -24,8 +26,10 @@ const PAGES = 20;
 /** The worker is killed once this many distinct pages were asked for (inside the run's first workflow task). */
 const KILL_AT = 6;
 
-const script = bundle(`async function (svc) {
-  const meta = await svc.getMetadata();
+/** The script, reading its progress with `read` (an expression of `svc`). */
+const scriptReading = (read: string) =>
+  bundle(`async function (svc) {
+  const meta = ${read};
   for (let p = meta.done ?? 0; p < ${PAGES}; p++) {
     const res = await svc.get({ endpoint: '/records', params: { cursor: String(p * ${PAGE}), limit: ${PAGE} } });
     await svc.batchSave(res.data.items, 'Record');
@@ -36,10 +40,16 @@ const script = bundle(`async function (svc) {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('a sync whose progress is in the metadata, its worker killed mid-run', () => {
+// The connection's record holds its metadata too (the second hostile review). One stack each: both
+// cases use the same environment, connection and sync.
+describe.each([
+  ['svc.getMetadata()', 'await svc.getMetadata()'],
+  ['svc.getConnection().metadata', '(await svc.getConnection()).metadata ?? {}'],
+])('a sync whose progress is in the metadata (read with %s), its worker killed mid-run', (_name, read) => {
   const ownStack = useOwnStack();
 
   it('stores every record once, counts them exactly and marks none deleted', async () => {
+    const script = scriptReading(read);
     const own = ownStack();
     const hits = new Map<number, number>();
     const api = await startFakeUpstream(async (request, response) => {
