@@ -372,14 +372,7 @@ export function withOverrides(provider: Provider, overrides: Record<string, unkn
   const settings = overrides['connection_config'];
   const count = settings !== null && typeof settings === 'object' ? Object.keys(settings).length : 0;
   if (count > MAX_SETTINGS) {
-    const problem = `declares ${count} connection settings, at most ${MAX_SETTINGS} are accepted`;
-    throw new ServiceError(
-      'invalid_provider_settings',
-      `provider_settings of integration '${integrationId}' ${problem}`,
-      {
-        details: [problem],
-      },
-    );
+    throw settingsRefused(integrationId, `declares ${count} connection settings, at most ${MAX_SETTINGS} are accepted`);
   }
   const merged = providerSchema.safeParse({ ...provider, ...overrides, auth_mode: provider.auth_mode });
   if (!merged.success) {
@@ -391,16 +384,18 @@ export function withOverrides(provider: Provider, overrides: Record<string, unkn
     );
   }
   const problem = settingsProblem(merged.data);
-  if (problem !== undefined) {
-    throw new ServiceError(
-      'invalid_provider_settings',
-      `provider_settings of integration '${integrationId}' ${problem}`,
-      {
-        details: [problem],
-      },
-    );
-  }
+  if (problem !== undefined) throw settingsRefused(integrationId, problem);
   return merged.data;
+}
+
+function settingsRefused(integrationId: string, problem: string): ServiceError {
+  return new ServiceError(
+    'invalid_provider_settings',
+    `provider_settings of integration '${integrationId}' ${problem}`,
+    {
+      details: [problem],
+    },
+  );
 }
 
 /**
