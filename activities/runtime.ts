@@ -31,7 +31,7 @@ import type { ScriptStore } from '../src/runtime/scriptStore.js';
 import { createStepLedger, onceInTransaction, type StepKey } from '../src/steps/stepLedger.js';
 import { inTransaction } from '../src/db/pool.js';
 import { assertRunOwnsSync } from '../src/records/postgresRecordStore.js';
-import type { Checkpoint } from '../src/syncs/checkpoint.js';
+import { CHECKPOINT_NOT_EXECUTED, type Checkpoint } from '../src/syncs/checkpoint.js';
 import { CheckpointStore } from '../src/syncs/checkpointStore.js';
 import type { Encryptor } from '../src/connections/encryption.js';
 import { whileOwnServicesReturn } from '../src/runtime/ownServices.js';
@@ -377,13 +377,21 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
      * that takes the ledger row, fenced like a record write (a superseded run may not move it).
      */
     async saveCheckpoint(
-      input: SyncScope & { runId: string },
+      input: SyncScope & { runId: string; onlyIfExecuted?: boolean },
       checkpoint: Checkpoint | null,
       step?: StepRef,
     ): Promise<number> {
       return translated(async () => {
         requireSyncRun(await caller(), input);
         const key = stepKey(step);
+        if (input.onlyIfExecuted === true) {
+          // At a limit (workflows/svc.ts, version 9): what a worker recorded of this very save, else nothing.
+          const { rows } = await db.query<{ result: number }>(
+            'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
+            [key.runId, key.step],
+          );
+          return rows[0] ? rows[0].result : CHECKPOINT_NOT_EXECUTED;
+        }
         return ledger.withDeferred(key.runId, (earlier) =>
           inTransaction(db, (client) =>
             onceInTransaction(client, { ...key, earlier }, async () => {
@@ -393,22 +401,6 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
             }),
           ),
         );
-      });
-    },
-
-    /**
-     * Whether the calling execution's step `index` was executed by a worker (its row is in the step
-     * ledger): before a saveCheckpoint ends an execution at a limit (workflows/svc.ts), a worker that
-     * took a killed one's run over learns that the killed one had saved past it.
-     */
-    async stepExecuted(index: number): Promise<boolean> {
-      return translated(async () => {
-        await caller();
-        const { rowCount } = await db.query('SELECT 1 FROM script_steps WHERE run_id = $1 AND step = $2', [
-          stepKey(undefined).runId,
-          index,
-        ]);
-        return (rowCount ?? 0) > 0;
       });
     },
 

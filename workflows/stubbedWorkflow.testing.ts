@@ -4,6 +4,7 @@
  * workflowInfo answers the test's object, every patch is taken, and every activity, local or not,
  * answers what `answer(name, args)` gives.
  */
+import { RawValue } from '@temporalio/common';
 import type * as Workflow from '@temporalio/workflow';
 
 export function stubbedWorkflow(
@@ -27,4 +28,11 @@ export function stubbedWorkflow(
     proxyLocalActivities: () => stub,
     proxyActivities: () => stub,
   } as unknown as typeof Workflow;
+}
+
+/** An activity's arguments as the workflow sent them: a local activity's input travels as a RawValue of its JSON (src/runtime/localActivityInput.ts). */
+export function sentArgs(sent: unknown[]): unknown[] {
+  return sent.map((arg) =>
+    arg instanceof RawValue ? (JSON.parse(new TextDecoder().decode(arg.payload.data)) as unknown) : arg,
+  );
 }

@@ -37,7 +37,7 @@ import {
 import type { ScriptLogEntry } from '../src/runtime/logStore.js';
 import { paginate, queryRecord, type Page } from '../src/runtime/paginate.js';
 import type { ScriptBudget } from './scriptBudget.js';
-import type { Checkpoint } from '../src/syncs/checkpoint.js';
+import { CHECKPOINT_NOT_EXECUTED, type Checkpoint } from '../src/syncs/checkpoint.js';
 import { addSummary, RUN_CONTINUES, savedAny, SOFT_SHARE, wroteAny, type ExecutionChain } from './runChain.js';
 import type { SvcShape } from './realm/types.js';
 import { scriptSleep, type ScriptOperations } from './scriptRealm.js';
@@ -232,8 +232,9 @@ export interface SvcContext {
    */
   gatedChildrenAndClock?: boolean;
   /**
-   * Whether a saveCheckpoint at a limit first asks the step ledger whether a worker already executed
-   * it (workflows/svc.ts nearLimitUnlessSavedBefore), and goes on when one did. The run's own version,
+   * Whether a saveCheckpoint at a limit still takes its step, one that stands only if a worker already
+   * executed that save (the step ledger has its row), and the run goes on when one did (checkpoint()
+   * below); the ledgered reads' rows count in the ledger's weight too (weighs). The run's own version,
    * as ledgerCut (never a `patched()` asked mid-run).
    */
   cutAsksLedger?: boolean;
@@ -875,8 +876,30 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // page, cut right after, would lose that page). The cost: at most one page fetched again per cut.
     // Version 2 executions cut right after the save, as they were recorded.
     if (what === 'save' && !chain.legacy && chain.savedHere) {
-      const ends = chain.afterSave(await nearLimitUnlessSavedBefore(), progressMade(chain));
-      if (ends) throw ends;
+      const ends = chain.afterSave(nearLimit(), progressMade(chain));
+      if (ends && (context.cutAsksLedger !== true || mode !== 'local')) throw ends;
+      if (ends) {
+        // From version 9 the save still takes its step, as one that only stands if a worker executed it:
+        // the limits are read on the workflow's clock and history length, which are later for a worker
+        // that took a killed one's run over and executes again the steps its lost workflow task had run.
+        // Ended here, it would continue the run from a checkpoint older than the one the killed worker
+        // had saved past, and the pages between, stored, would be in no execution's counts (a hostile
+        // review: 1,580 of 2,000 records counted). The step takes its index as any save does, so the
+        // steps of a script that runs others beside it keep theirs (a review of an earlier draft, which
+        // asked the ledger before the save, found that it moved them).
+        const continuing = chain.continuing;
+        chain.continuing = false;
+        const stood = await simple('saveCheckpoint', 'saveCheckpoint', [
+          { ...writeScope, onlyIfExecuted: true },
+          value,
+        ]);
+        if (stood === CHECKPOINT_NOT_EXECUTED) {
+          chain.continuing = continuing;
+          throw ends;
+        }
+        chain.saved(value);
+        return null;
+      }
     }
     await simple('saveCheckpoint', `${what}Checkpoint`, [writeScope, what === 'save' ? value : null]);
     chain.saved(what === 'save' ? value : null);
@@ -889,27 +912,12 @@ export function createSvc(context: SvcContext): SvcRuntime {
   }
 
   /**
-   * nearLimit() at a saveCheckpoint, unless a worker already executed that very save (its step's row is
-   * in the ledger). The limits are read on the workflow's clock and history length, which are later for
-   * a worker that takes a killed one's run over and executes again the steps its lost workflow task had
-   * run: it would end the execution at an earlier checkpoint than the one the killed worker had saved
-   * past, and the pages between, stored, would be in no execution's counts (a hostile review: 1,580 of
-   * 2,000 records counted). Asked by a local activity of its own (no step index), with no step in flight
-   * (sequential scripts: the order of results stays the one recorded), with SvcContext.cutAsksLedger.
-   */
-  /**
    * Whether a ledgered step's row counts in the ledger's weight and in the end-of-run rule: a step
    * ledgered later than those rules (StepPolicy.unweighed) counts from SvcContext.cutAsksLedger on (a
    * hostile review: 300 getMetadata of 900 KB each kept 360 MB in the ledger while the run ran).
    */
   function weighs(policy: StepPolicy): boolean {
     return policy.unweighed !== true || context.cutAsksLedger === true;
-  }
-
-  async function nearLimitUnlessSavedBefore(): Promise<boolean> {
-    if (!nearLimit()) return false;
-    if (mode !== 'local' || stepsInFlight.size > 0 || context.cutAsksLedger !== true) return true;
-    return !(await local.stepExecuted(nextStep));
   }
 
   /** What the chain's progress rule counts as records (runChain.ts progressed). */

@@ -7,7 +7,8 @@
  * case forces the limit before every operation of the first execution, then runs the next execution
  * from the checkpoint it left, with the activities stubbed by an in-memory store.
  */
-import { ApplicationFailure, RawValue } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
+import { sentArgs } from './stubbedWorkflow.testing.js';
 import { describe, expect, it, vi } from 'vitest';
 import type * as Workflow from '@temporalio/workflow';
 import type { Checkpoint } from '../src/syncs/checkpoint.js';
@@ -20,10 +21,7 @@ vi.mock('@temporalio/workflow', async (original) =>
     await original<typeof Workflow>(),
     info,
     (name, sent) => {
-      // A local activity's input travels as a RawValue of its JSON (src/runtime/localActivityInput.ts).
-      const args = sent.map((arg) =>
-        arg instanceof RawValue ? (JSON.parse(new TextDecoder().decode(arg.payload.data)) as unknown) : arg,
-      );
+      const args = sentArgs(sent);
       if (name === 'getCheckpoint') return store.checkpoint;
       if (name === 'saveCheckpoint') {
         store.checkpoint = args[1] as Checkpoint | null;

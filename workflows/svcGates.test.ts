@@ -13,7 +13,8 @@
  * activity sequence (local activities and the cut share it) and the server's commands (timers, the
  * cut) are compared.
  */
-import { ApplicationFailure, RawValue } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
+import { sentArgs } from './stubbedWorkflow.testing.js';
 import { describe, expect, it, vi } from 'vitest';
 import type * as Workflow from '@temporalio/workflow';
 
@@ -69,9 +70,7 @@ function stubProxy(local: boolean): unknown {
     {
       get: (_target, name) => {
         const execute = (sent: unknown[]) => {
-          const args = sent.map((arg) =>
-            arg instanceof RawValue ? (JSON.parse(new TextDecoder().decode(arg.payload.data)) as unknown) : arg,
-          );
+          const args = sentArgs(sent);
           const request = args[0] as { path?: string; bytes?: number; fail?: boolean } | undefined;
           const viaOp = (args[1] as { config?: { endpoint?: string; params?: Record<string, string> } } | undefined)
             ?.config;

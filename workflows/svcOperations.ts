@@ -90,8 +90,6 @@ export const STEP_POLICIES: Record<StepName, StepPolicy> = {
   loadQueuedWebhook: { ledgered: false },
   // The sync entity asks it itself (workflows/manageSync.ts), never through svc.
   committedRun: { ledgered: false },
-  // workflows/svc.ts asks it itself before a saveCheckpoint ends an execution, never through svc.
-  stepExecuted: { ledgered: false },
   countRecords: { ledgered: false },
   writeLogs: { ledgered: false },
   // Ledgered as getMetadata (below): the connection's record holds its metadata too (a hostile review:

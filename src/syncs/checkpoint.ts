@@ -12,6 +12,13 @@ export const CHECKPOINT_STRING_MAX_LENGTH = 4000;
 /** 16 strings of 4000 characters fit; a checkpoint is a position, not data. */
 export const CHECKPOINT_MAX_BYTES = 64 * 1024;
 
+/**
+ * What a saveCheckpoint step at an execution's limit answers when no worker executed that save before
+ * (workflows/svc.ts, run model version 9): the execution ends there. A save that ran answers what it
+ * stored, 0 or more.
+ */
+export const CHECKPOINT_NOT_EXECUTED = -1;
+
 /** The checkpoint, or why it is not one (a sentence that says what to change). */
 export function checkCheckpoint(value: unknown): { ok: true; checkpoint: Checkpoint } | { ok: false; problem: string } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {

@@ -1,0 +1,127 @@
+/**
+ * Run model version 9 (SvcContext.cutAsksLedger): a saveCheckpoint at an execution's limit still takes
+ * its step, one that stands only if a worker already executed that save. A worker that took a killed
+ * one's run over reads the limits later than the killed one did; it now goes on past the saves the
+ * killed worker executed (their rows in the step ledger) and ends the execution at the first it did not
+ * (a hostile review: ended earlier, the pages between were counted nowhere). A review of a first draft,
+ * which asked the ledger before the save, found that the pause moved the step indexes of a script
+ * running another operation beside its save: the save now takes its index as any save does.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { sentArgs } from './stubbedWorkflow.testing.js';
+import { describe, expect, it, vi } from 'vitest';
+import type * as Workflow from '@temporalio/workflow';
+import { CHECKPOINT_NOT_EXECUTED } from '../src/syncs/checkpoint.js';
+
+const info = { historyLength: 10, historySize: 1000, unsafe: { isReplaying: false }, taskQueue: 'q', workflowId: 'w' };
+/** The step ledger's rows of saves, by step index. */
+const executed = new Map<number, number>();
+const calls: string[] = [];
+vi.mock('@temporalio/workflow', async (original) =>
+  (await import('./stubbedWorkflow.testing.js')).stubbedWorkflow(
+    await original<typeof Workflow>(),
+    info,
+    (name, sent) => {
+      const args = sentArgs(sent);
+      const index = (args.at(-1) as { index?: number } | undefined)?.index ?? -1;
+      const probe = name === 'saveCheckpoint' && (args[0] as { onlyIfExecuted?: boolean }).onlyIfExecuted === true;
+      calls.push(`${name}${probe ? '?' : ''}@${index}`);
+      if (name === 'saveCheckpoint') {
+        if (probe) return executed.get(index) ?? CHECKPOINT_NOT_EXECUTED;
+        executed.set(index, 1);
+        return 1;
+      }
+      if (name === 'saveRecords') return { added: 1, updated: 0, deleted: 0, unchanged: 0 };
+      if (name === 'httpRequest') return { status: 200, headers: {}, body: '{}', json: true, request: {} };
+      return null;
+    },
+  ),
+);
+
+const { createSvc } = await import('./svc.js');
+const { ExecutionChain, RUN_CONTINUES } = await import('./runChain.js');
+
+function run(options: { near: boolean; cutAsksLedger: boolean }) {
+  const chain = new ExecutionChain({ executions: [], canContinue: true });
+  const runtime = createSvc({
+    chain,
+    kind: 'sync',
+    scope: { environmentId: 'e', integrationId: 'i', connectionId: 'c' },
+    scriptName: 's',
+    runId: 'w:run:0',
+    models: ['Record'],
+    // A time limit of 0: every saveCheckpoint after the first stored one is at the limit.
+    options: options.near ? { executionTimeLimitMs: 0 } : {},
+    lastSyncDate: undefined,
+    webhook: undefined,
+    inline: true,
+    cutAsksLedger: options.cutAsksLedger,
+  });
+  return runtime.scriptOperations;
+}
+
+const continues = (error: unknown) => error instanceof ApplicationFailure && error.type === RUN_CONTINUES;
+
+describe('a saveCheckpoint at a limit (version 9)', () => {
+  it('goes on past the saves a worker executed, and ends the execution at the first it did not', async () => {
+    executed.clear();
+    calls.length = 0;
+    // The killed worker's saves at steps 2 and 4 (its rows); 6 it never reached.
+    executed.set(2, 1).set(4, 1);
+    const ops = run({ near: true, cutAsksLedger: true });
+    await ops['batchSave']!([{ id: 1 }], 'Record'); // 0
+    await ops['getCheckpoint']!(); // 1
+    let ended: unknown;
+    try {
+      for (let page = 1; page <= 3; page++) {
+        await ops['saveCheckpoint']!({ page }); // 2, 4, 6
+        await ops['batchSave']!([{ id: page + 1 }], 'Record'); // 3, 5
+      }
+    } catch (error) {
+      ended = error;
+    }
+    expect(continues(ended)).toBe(true);
+    expect(calls).toEqual([
+      'saveRecords@0',
+      'getCheckpoint@1',
+      // The first save of an execution is never a cut (nothing stored by it yet): saved as usual.
+      'saveCheckpoint@2',
+      'saveRecords@3',
+      'saveCheckpoint?@4',
+      'saveRecords@5',
+      'saveCheckpoint?@6',
+    ]);
+  });
+
+  it('without the version, ends the execution at the first save at the limit, with no step', async () => {
+    executed.clear();
+    calls.length = 0;
+    executed.set(4, 1);
+    const ops = run({ near: true, cutAsksLedger: false });
+    let ended: unknown;
+    try {
+      for (let page = 1; page <= 3; page++) {
+        await ops['saveCheckpoint']!({ page });
+        await ops['batchSave']!([{ id: page }], 'Record');
+      }
+    } catch (error) {
+      ended = error;
+    }
+    expect(continues(ended)).toBe(true);
+    expect(calls).toEqual(['saveCheckpoint@0', 'saveRecords@1']);
+  });
+
+  for (const near of [false, true]) {
+    it(`a save and a request issued together take their indexes in the order asked (${near ? 'at' : 'before'} the limit)`, async () => {
+      executed.clear();
+      calls.length = 0;
+      const ops = run({ near, cutAsksLedger: true });
+      await ops['batchSave']!([{ id: 1 }], 'Record');
+      await ops['saveCheckpoint']!({ page: 1 });
+      calls.length = 0;
+      executed.set(2, 1); // at the limit, the save below stands (a worker executed it)
+      await Promise.all([ops['saveCheckpoint']!({ page: 2 }), ops['get']!({ endpoint: '/x' })]);
+      expect(calls.map((call) => call.replace('?', ''))).toEqual(['saveCheckpoint@2', 'httpRequest@3']);
+    });
+  }
+});
