@@ -385,12 +385,23 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         requireSyncRun(await caller(), input);
         const key = stepKey(step);
         if (input.onlyIfExecuted === true) {
-          // At a limit (workflows/svc.ts, version 9): what a worker recorded of this very save, else nothing.
-          const { rows } = await db.query<{ result: number }>(
-            'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
-            [key.runId, key.step],
-          );
-          return rows[0] ? rows[0].result : CHECKPOINT_NOT_EXECUTED;
+          // At a limit (workflows/svc.ts, version 9): what a worker recorded of this very save, else
+          // nothing. The step is claimed as not executed, so a save of it by a worker that is frozen,
+          // not dead, and continues later stores nothing either (it waits for this transaction, then
+          // finds the claim). Only a save's result counts (a row version, or 0/1): another operation's
+          // row at this index (a path that differed) is not one.
+          return inTransaction(db, async (client) => {
+            await client.query(
+              'INSERT INTO script_steps (run_id, step, result) VALUES ($1, $2, $3) ON CONFLICT (run_id, step) DO NOTHING',
+              [key.runId, key.step, JSON.stringify(CHECKPOINT_NOT_EXECUTED)],
+            );
+            const { rows } = await client.query<{ result: unknown }>(
+              'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
+              [key.runId, key.step],
+            );
+            const result = rows[0]?.result;
+            return typeof result === 'number' && result >= 0 ? result : CHECKPOINT_NOT_EXECUTED;
+          });
         }
         return ledger.withDeferred(key.runId, (earlier) =>
           inTransaction(db, (client) =>

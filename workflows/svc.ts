@@ -380,6 +380,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // (docs/architecture.md "Exact resume").
   let nextStep = 0;
   const stepsInFlight = new Set<number>();
+  // A saveCheckpoint at a limit whose step is out (version 9): the script's other operations wait for it.
+  let probing: Promise<void> | undefined;
   let taskResultBytes = 0;
   let ledgerKeptBytes = 0;
   let ledgered = 0;
@@ -606,6 +608,8 @@ export function createSvc(context: SvcContext): SvcRuntime {
     // refused once its budget ran out; the run's own steps go on.
     context.budget?.yielded(!overrides.bookkeeping);
     context.onActive?.();
+    // Beside a saveCheckpoint at a limit whose step is out (version 9, checkpoint() below): after its answer.
+    if (probing && !overrides.bookkeeping) await probing;
     guardHistory(overrides.bookkeeping);
     let release: (() => void) | undefined;
     if (gated) {
@@ -887,16 +891,32 @@ export function createSvc(context: SvcContext): SvcRuntime {
         // review: 1,580 of 2,000 records counted). The step takes its index as any save does, so the
         // steps of a script that runs others beside it keep theirs (a review of an earlier draft, which
         // asked the ledger before the save, found that it moved them).
+        // An operation the script starts beside it waits for its answer (run() below), then goes on
+        // after a save that stood, as beside the killed worker's save, with the next index, or is refused
+        // after one that did not, as a cut refuses it (a review: let through, a batchSave wrote a page the
+        // next execution writes again). The probe itself goes through as bookkeeping.
         const continuing = chain.continuing;
-        chain.continuing = false;
-        const stood = await simple('saveCheckpoint', 'saveCheckpoint', [
-          { ...writeScope, onlyIfExecuted: true },
-          value,
-        ]);
+        const probe = simple(
+          'saveCheckpoint',
+          'saveCheckpoint',
+          [{ ...writeScope, onlyIfExecuted: true }, value],
+          true,
+        );
+        probing = probe.then(
+          () => undefined,
+          () => undefined,
+        );
+        let stood: number;
+        try {
+          stood = await probe;
+        } finally {
+          probing = undefined;
+        }
         if (stood === CHECKPOINT_NOT_EXECUTED) {
           chain.continuing = continuing;
           throw ends;
         }
+        chain.continuing = false;
         chain.saved(value);
         return null;
       }

@@ -5,7 +5,9 @@
  * killed worker executed (their rows in the step ledger) and ends the execution at the first it did not
  * (a hostile review: ended earlier, the pages between were counted nowhere). A review of a first draft,
  * which asked the ledger before the save, found that the pause moved the step indexes of a script
- * running another operation beside its save: the save now takes its index as any save does.
+ * running another operation beside its save: the save now takes its index as any save does. Its own
+ * review found an operation started beside a save that then did not stand let through (a page written
+ * that the next execution writes again): it is refused, as a cut refuses it.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { sentArgs } from './stubbedWorkflow.testing.js';
@@ -109,6 +111,23 @@ describe('a saveCheckpoint at a limit (version 9)', () => {
     }
     expect(continues(ended)).toBe(true);
     expect(calls).toEqual(['saveCheckpoint@0', 'saveRecords@1']);
+  });
+
+  it('refuses an operation the script starts beside a save at the limit that no worker executed, as a cut does', async () => {
+    executed.clear();
+    calls.length = 0;
+    const ops = run({ near: true, cutAsksLedger: true });
+    await ops['batchSave']!([{ id: 1 }], 'Record');
+    await ops['saveCheckpoint']!({ page: 1 });
+    calls.length = 0;
+    const [save, beside] = await Promise.allSettled([
+      ops['saveCheckpoint']!({ page: 2 }),
+      ops['batchSave']!([{ id: 2 }], 'Record'),
+    ]);
+    expect(save.status === 'rejected' && continues(save.reason)).toBe(true);
+    expect(beside.status === 'rejected' && continues(beside.reason)).toBe(true);
+    // Only the save's own step was sent: the page beside it is written by the next execution, once.
+    expect(calls).toEqual(['saveCheckpoint?@2']);
   });
 
   for (const near of [false, true]) {
