@@ -391,15 +391,9 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
           // finds the claim). Only a save's result counts (a row version, or 0/1): another operation's
           // row at this index (a path that differed) is not one.
           return inTransaction(db, async (client) => {
-            await client.query(
-              'INSERT INTO script_steps (run_id, step, result) VALUES ($1, $2, $3) ON CONFLICT (run_id, step) DO NOTHING',
-              [key.runId, key.step, JSON.stringify(CHECKPOINT_NOT_EXECUTED)],
+            const result: unknown = await onceInTransaction(client, key, () =>
+              Promise.resolve(CHECKPOINT_NOT_EXECUTED),
             );
-            const { rows } = await client.query<{ result: unknown }>(
-              'SELECT result FROM script_steps WHERE run_id = $1 AND step = $2',
-              [key.runId, key.step],
-            );
-            const result = rows[0]?.result;
             return typeof result === 'number' && result >= 0 ? result : CHECKPOINT_NOT_EXECUTED;
           });
         }

@@ -11,10 +11,10 @@ import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } f
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
 import { recordFigures } from './lib/figures.js';
-import { runResult, superviseWorkers, useOwnStack } from '../kit/ownStack.js';
+import { runResult, fakeApiWorkers, useOwnStack } from '../kit/ownStack.js';
 import { recordsSync } from '../kit/runtime.js';
 import { bundle } from '../kit/scripts.js';
-import { ENVIRONMENT, importFakeApiConnection } from '../kit/testConnections.js';
+import { ENVIRONMENT } from '../kit/testConnections.js';
 import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const CONNECTION = 'outage';
@@ -54,18 +54,13 @@ describe('a request step while Postgres is down', () => {
       }
       json(response, 404, { error: 'not_found' });
     });
-    await importFakeApiConnection(own.pool, api.url, {
+    const workers = await fakeApiWorkers(own, api.url, {
+      taskQueue: TASK_QUEUE,
       environmentName: 'outage',
       connectionId: CONNECTION,
       apiKey: 'outage-key',
     });
-    const workers = superviseWorkers(own, {
-      taskQueue: TASK_QUEUE,
-      apiBaseUrl: api.url,
-      env: { WORKER_CONNECTIONS: 'postgres' },
-    });
     try {
-      await workers.ready();
       const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(twoRequests, ENVIRONMENT);
       const input: RunSyncInput = {
         definition: recordsSync({ scriptHash }),

@@ -21,6 +21,7 @@ import { createDataConverter } from '../../src/runtime/payloadStorage.js';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
 import { spawnTrackedWorker } from './processWorker.js';
 import { deferCleanup } from './cleanup.js';
+import { importFakeApiConnection } from './testConnections.js';
 import { createTemporalClient } from './stack.js';
 
 /** The environment without the variables that make the dev stack adopt a running server. */
@@ -297,4 +298,20 @@ export function superviseWorkers(
       await loop.catch(() => undefined);
     },
   };
+}
+
+/**
+ * The fake API's connection in the stack's database (the real connection service), then workers that
+ * read it from there (WORKER_CONNECTIONS=postgres), supervised; ready when this returns.
+ */
+export async function fakeApiWorkers(
+  stack: OwnStack,
+  apiUrl: string,
+  options: { taskQueue: string; environmentName: string; connectionId: string; apiKey: string },
+): Promise<ReturnType<typeof superviseWorkers>> {
+  const { taskQueue, ...connection } = options;
+  await importFakeApiConnection(stack.pool, apiUrl, connection);
+  const workers = superviseWorkers(stack, { taskQueue, apiBaseUrl: apiUrl, env: { WORKER_CONNECTIONS: 'postgres' } });
+  await workers.ready();
+  return workers;
 }

@@ -13,10 +13,10 @@ import { describe, expect, it } from 'vitest';
 import { RUN_WORKFLOW_TASK_TIMEOUT_MS, type RunSyncInput, type SyncRunResult } from '../../src/runtime/definitions.js';
 import { createPostgresScriptStore } from '../../src/runtime/scriptStore.js';
 import { syncRunId } from '../../src/temporal/runAuthority.js';
-import { runResult, superviseWorkers, useOwnStack } from '../kit/ownStack.js';
+import { runResult, fakeApiWorkers, useOwnStack } from '../kit/ownStack.js';
 import { recordsSync } from '../kit/runtime.js';
 import { bundle } from '../kit/scripts.js';
-import { ENVIRONMENT, importFakeApiConnection } from '../kit/testConnections.js';
+import { ENVIRONMENT } from '../kit/testConnections.js';
 import { json, startFakeUpstream } from '../kit/upstream.js';
 
 const CONNECTION = 'meta';
@@ -59,18 +59,13 @@ describe.each([
       const items = Array.from({ length: PAGE }, (_, i) => ({ id: `r${start + i}`, n: start + i }));
       json(response, 200, { items });
     });
-    await importFakeApiConnection(own.pool, api.url, {
+    const workers = await fakeApiWorkers(own, api.url, {
+      taskQueue: TASK_QUEUE,
       environmentName: 'meta',
       connectionId: CONNECTION,
       apiKey: 'meta-key',
     });
-    const workers = superviseWorkers(own, {
-      taskQueue: TASK_QUEUE,
-      apiBaseUrl: api.url,
-      env: { WORKER_CONNECTIONS: 'postgres' },
-    });
     try {
-      await workers.ready();
       const scriptHash = await createPostgresScriptStore({ db: own.pool }).put(script, ENVIRONMENT);
       const input: RunSyncInput = {
         definition: recordsSync({ scriptHash, trackDeletes: true }),
