@@ -22,7 +22,7 @@ import type { ConnectionScope, ConnectionService, EnvironmentVariableStore } fro
 import { isServiceError, type RunErrorCode } from '../src/errors.js';
 import type { RecordStore, SyncScope, WriteSummary } from '../src/records/types.js';
 import type { ActionDefinition, LoadedScript } from '../src/runtime/definitions.js';
-import { createScriptLoader } from '../src/runtime/scriptLoader.js';
+import { createScriptLoader, namesProvider } from '../src/runtime/scriptLoader.js';
 import { sendRequest } from '../src/runtime/http.js';
 import { serializedJson } from '../src/runtime/localActivityInput.js';
 import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
@@ -206,11 +206,22 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
   /**
    * The deployed bundle with this content hash, with loop protection inserted
    * (src/runtime/instrument.ts): `budget` is the name of the function its loops call. Only a bundle
-   * deployed to the calling run's environment is handed out.
+   * deployed to the calling run's environment is handed out. With the run's integration, a bundle that
+   * names `provider` gets the integration's provider too (svc.provider), as it is when the run loads.
    */
-  async function loadScript(hash: string): Promise<LoadedScript> {
+  async function loadScript(hash: string, integrationId?: string): Promise<LoadedScript> {
     const run = await translated(caller);
     const script = await translated(() => scripts.load(hash, run.environmentId));
+    const provider =
+      integrationId !== undefined && namesProvider(script.code)
+        ? await translated(async () => {
+            const described = await deps.connections.describeIntegration({
+              environmentId: run.environmentId,
+              integrationId,
+            });
+            return described.integration.provider;
+          })
+        : undefined;
     const limit = deps.executionTimeLimitMs;
     const max = deps.maxExecutions;
     const operations = deps.executionOperationLimit;
@@ -219,6 +230,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       ...(limit === undefined ? {} : { executionTimeLimitMs: limit }),
       ...(max === undefined ? {} : { maxExecutions: max }),
       ...(operations === undefined ? {} : { executionOperationLimit: operations }),
+      ...(provider === undefined ? {} : { provider }),
     };
   }
 
@@ -490,7 +502,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
         committed && scriptHash !== undefined
           ? {
               ...committed,
-              ...(await loadScript(scriptHash).then(
+              ...(await loadScript(scriptHash, input.integrationId).then(
                 (script) => ({ script }),
                 () => ({}),
               )),

@@ -113,7 +113,11 @@ async function execute(
   ended.catch(() => undefined);
   try {
     const loaded =
-      preloaded ?? (await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [scriptHash]));
+      preloaded ??
+      (await runtime.step('loadScript', `loadScript ${scriptHash.slice(0, 12)}`, [
+        scriptHash,
+        runtime.shape.providerConfigKey,
+      ]));
     runtime.useExecutionLimits(loaded);
     const realm = createScriptRealm({
       scriptName: name,
@@ -124,7 +128,11 @@ async function execute(
       now: runtime.now,
     });
     stop?.onStop((failure) => realm.stop(failure));
-    const outcome = await Promise.race([realm.run(loaded, runtime.shape, inputJson), budget.exhausted, ended]);
+    const outcome = await Promise.race([
+      realm.run(loaded, { ...runtime.shape, provider: loaded.provider }, inputJson),
+      budget.exhausted,
+      ended,
+    ]);
     if (!outcome.ok) throw scriptFailure(outcome.failure, name, (code) => realm.issued(code));
     return outcome.json === undefined ? undefined : (JSON.parse(outcome.json) as unknown);
   } catch (error) {

@@ -419,7 +419,7 @@ export const REALM_MEMBERS: RealmMember[] = Object.entries(SVC_OPERATIONS)
   .map(([name, operation]) => ({ name, shape: operation.realm }));
 
 // Every method of the public ServiceSync type has an entry (a type error here names the one missing).
-type Methods<T> = { [K in keyof T]: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T];
+type Methods<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T];
 type Undeclared = Exclude<Methods<ServiceSync>, SvcOperationName>;
 const everyPublicMethodDeclared: [Undeclared] extends [never] ? true : Undeclared = true;
 void everyPublicMethodDeclared;

@@ -111,6 +111,12 @@ export interface LoadedScript {
    * replayed as it ran): no limit.
    */
   executionOperationLimit?: number;
+  /**
+   * The run's integration's provider (`svc.provider`, the format's `nango.provider`), looked up only
+   * for a bundle whose code names `provider` (scriptLoader.ts namesProvider). Absent otherwise, and
+   * in a history recorded before it existed.
+   */
+  provider?: string;
 }
 
 /**

@@ -240,6 +240,11 @@ export interface ServiceAction {
   readonly connectionId: string;
   /** The integration id of this run. */
   readonly providerConfigKey: string;
+  /**
+   * The integration's provider, its catalog name (`github`, `avalara-sandbox`), as it was when the run
+   * loaded its script.
+   */
+  readonly provider?: string;
 
   /**
    * The class an action throws to refuse with a payload (the same as the `ActionError` export).

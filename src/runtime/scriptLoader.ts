@@ -13,6 +13,14 @@ import type { ScriptStore } from './scriptStore.js';
 
 const LOADED_SCRIPTS_KEPT = 50;
 
+/**
+ * Whether a bundle may read `svc.provider` (the word `provider` on its own: `providerConfigKey` does
+ * not count). Only such a bundle costs its run a lookup of the integration's provider.
+ */
+export function namesProvider(code: string): boolean {
+  return /\bprovider\b/.test(code);
+}
+
 export interface ScriptLoader {
   /**
    * The bundle with this hash deployed to the environment, instrumented; `script_not_found` when it

@@ -24,7 +24,7 @@ import {
   type SyncStatus,
 } from '../runtime/definitions.js';
 import type { WebhookEvent } from '../runtime/public.js';
-import { createScriptLoader } from '../runtime/scriptLoader.js';
+import { createScriptLoader, namesProvider } from '../runtime/scriptLoader.js';
 import type { ScriptStore } from '../runtime/scriptStore.js';
 import type { ManageSyncInput } from '../../workflows/manageSync.js';
 import type { runAction } from '../../workflows/runScript.js';
@@ -110,7 +110,10 @@ export function createSyncControl({
   async function inlineScript(definition: ActionDefinition): Promise<LoadedScript | undefined> {
     // A bundle that cannot be loaded here fails in the run's own loadScript step, with its error.
     const script = await loader?.load(definition.scriptHash, definition.environmentId).catch(() => undefined);
-    return script && Buffer.byteLength(script.code, 'utf8') <= ACTION_SCRIPT_INLINE_BYTES ? script : undefined;
+    // A bundle that reads svc.provider loads in the run's step, which looks the provider up.
+    return script && Buffer.byteLength(script.code, 'utf8') <= ACTION_SCRIPT_INLINE_BYTES && !namesProvider(script.code)
+      ? script
+      : undefined;
   }
 
   const handle = (ref: SyncRef) => client.workflow.getHandle(syncWorkflowId(ref));

@@ -4,7 +4,7 @@
  * types, a zod schema in zod 3's syntax, `crypto` and `Buffer`, paginate configs in the format's
  * snake_case keys (cursor, link with `on_page`, offset by page, a POST walk with its parameters in the
  * body) and one relying on the provider's default pagination, `nango.ActionError`, `proxy`,
- * `zodValidateInput`, `getWebhookURL`, `getIntegration`, `getFieldMapping`, `getToken`, the format's
+ * `zodValidateInput`, `getWebhookURL`, `getIntegration`, `provider`, `getFieldMapping`, `getToken`, the format's
  * `getConnection` and four-argument `triggerAction`. And a helper module that touches a global leaks
  * into no other run.
  */
@@ -84,6 +84,7 @@ models:
     token: string
     webhook: string
     provider: string
+    ownProvider: string
     mapping: string
     echoed: string
 `,
@@ -191,7 +192,8 @@ export default async function fetchData(nango: ServiceSync): Promise<void> {
 
 export default async function fetchData(nango: ServiceSync): Promise<void> {
     for await (const tickets of nango.paginate({
-        endpoint: '/pages',
+        // The format's \`nango.provider\`, as a template picks its sandbox host with it.
+        endpoint: nango.provider === 'fake-api' ? '/pages' : '/not-this-provider',
         paginate: { type: 'offset', offset_name_in_request: 'page', offset_start_value: 1, offset_calculation_method: 'per-page', response_path: 'data' }
     })) {
         await nango.batchSave(tickets, 'Ticket');
@@ -241,6 +243,7 @@ export default async function runAction(nango: ServiceAction): Promise<WhoAmI> {
         token: typeof token === 'string' ? token : JSON.stringify(token),
         webhook: String(await nango.getWebhookURL()),
         provider: integration.provider,
+        ownProvider: String(nango.provider),
         mapping: JSON.stringify(mapping),
         echoed: echoed.text
     };
@@ -473,19 +476,26 @@ describe('scripts in the format of the field, compiled and run', () => {
       ),
     );
     h.actions.set('echo', echo);
-    const control = createSyncControl({ client: h.client, taskQueue: h.taskQueue });
     const whoami = actionDefinition('whoami', await h.scripts.put(built.get('action/whoami')!));
-    expect(await control.runAction({ definition: whoami, connectionId: 'format', input: {} })).toEqual({
-      ok: true,
-      output: {
-        connection: 'format',
-        token: JSON.stringify({ type: 'API_KEY', apiKey: 'secret-key' }),
-        webhook: `http://127.0.0.1:3003/webhook/${ENVIRONMENT}/${INTEGRATION}`,
-        provider: 'fake-api',
-        mapping: JSON.stringify({ name: 'full_name' }),
-        echoed: 'hi',
-      },
-    });
+    // Loaded by the run's own step, and by the API that hands small bundles over (not this one: it
+    // reads `provider`, which its run's step looks up).
+    for (const control of [
+      createSyncControl({ client: h.client, taskQueue: h.taskQueue }),
+      createSyncControl({ client: h.client, taskQueue: h.taskQueue, scripts: h.scripts }),
+    ]) {
+      expect(await control.runAction({ definition: whoami, connectionId: 'format', input: {} })).toEqual({
+        ok: true,
+        output: {
+          connection: 'format',
+          token: JSON.stringify({ type: 'API_KEY', apiKey: 'secret-key' }),
+          webhook: `http://127.0.0.1:3003/webhook/${ENVIRONMENT}/${INTEGRATION}`,
+          provider: 'fake-api',
+          ownProvider: 'fake-api',
+          mapping: JSON.stringify({ name: 'full_name' }),
+          echoed: 'hi',
+        },
+      });
+    }
   }, 120_000);
 
   it('a helper module that touches a global leaks into no other run, however many run', async () => {

@@ -866,6 +866,7 @@ import type { RealmHost, RealmMember, StartScript, SvcShape } from './types.js';
     const svc: Record<string, unknown> = {
       connectionId: shape.connectionId,
       providerConfigKey: shape.providerConfigKey,
+      provider: shape.provider,
       lastSyncDate: shape.lastSyncDate === undefined ? undefined : new NativeDate(shape.lastSyncDate),
       webhook: shape.webhook,
       ActionError,

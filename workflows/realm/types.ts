@@ -30,6 +30,8 @@ export interface RealmMember {
 export interface SvcShape {
   connectionId: string;
   providerConfigKey: string;
+  /** The integration's provider, when the bundle names `provider` (LoadedScript.provider). */
+  provider?: string | undefined;
   /** ISO 8601, or absent on a first run and a full resync. */
   lastSyncDate: string | undefined;
   webhook: unknown;
