@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import type { Pool } from '../src/db/pool.js';
+import type { Pool, PoolClient } from '../src/db/pool.js';
 import { stopIfRunaway, type RunawayVerdict } from '../src/temporal/runaway.js';
 import {
   createRunAuthorities,
@@ -28,7 +28,7 @@ import { serializedJson } from '../src/runtime/localActivityInput.js';
 import type { ScriptLogContext, ScriptLogEntry, ScriptLogStore } from '../src/runtime/logStore.js';
 import type { ConnectionRecord, EnvironmentVariable } from '../src/runtime/public.js';
 import type { ScriptStore } from '../src/runtime/scriptStore.js';
-import { createStepLedger, onceInTransaction, type StepKey } from '../src/steps/stepLedger.js';
+import { createStepLedger, hasLaterStep, onceInTransaction, type StepKey } from '../src/steps/stepLedger.js';
 import { inTransaction } from '../src/db/pool.js';
 import { assertRunOwnsSync } from '../src/records/postgresRecordStore.js';
 import { CHECKPOINT_NOT_EXECUTED, type Checkpoint } from '../src/syncs/checkpoint.js';
@@ -396,27 +396,31 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
       return translated(async () => {
         requireSyncRun(await caller(), input);
         const key = stepKey(step);
+        const save = async (client: PoolClient): Promise<number> => {
+          await assertRunOwnsSync(client, input, input.runId);
+          if (checkpoint === null) return (await checkpoints.clear(input, client)) ? 1 : 0;
+          return checkpoints.save(input, checkpoint, client);
+        };
         if (input.onlyIfExecuted === true) {
           // At a limit (workflows/svc.ts, version 9): what a worker recorded of this very save, else
           // nothing. The step is claimed as not executed, so a save of it by a worker that is frozen,
           // not dead, and continues later stores nothing either (it waits for this transaction, then
           // finds the claim). Only a save's result counts (a row version, or 0/1): another operation's
-          // row at this index (a path that differed) is not one.
-          return inTransaction(db, async (client) => {
-            const result: unknown = await onceInTransaction(client, key, () =>
-              Promise.resolve(CHECKPOINT_NOT_EXECUTED),
-            );
-            return typeof result === 'number' && result >= 0 ? result : CHECKPOINT_NOT_EXECUTED;
-          });
+          // row at this index (a path that differed) is not one. But a worker that went past this save
+          // without recording it (a step beside it, Promise.all or a save not awaited, was recorded at a
+          // later index) ran on from here: the save is executed now and stands, so those steps are
+          // answered as that worker ran them (a hostile review: ending here counted its page nowhere).
+          return ledger.withDeferred(key.runId, (earlier) =>
+            inTransaction(db, async (client) => {
+              const result: unknown = await onceInTransaction(client, { ...key, earlier }, async () =>
+                (await hasLaterStep(client, key)) ? save(client) : CHECKPOINT_NOT_EXECUTED,
+              );
+              return typeof result === 'number' && result >= 0 ? result : CHECKPOINT_NOT_EXECUTED;
+            }),
+          );
         }
         return ledger.withDeferred(key.runId, (earlier) =>
-          inTransaction(db, (client) =>
-            onceInTransaction(client, { ...key, earlier }, async () => {
-              await assertRunOwnsSync(client, input, input.runId);
-              if (checkpoint === null) return (await checkpoints.clear(input, client)) ? 1 : 0;
-              return checkpoints.save(input, checkpoint, client);
-            }),
-          ),
+          inTransaction(db, (client) => onceInTransaction(client, { ...key, earlier }, () => save(client))),
         );
       });
     },

@@ -137,6 +137,18 @@ export async function onceInTransaction<T>(
 }
 
 /**
+ * Whether the run recorded a step past `key` (in `client`'s transaction): a worker that ran the run
+ * before went past that step.
+ */
+export async function hasLaterStep(client: PoolClient, key: StepKey): Promise<boolean> {
+  const { rowCount } = await client.query('SELECT 1 FROM script_steps WHERE run_id = $1 AND step > $2 LIMIT 1', [
+    key.runId,
+    key.step,
+  ]);
+  return (rowCount ?? 0) > 0;
+}
+
+/**
  * What a run committed to at its start (its commit step), if it did; the commit is stored in the clear
  * (it names no credential), so reading it takes no key: SyncControl reads it for the status of an entity
  * whose run began in a workflow task not yet recorded (src/temporal/entityStatus.ts).
