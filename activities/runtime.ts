@@ -413,7 +413,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
           return ledger.withDeferred(key.runId, (earlier) =>
             inTransaction(db, async (client) => {
               const result: unknown = await onceInTransaction(client, { ...key, earlier }, async () =>
-                (await hasLaterStep(client, key)) ? save(client) : CHECKPOINT_NOT_EXECUTED,
+                (await hasLaterStep(client, key, CHECKPOINT_NOT_EXECUTED)) ? save(client) : CHECKPOINT_NOT_EXECUTED,
               );
               return typeof result === 'number' && result >= 0 ? result : CHECKPOINT_NOT_EXECUTED;
             }),

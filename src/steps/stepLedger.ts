@@ -138,13 +138,15 @@ export async function onceInTransaction<T>(
 
 /**
  * Whether the run recorded a step past `key` (in `client`'s transaction): a worker that ran the run
- * before went past that step.
+ * before went past that step. A claim of a save at a limit as not executed (`notExecuted`, written only
+ * by such a probe: a second save the script called beside the first) is no step anyone went past (a
+ * review: counted, it made the first save stand beside the other's cut, and its page was lost).
  */
-export async function hasLaterStep(client: PoolClient, key: StepKey): Promise<boolean> {
-  const { rowCount } = await client.query('SELECT 1 FROM script_steps WHERE run_id = $1 AND step > $2 LIMIT 1', [
-    key.runId,
-    key.step,
-  ]);
+export async function hasLaterStep(client: PoolClient, key: StepKey, notExecuted: number): Promise<boolean> {
+  const { rowCount } = await client.query(
+    'SELECT 1 FROM script_steps WHERE run_id = $1 AND step > $2 AND result IS DISTINCT FROM $3::jsonb LIMIT 1',
+    [key.runId, key.step, JSON.stringify(notExecuted)],
+  );
   return (rowCount ?? 0) > 0;
 }
 
