@@ -11,7 +11,8 @@
  *   method and endpoint whatever the query (one page: a paginated walk was recorded as its first page);
  * - `mocks/nango/<method>/proxy/<endpoint>/<script>/<hash>.json`: the newer form, one file per request
  *   (`{ requestIdentity, response, headers, status }`), named by the SHA-1 of the request's identity
- *   (method, endpoint, sorted query, headers other than the transport's, body);
+ *   (method, endpoint, sorted query, headers other than the transport's, body; the query's values as text,
+ *   as the URL carried them, or, by older recorders, as the script gave them);
  * - `mocks/nango/getMetadata.json`, `mocks/nango/getConnection.json`.
  */
 import { createHash } from 'node:crypto';
@@ -110,8 +111,26 @@ function dataIdentity(data: unknown): string | undefined {
   return text.length > 1000 ? `sha1:${createHash('sha1').update(text).digest('hex')}` : text;
 }
 
-/** A request's identity in the format's recordings, and its SHA-1 (the file name of its answer). */
-export function requestIdentity(request: HttpRequestInput): { identity: Record<string, unknown>; hash: string } {
+/** A query's values as the URL carries them: text (a number `25` is sent as `"25"`). */
+function asSent(params: unknown): unknown {
+  return Array.isArray(params)
+    ? params.map((entry: unknown) => (Array.isArray(entry) ? [entry[0], String(entry[1])] : entry))
+    : params;
+}
+
+const sha1 = (value: unknown): string => createHash('sha1').update(JSON.stringify(value)).digest('hex');
+
+/**
+ * A request's identity in the format's recordings, and its SHA-1 (the file name of its answer). The
+ * format's recorders differ on the query's values: the newer took them from the URL sent (text), older
+ * ones kept them as the script gave them (a number stays a number), so `sentHash` is the file name the
+ * newer would give a query holding a number (the same as `hash` when the query holds text only).
+ */
+export function requestIdentity(request: HttpRequestInput): {
+  identity: Record<string, unknown>;
+  hash: string;
+  sentHash: string;
+} {
   const { config } = request;
   const identity: Record<string, unknown> = {
     method: request.method.toLowerCase(),
@@ -122,7 +141,7 @@ export function requestIdentity(request: HttpRequestInput): { identity: Record<s
       .sort(byKey),
     data: dataIdentity(config.data),
   };
-  return { identity, hash: createHash('sha1').update(JSON.stringify(identity)).digest('hex') };
+  return { identity, hash: sha1(identity), sentHash: sha1({ ...identity, params: asSent(identity['params']) }) };
 }
 
 interface RecordedAnswer {
@@ -184,16 +203,18 @@ export function recordedBackend(options: {
   };
   return {
     httpRequest(request) {
-      const { identity, hash } = requestIdentity(request);
+      const { identity, hash, sentHash } = requestIdentity(request);
       const base = join(mocks, 'nango', identity['method'] as string, 'proxy', identity['endpoint'] as string);
       const perRequest = join(base, options.script);
       if (isFolder(perRequest)) {
-        const exact = join(perRequest, `${hash}.json`);
-        if (existsSync(exact)) {
+        const exact = [hash, sentHash].map((name) => join(perRequest, `${name}.json`)).find(existsSync);
+        if (exact !== undefined) {
           const recorded = readJson(exact) as RecordedAnswer;
           return Promise.resolve(answer(request, recorded, recorded.response));
         }
-        // The same request but for headers the script's SDK and this one set differently.
+        // The same request but for headers the script's SDK and this one set differently (the query's
+        // values compared as the URL carries them, whichever way the recorder kept them).
+        const query = JSON.stringify(asSent(identity['params']));
         for (const file of readdirSync(perRequest)
           .filter((name) => name.endsWith('.json'))
           .sort()) {
@@ -201,7 +222,7 @@ export function recordedBackend(options: {
           const known = recorded.requestIdentity;
           if (
             known !== undefined &&
-            JSON.stringify(known.params ?? []) === JSON.stringify(identity['params']) &&
+            JSON.stringify(asSent(known.params ?? [])) === query &&
             (known.data ?? undefined) === identity['data']
           ) {
             return Promise.resolve(answer(request, recorded, recorded.response));
