@@ -3,7 +3,8 @@
  * (recordedBackend): by the SHA-1 of the request's identity, as the format names the files. The format's
  * recorder took the query from the URL it sent, so a number in the script's `params` was recorded as the
  * text the URL carried (`"25"`); older recorders kept the value as the script gave it (`25`). Both must
- * answer the same request. Fixtures are made up here, hashed as the format documents its identity.
+ * answer the same request. Some recorders wrote a script's requests under its default variant's folder,
+ * `<script>/base/`. Fixtures are made up here, hashed as the format documents its identity.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,12 +19,21 @@ afterEach(() => {
 });
 
 /** An integration folder whose script `list-pets` has one recorded GET /pets, its query as given. */
-function recording(params: [string, unknown][], response: unknown): string {
+function recording(params: [string, unknown][], response: unknown, variant?: string): string {
   const folder = mkdtempSync(join(tmpdir(), 'recorded-backend-'));
   folders.push(folder);
   const identity = { method: 'get', endpoint: 'pets', params, headers: [], data: undefined };
   const hash = createHash('sha1').update(JSON.stringify(identity)).digest('hex');
-  const dir = join(folder, 'mocks', 'nango', 'get', 'proxy', 'pets', 'list-pets');
+  const dir = join(
+    folder,
+    'mocks',
+    'nango',
+    'get',
+    'proxy',
+    'pets',
+    'list-pets',
+    ...(variant === undefined ? [] : [variant]),
+  );
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, `${hash}.json`),
@@ -65,5 +75,16 @@ describe('recordedBackend: a request and its recorded answer', () => {
   it('another value is still no answer', async () => {
     const folder = recording([['per_page', '25']], { pets: [] });
     await expect(ask(folder, { per_page: 26 })).rejects.toThrow(/the recording has no answer to GET \/pets/);
+  });
+
+  it("a request answers from its script's default variant's folder (`<script>/base/`), where some recorders wrote", async () => {
+    const folder = recording([['kind', 'dog']], { pets: ['Rex'] }, 'base');
+    expect((await ask(folder, { kind: 'dog' })).data).toEqual({ pets: ['Rex'] });
+    await expect(ask(folder, { kind: 'cat' })).rejects.toThrow(/the recording has no answer to GET \/pets/);
+  });
+
+  it("another variant's folder is not the script's", async () => {
+    const folder = recording([['kind', 'dog']], { pets: ['Rex'] }, 'large-kennels');
+    await expect(ask(folder, { kind: 'dog' })).rejects.toThrow(/the recording has no answer to GET \/pets/);
   });
 });

@@ -12,7 +12,8 @@
  * - `mocks/nango/<method>/proxy/<endpoint>/<script>/<hash>.json`: the newer form, one file per request
  *   (`{ requestIdentity, response, headers, status }`), named by the SHA-1 of the request's identity
  *   (method, endpoint, sorted query, headers other than the transport's, body; the query's values as text,
- *   as the URL carried them, or, by older recorders, as the script gave them);
+ *   as the URL carried them, or, by older recorders, as the script gave them); some of the recorder's
+ *   versions wrote them one folder deeper, `…/<script>/base/<hash>.json` (its default variant's name);
  * - `mocks/nango/getMetadata.json`, `mocks/nango/getConnection.json`.
  */
 import { createHash } from 'node:crypto';
@@ -27,6 +28,8 @@ import { localIntegration } from './localTools.js';
 import type { RunErrorCode } from '../errors.js';
 
 export const MOCKS_FOLDER = 'mocks';
+/** The folder of a script's default variant under its per-request recordings (see recordedBackend). */
+const DEFAULT_VARIANT = 'base';
 
 /** One recorded run: a script and what it stored or answered. */
 export interface RecordedRun {
@@ -207,7 +210,12 @@ export function recordedBackend(options: {
       const base = join(mocks, 'nango', identity['method'] as string, 'proxy', identity['endpoint'] as string);
       const perRequest = join(base, options.script);
       if (isFolder(perRequest)) {
-        const exact = [hash, sentHash].map((name) => join(perRequest, `${name}.json`)).find(existsSync);
+        // The script's own folder, then its default variant's: some of the recorder's versions wrote
+        // every request of a script under `<script>/base/` (`base` is the name of a script's default variant).
+        const folders = [perRequest, join(perRequest, DEFAULT_VARIANT)].filter(isFolder);
+        const exact = folders
+          .flatMap((folder) => [hash, sentHash].map((name) => join(folder, `${name}.json`)))
+          .find((file) => existsSync(file));
         if (exact !== undefined) {
           const recorded = readJson(exact) as RecordedAnswer;
           return Promise.resolve(answer(request, recorded, recorded.response));
@@ -215,10 +223,13 @@ export function recordedBackend(options: {
         // The same request but for headers the script's SDK and this one set differently (the query's
         // values compared as the URL carries them, whichever way the recorder kept them).
         const query = JSON.stringify(asSent(identity['params']));
-        for (const file of readdirSync(perRequest)
-          .filter((name) => name.endsWith('.json'))
-          .sort()) {
-          const recorded = readJson(join(perRequest, file)) as RecordedAnswer;
+        for (const file of folders.flatMap((folder) =>
+          readdirSync(folder)
+            .filter((name) => name.endsWith('.json'))
+            .sort()
+            .map((name) => join(folder, name)),
+        )) {
+          const recorded = readJson(file) as RecordedAnswer;
           const known = recorded.requestIdentity;
           if (
             known !== undefined &&
