@@ -380,8 +380,10 @@ export function createSvc(context: SvcContext): SvcRuntime {
   // (docs/architecture.md "Exact resume").
   let nextStep = 0;
   const stepsInFlight = new Set<number>();
-  // A saveCheckpoint at a limit whose step is out (version 9): the script's other operations wait for it.
-  let probing: Promise<void> | undefined;
+  // The saveCheckpoints at a limit whose steps are out (version 9): the script's other operations wait
+  // for every one. Once one did not stand, the execution ends there: a later answer does not undo it.
+  const probing = new Set<Promise<void>>();
+  let probeCut = false;
   let taskResultBytes = 0;
   let ledgerKeptBytes = 0;
   let ledgered = 0;
@@ -609,7 +611,7 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.budget?.yielded(!overrides.bookkeeping);
     context.onActive?.();
     // Beside a saveCheckpoint at a limit whose step is out (version 9, checkpoint() below): after its answer.
-    if (probing && !overrides.bookkeeping) await probing;
+    while (probing.size > 0 && !overrides.bookkeeping) await Promise.all(probing);
     guardHistory(overrides.bookkeeping);
     let release: (() => void) | undefined;
     if (gated) {
@@ -902,21 +904,26 @@ export function createSvc(context: SvcContext): SvcRuntime {
           [{ ...writeScope, onlyIfExecuted: true }, value],
           true,
         );
-        probing = probe.then(
+        // Two saves side by side are two probes (a review): an operation waits for both, and a save that
+        // stood after the other's cut does not undo the cut (its branch would go on beside an execution
+        // that is ending, its page counted nowhere).
+        const waited = probe.then(
           () => undefined,
           () => undefined,
         );
+        probing.add(waited);
         let stood: number;
         try {
           stood = await probe;
         } finally {
-          probing = undefined;
+          probing.delete(waited);
         }
-        if (stood === CHECKPOINT_NOT_EXECUTED) {
+        if (stood === CHECKPOINT_NOT_EXECUTED || probeCut) {
+          probeCut = true;
           chain.continuing = continuing;
           throw ends;
         }
-        chain.continuing = false;
+        if (probing.size === 0) chain.continuing = false;
         chain.saved(value);
         return null;
       }

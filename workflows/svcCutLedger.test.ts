@@ -8,6 +8,13 @@
  * running another operation beside its save: the save now takes its index as any save does. Its own
  * review found an operation started beside a save that then did not stand let through (a page written
  * that the next execution writes again): it is refused, as a cut refuses it.
+ *
+ * Two saves side by side at a limit after a takeover (a review, 30 November), one of which the killed
+ * worker executed and one it did not: two probes, their answers released by the test in either order.
+ * Nothing of the script may be sent once the execution's cut is thrown, and an operation waits for every
+ * probe still out. Before: a save that stood after the other's cut undid it (its branch sent a request,
+ * a page and a save beside the ending execution), and the first probe to answer released the wait on
+ * the second.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { sentArgs } from './stubbedWorkflow.testing.js';
@@ -19,6 +26,9 @@ const info = { historyLength: 10, historySize: 1000, unsafe: { isReplaying: fals
 /** The step ledger's rows of saves, by step index. */
 const executed = new Map<number, number>();
 const calls: string[] = [];
+/** Probes whose answers the test releases by hand (by index), while `holdProbes` is set. */
+const held = new Map<number, () => void>();
+let holdProbes = false;
 vi.mock('@temporalio/workflow', async (original) =>
   (await import('./stubbedWorkflow.testing.js')).stubbedWorkflow(
     await original<typeof Workflow>(),
@@ -29,7 +39,9 @@ vi.mock('@temporalio/workflow', async (original) =>
       const probe = name === 'saveCheckpoint' && (args[0] as { onlyIfExecuted?: boolean }).onlyIfExecuted === true;
       calls.push(`${name}${probe ? '?' : ''}@${index}`);
       if (name === 'saveCheckpoint') {
-        if (probe) return executed.get(index) ?? CHECKPOINT_NOT_EXECUTED;
+        const answer = executed.get(index) ?? CHECKPOINT_NOT_EXECUTED;
+        if (probe && holdProbes) return new Promise((resolve) => held.set(index, () => resolve(answer)));
+        if (probe) return answer;
         executed.set(index, 1);
         return 1;
       }
@@ -43,8 +55,10 @@ vi.mock('@temporalio/workflow', async (original) =>
 const { createSvc } = await import('./svc.js');
 const { ExecutionChain, RUN_CONTINUES } = await import('./runChain.js');
 
-function run(options: { near: boolean; cutAsksLedger: boolean }) {
-  const chain = new ExecutionChain({ executions: [], canContinue: true });
+function run(
+  options: { near: boolean; cutAsksLedger: boolean },
+  chain = new ExecutionChain({ executions: [], canContinue: true }),
+) {
   const runtime = createSvc({
     chain,
     kind: 'sync',
@@ -143,4 +157,73 @@ describe('a saveCheckpoint at a limit (version 9)', () => {
       expect(calls.map((call) => call.replace('?', ''))).toEqual(['saveCheckpoint@2', 'httpRequest@3']);
     });
   }
+});
+
+const settle = async () => {
+  for (let i = 0; i < 50; i++) await Promise.resolve();
+};
+
+async function scenario(order: [number, number]) {
+  executed.clear();
+  held.clear();
+  calls.length = 0;
+  holdProbes = true;
+  const chain = new ExecutionChain({ executions: [], canContinue: true });
+  const ops = run({ near: true, cutAsksLedger: true }, chain);
+  await ops['batchSave']!([{ id: 1 }], 'Record'); // 0
+  await ops['saveCheckpoint']!({ a: '0', b: '0' }); // 1: the execution's first save, never a cut
+  calls.length = 0;
+  // The killed worker executed branch a's save (step 2), not branch b's (3), and recorded nothing past.
+  executed.set(2, 1);
+  const committed: Record<string, string> = { a: '0', b: '0' };
+  // Save after the page (the pattern docs/scripts.md recommends for branches side by side): each branch
+  // already saved its page; it saves where it goes on from, then walks its next page.
+  const branch = async (key: 'a' | 'b', next: string) => {
+    await ops['saveCheckpoint']!({ ...committed, [key]: next });
+    committed[key] = next;
+    const page = await ops['get']!({ endpoint: `/${key}`, params: { cursor: next } });
+    await ops['batchSave']!([{ id: `${key}${next}`, page }], 'Record');
+    await ops['saveCheckpoint']!({ ...committed, [key]: `${next}+1` });
+  };
+  const all = Promise.all([branch('a', '20'), branch('b', '20')]);
+  let ended: unknown;
+  const outcome = all.then(
+    () => undefined,
+    (error: unknown) => {
+      ended = error;
+      // What the workflow sees when the execution ends (runScript.ts returns its result here).
+      return { continuing: chain.continuing, sentSoFar: [...calls] };
+    },
+  );
+  await settle();
+  const log: string[] = [];
+  for (const index of order) {
+    log.push(`answer ?@${index} (sent so far: ${calls.join(' ')}; continuing ${chain.continuing})`);
+    held.get(index)!();
+    await settle();
+    log.push(`after ?@${index}: sent ${calls.join(' ')}; continuing ${chain.continuing}`);
+  }
+  // Any later probe (branch a's next save) answers as no worker executed it.
+  for (const [index, release] of held) if (!order.includes(index)) release();
+  await settle();
+  const atEnd = await outcome;
+  holdProbes = false;
+  return { ended, atEnd, calls: [...calls], continuingAfter: chain.continuing, log };
+}
+
+describe('two probes side by side after a takeover', () => {
+  it('the cut first, then the stood save: the other branch goes on after the execution ended', async () => {
+    const r = await scenario([3, 2]);
+    expect(continues(r.ended)).toBe(true);
+    // Nothing of the script is sent once the cut is thrown (guardHistory), and the chain stays continuing.
+    const after = r.calls.slice(r.atEnd!.sentSoFar.length);
+    expect({ after, continuingAfter: r.continuingAfter }).toEqual({ after: [], continuingAfter: true });
+  });
+
+  it('the stood save first: its branch goes on while the other probe is still out', async () => {
+    const r = await scenario([2, 3]);
+    expect(continues(r.ended)).toBe(true);
+    // An operation started beside the probes waits for both: until ?@3 answers, nothing but them is sent.
+    expect(r.log[1]).toMatch(/^after \?@2: sent saveCheckpoint\?@2 saveCheckpoint\?@3;/);
+  });
 });
