@@ -884,6 +884,9 @@ export function createSvc(context: SvcContext): SvcRuntime {
     if (what === 'save' && !chain.legacy && chain.savedHere) {
       const ends = chain.afterSave(nearLimit(), progressMade(chain));
       if (ends && (context.cutAsksLedger !== true || mode !== 'local')) throw ends;
+      // A save the script calls after a probe's cut (it caught the cut) sends nothing: no probe that
+      // could stand and move the checkpoint past pages the ending execution will not save (a review).
+      if (ends && probeCut) throw ends;
       if (ends) {
         // From version 9 the save still takes its step, as one that only stands if a worker executed it:
         // the limits are read on the workflow's clock and history length, which are later for a worker

@@ -109,6 +109,27 @@ describe('a saveCheckpoint at a limit (version 9)', () => {
     ]);
   });
 
+  it('a save the script calls after catching the cut sends nothing', async () => {
+    executed.clear();
+    calls.length = 0;
+    // A later step of the run is recorded (the killed worker's): a probe sent now would stand and save.
+    executed.set(9, 1);
+    const ops = run({ near: true, cutAsksLedger: true });
+    await ops['saveCheckpoint']!({ page: 0 }); // 0: the execution's first save
+    await ops['batchSave']!([{ id: 1 }], 'Record'); // 1
+    const first = await ops['saveCheckpoint']!({ page: 1 }).then(
+      () => 'stood',
+      (error: unknown) => error,
+    ); // 2: not executed, the cut
+    const again = await ops['saveCheckpoint']!({ page: 2 }).then(
+      () => 'stood',
+      (error: unknown) => error,
+    );
+    expect(continues(first)).toBe(true);
+    expect(continues(again)).toBe(true);
+    expect(calls).toEqual(['saveCheckpoint@0', 'saveRecords@1', 'saveCheckpoint?@2']);
+  });
+
   it('without the version, ends the execution at the first save at the limit, with no step', async () => {
     executed.clear();
     calls.length = 0;
