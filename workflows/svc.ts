@@ -611,7 +611,11 @@ export function createSvc(context: SvcContext): SvcRuntime {
     context.budget?.yielded(!overrides.bookkeeping);
     context.onActive?.();
     // Beside a saveCheckpoint at a limit whose step is out (version 9, checkpoint() below): after its answer.
-    while (probing.size > 0 && !overrides.bookkeeping) await Promise.all(probing);
+    // A single probe is awaited as itself: the same turns of the microtask queue as before there could
+    // be two, so the histories recorded then replay in the same order.
+    while (probing.size > 0 && !overrides.bookkeeping) {
+      await (probing.size === 1 ? [...probing][0] : Promise.all(probing));
+    }
     guardHistory(overrides.bookkeeping);
     let release: (() => void) | undefined;
     if (gated) {
