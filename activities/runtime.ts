@@ -213,7 +213,7 @@ export function createRuntimeActivities(deps: RuntimeDeps) {
     const run = await translated(caller);
     const script = await translated(() => scripts.load(hash, run.environmentId));
     const provider =
-      integrationId !== undefined && namesProvider(script.code)
+      integrationId !== undefined && namesProvider(script)
         ? await translated(async () => {
             const described = await deps.connections.describeIntegration({
               environmentId: run.environmentId,

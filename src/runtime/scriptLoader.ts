@@ -13,12 +13,20 @@ import type { ScriptStore } from './scriptStore.js';
 
 const LOADED_SCRIPTS_KEPT = 50;
 
+const providerNamed = new WeakMap<LoadedScript, boolean>();
+
 /**
  * Whether a bundle may read `svc.provider` (the word `provider` on its own: `providerConfigKey` does
- * not count). Only such a bundle costs its run a lookup of the integration's provider.
+ * not count). Only such a bundle costs its run a lookup of the integration's provider. Read once per
+ * loaded bundle (the loader keeps it), not at every run.
  */
-export function namesProvider(code: string): boolean {
-  return /\bprovider\b/.test(code);
+export function namesProvider(script: LoadedScript): boolean {
+  let named = providerNamed.get(script);
+  if (named === undefined) {
+    named = /\bprovider\b/.test(script.code);
+    providerNamed.set(script, named);
+  }
+  return named;
 }
 
 export interface ScriptLoader {

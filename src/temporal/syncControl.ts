@@ -111,7 +111,7 @@ export function createSyncControl({
     // A bundle that cannot be loaded here fails in the run's own loadScript step, with its error.
     const script = await loader?.load(definition.scriptHash, definition.environmentId).catch(() => undefined);
     // A bundle that reads svc.provider loads in the run's step, which looks the provider up.
-    return script && Buffer.byteLength(script.code, 'utf8') <= ACTION_SCRIPT_INLINE_BYTES && !namesProvider(script.code)
+    return script && Buffer.byteLength(script.code, 'utf8') <= ACTION_SCRIPT_INLINE_BYTES && !namesProvider(script)
       ? script
       : undefined;
   }
