@@ -1,14 +1,15 @@
 import type { Request } from 'express';
 import { ServiceError } from '../errors.js';
-import { rawBodyOf } from './server.js';
+import { bodyLimitOf, rawBodyOf } from './server.js';
 
 /**
- * The request body as bytes: what the JSON parser kept, or the stream read whole (a body of another
- * type), refused past the limit.
+ * The request body as bytes, unparsed: what the JSON parser kept, or the stream read whole, refused
+ * past the server's body limit.
  */
-export async function readBodyBytes(req: Request, limitBytes: number): Promise<Buffer> {
+export async function readBodyBytes(req: Request): Promise<Buffer> {
   const parsed = rawBodyOf(req);
   if (parsed !== undefined) return parsed;
+  const limitBytes = bodyLimitOf(req);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {

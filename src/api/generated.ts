@@ -35,7 +35,13 @@ import { recordsPageQuery, sendRecords } from './routes/shared.js';
 
 /** The fallback of createServer: answers requests that match a generated endpoint of the caller's environment. */
 export function createGeneratedFallback(deps: ApiDeps, routing: GeneratedRouting) {
-  return async (req: Request, res: Response, environment: AuthenticatedEnvironment): Promise<boolean> => {
+  return async (
+    req: Request,
+    res: Response,
+    environment: AuthenticatedEnvironment,
+    _requestId: string,
+    readBody: () => Promise<void>,
+  ): Promise<boolean> => {
     const method = req.method.toUpperCase();
     const current = await routing.table(environment.id);
     const integrationId = req.header('provider-config-key');
@@ -65,6 +71,8 @@ export function createGeneratedFallback(deps: ApiDeps, routing: GeneratedRouting
       await sendRecords(deps, res, scope, endpoint.model, query);
       return true;
     }
+    // The body is parsed only now, for an endpoint of the caller's that takes one.
+    if (method === 'POST' || method === 'PUT' || method === 'PATCH') await readBody();
     await triggerAction(deps, res, scope, endpoint.name, actionInput(req, method, params));
     return true;
   };

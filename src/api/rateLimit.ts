@@ -11,24 +11,26 @@ export interface RateLimitOptions {
 }
 
 export interface RateLimiter {
-  take(key: string): { allowed: true } | { allowed: false; retryAfterSeconds: number };
+  /** Takes `cost` requests (default 1; at most the burst, so that any single request can pass). */
+  take(key: string, cost?: number): { allowed: true } | { allowed: false; retryAfterSeconds: number };
 }
 
 export function createRateLimiter({ perSecond = 200, burst }: RateLimitOptions = {}): RateLimiter {
   const capacity = burst ?? perSecond * 2;
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
-    take(key) {
+    take(key, cost = 1) {
+      const need = Math.min(cost, capacity);
       const now = performance.now();
       const bucket = buckets.get(key) ?? { tokens: capacity, at: now };
       bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
       bucket.at = now;
       buckets.set(key, bucket);
-      if (bucket.tokens >= 1) {
-        bucket.tokens -= 1;
+      if (bucket.tokens >= need) {
+        bucket.tokens -= need;
         return { allowed: true };
       }
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond)) };
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((need - bucket.tokens) / perSecond)) };
     },
   };
 }

@@ -11,6 +11,7 @@ import { isDatabaseUnavailable } from '../db/pool.js';
 import { ServiceError, isServiceError } from '../errors.js';
 import { httpRequestDuration } from '../metrics/index.js';
 import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
+import { weighJsonBody } from './jsonBody.js';
 import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
 import { createAccessLogger, type Logger } from './logger.js';
 
@@ -29,6 +30,8 @@ export interface CreateServerOptions {
     res: Response,
     environment: AuthenticatedEnvironment,
     requestId: string,
+    /** Parses the JSON body into `req.body`, charged to the caller (call it only when the body is needed). */
+    readBody: () => Promise<void>,
   ) => Promise<boolean>;
   /** Largest JSON body accepted. @default '5mb' */
   bodyLimit?: string;
@@ -111,16 +114,47 @@ export function createServer(options: CreateServerOptions): express.Express {
     }
     next();
   });
-  app.use(
-    express.json({
-      limit: options.bodyLimit ?? '5mb',
-      type: ['application/json', 'application/*+json'],
-      // The bytes as sent, for what must see them unchanged: webhook signatures, the proxy.
-      verify: (req, _res, buffer) => {
-        (req as Request & { rawBody?: Buffer }).rawBody = buffer;
-      },
-    }),
-  );
+  // JSON bodies are parsed only once their caller is known and charged for them (readJsonBody): an
+  // unauthenticated request, or one to no route, is never parsed.
+  const bodyLimit = options.bodyLimit ?? '5mb';
+  const bodyLimitBytes = parseBodyLimit(bodyLimit);
+  app.use((_req, res, next) => {
+    res.locals[BODY_LIMIT] = bodyLimitBytes;
+    next();
+  });
+  const jsonParser = express.json({
+    limit: bodyLimit,
+    type: ['application/json', 'application/*+json'],
+    // Weighed before it is parsed (src/api/jsonBody.ts); the bytes as sent are kept for what must see
+    // them unchanged: webhook signatures, the proxy.
+    verify: (req, res, buffer) => {
+      (req as Request & { rawBody?: Buffer }).rawBody = buffer;
+      const bucket = (res as Response).locals[RATE_BUCKET] as string | undefined;
+      try {
+        const cost = weighJsonBody(buffer);
+        if (bucket !== undefined && cost > 1) takeToken(bucket, res as Response, cost - 1);
+      } catch (error) {
+        // The parser wraps what its hook throws; the refusal itself is kept here and thrown as it is.
+        (res as Response).locals[BODY_REFUSED] = error;
+        throw new Error('body refused before parsing');
+      }
+    },
+  });
+
+  /** Parses the request's JSON body (once), charging it to the rate bucket of its caller. */
+  async function readJsonBody(req: Request, res: Response): Promise<void> {
+    if (res.locals[BODY_READ] === true) return;
+    res.locals[BODY_READ] = true;
+    await new Promise<void>((resolve, reject) => {
+      jsonParser(req, res, (error?: Error) => {
+        // Both are errors: a ServiceError of weighJsonBody or takeToken, or the parser's own.
+        const refused = res.locals[BODY_REFUSED] as Error | undefined;
+        if (refused !== undefined) reject(refused);
+        else if (error !== undefined) reject(error);
+        else resolve();
+      });
+    });
+  }
 
   for (const route of options.routes) {
     app[route.method](route.path, (req, res, next) => {
@@ -132,6 +166,8 @@ export function createServer(options: CreateServerOptions): express.Express {
     const requestId = res.locals['requestId'] as string;
     if (route.auth === 'admin-key') await authenticateAdmin(req, res);
     const environment = route.auth === 'secret-key' ? await authenticateRequest(req, res) : anonymous;
+    // A route without a body schema reads its body itself, if at all (the proxy and webhooks as bytes).
+    if (route.body !== undefined && route.auth !== 'none') await readJsonBody(req, res);
     const problems: ValidationProblem[] = [];
     const ctx: RouteContext<unknown, unknown, unknown> = {
       req,
@@ -204,8 +240,9 @@ export function createServer(options: CreateServerOptions): express.Express {
   }
 
   /** One request of the key's rate budget; 429 with Retry-After when it is spent. */
-  function takeToken(bucket: string, res: Response): void {
-    const verdict = limiter.take(bucket);
+  function takeToken(bucket: string, res: Response, cost = 1): void {
+    res.locals[RATE_BUCKET] = bucket;
+    const verdict = limiter.take(bucket, cost);
     if (!verdict.allowed) {
       res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
       throw new ServiceError(
@@ -227,7 +264,9 @@ export function createServer(options: CreateServerOptions): express.Express {
     }
     const run = async (): Promise<void> => {
       const environment = await authenticateRequest(req, res);
-      const answered = await options.fallback?.(req, res, environment, res.locals['requestId'] as string);
+      const answered = await options.fallback?.(req, res, environment, res.locals['requestId'] as string, () =>
+        readJsonBody(req, res),
+      );
       if (!answered) next();
     };
     run().catch(next);
@@ -275,12 +314,39 @@ export function routeLabel(req: Request, res: Response): string {
 /** Where a handler that is no Express route (a generated endpoint) names its template for routeLabel. */
 export const ROUTE_TEMPLATE = 'routeTemplate';
 
+/** The server's body limit in bytes, for a route that reads its body unparsed (readBodyBytes). */
+export function bodyLimitOf(req: Request): number {
+  const limit = req.res?.locals[BODY_LIMIT] as number | undefined;
+  if (limit === undefined) throw new Error('bodyLimitOf: the request did not come through createServer');
+  return limit;
+}
+
+/** `'64kb'`, `'5mb'`, `'1024'`: bytes as Express's body parser reads its limit (units of 1,024). */
+export function parseBodyLimit(limit: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(limit);
+  if (!match)
+    throw new ServiceError(
+      'invalid_settings',
+      `body limit ${JSON.stringify(limit)} is not a size such as '5mb' or '64kb'`,
+    );
+  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(match[2] ?? 'b').toLowerCase() as 'b'];
+  return Math.floor(Number(match[1]) * unit);
+}
+
 /** The request body as received, when it was JSON (kept by the body parser). */
 export function rawBodyOf(req: Request): Buffer | undefined {
   return (req as Request & { rawBody?: Buffer }).rawBody;
 }
 
 const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
+
+/** Where the server's body limit in bytes is kept (res.locals), for bodyLimitOf. */
+const BODY_LIMIT = 'bodyLimitBytes';
+/** Where the rate bucket charged for a request is kept, for its body's cost. */
+const RATE_BUCKET = 'rateBucket';
+/** Whether the request's JSON body was read, and why it was refused before parsing (res.locals). */
+const BODY_READ = 'bodyRead';
+const BODY_REFUSED = 'bodyRefused';
 
 /** Where a route that answers errors as JSON-RPC marks its response (see RouteDefinition.errorFormat). */
 const ERROR_FORMAT = 'errorFormat';

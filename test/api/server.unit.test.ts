@@ -54,7 +54,8 @@ const logs: string[] = [];
 beforeAll(async () => {
   const app = createServer({
     routes,
-    authenticate: async (key) => (key === 'sk-good' ? { id: 'env-1', name: 'dev' } : undefined),
+    authenticate: async (key) =>
+      key === 'sk-good' ? { id: 'env-1', name: 'dev' } : key === 'sk-body' ? { id: 'env-2', name: 'body' } : undefined,
     bodyLimit: '1kb',
     rateLimit: { perSecond: 1, burst: 3 },
     logger: {
@@ -132,13 +133,21 @@ describe('API server: what every route shares', () => {
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('missing_connection_headers');
   });
 
-  it('answers malformed JSON with 400 and an oversized body with 413', async () => {
-    const malformed = await fetch(`${base}/echo/ab`, { method: 'POST', headers: good, body: '{"text":' });
+  it('answers malformed JSON with 400 and an oversized body with 413, once the caller is known', async () => {
+    // A body is read only after its key is checked: a stranger's is not parsed at all.
+    const stranger = await fetch(`${base}/echo/ab`, {
+      method: 'POST',
+      headers: { ...good, authorization: 'Bearer sk-nobody' },
+      body: '{"text":',
+    });
+    expect(stranger.status).toBe(401);
+    const body = { ...good, authorization: 'Bearer sk-body' };
+    const malformed = await fetch(`${base}/echo/ab`, { method: 'POST', headers: body, body: '{"text":' });
     expect(malformed.status).toBe(400);
     expect(((await malformed.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
     const big = await fetch(`${base}/echo/ab`, {
       method: 'POST',
-      headers: good,
+      headers: body,
       body: JSON.stringify({ text: 'x'.repeat(5000) }),
     });
     expect(big.status).toBe(413);

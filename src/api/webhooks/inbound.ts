@@ -23,6 +23,7 @@ import type { ServiceConfig } from '../../config/types.js';
 import type { QueuedWebhook } from '../../runtime/definitions.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
+import { weighJsonBody } from '../jsonBody.js';
 import { rawBodyOf } from '../server.js';
 import type { RateLimiter } from '../rateLimit.js';
 import type { InboundSignatureStore } from '../../webhooks/inboundSignatures.js';
@@ -118,12 +119,15 @@ export async function receiveWebhook(
   const integrationId = params.integration;
   await deps.integrations.get(environment.id, integrationId);
   const settings = await settingsOf(environment.id, integrationId);
-  const raw = await readBodyBytes(req, 5 * 1024 * 1024);
+  const raw = await readBodyBytes(req);
   const forget = await authenticate(deps.inboundSignatures, environment, integrationId, settings, req, raw);
   try {
     // Counted once the webhook is known to be the integration's own, so that no one else can spend
     // its budget; a refused one's signature is forgotten below, so the sender's retry is taken.
-    const verdict = limiter?.take(`${environment.id}\u0000${integrationId}`);
+    // Charged by its weight (src/api/jsonBody.ts): bytes and JSON tokens, weighed before any parse;
+    // one with too many tokens is refused unparsed.
+    const cost = weighJsonBody(raw);
+    const verdict = limiter?.take(`${environment.id}\u0000${integrationId}`, cost);
     if (verdict && !verdict.allowed) {
       throw new ServiceError(
         'rate_limited',
