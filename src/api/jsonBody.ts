@@ -2,20 +2,23 @@
  * What a JSON body costs the API process. Parsing and validating a body runs on the one event loop every
  * environment's requests share, and its cost grows with the number of values in it, not its bytes: 4 MB
  * of 300,000 small keys took ~250 ms to parse and ~400 ms more to validate, while 4 MB of one string
- * parses in a few milliseconds. So a body is weighed before it is parsed: its structural tokens (the
- * commas, colons and opening brackets outside strings, about two per key and one per array element) are
- * counted in one pass over its bytes, a body with more than MAX_JSON_TOKENS is refused unparsed, and
- * the caller's rate budget is charged by bytes and tokens (`bodyCost`), so that one key's heavy bodies
- * spend its own budget instead of every environment's time.
+ * parses in a few milliseconds, and values a schema refuses cost ~25 times what valid ones do (an issue
+ * each). So a body is weighed before it is parsed: its structural tokens (the commas, colons and opening
+ * brackets outside strings, about two per key and one per array element) are counted in one pass over
+ * its bytes, and a body with more than its route allows is refused unparsed. What parsing and validating
+ * it then took past BODY_MS_INCLUDED is charged to the caller's rate budget, one request per
+ * BODY_MS_PER_REQUEST, and may put the budget in debt: a key that spends the loop waits until its budget has refilled.
  */
 import { ServiceError } from '../errors.js';
 
-/** Structural tokens a body may have (≈ 100,000 keys, or 200,000 array elements). */
+/** Structural tokens any body may have (≈ 100,000 keys, or 200,000 array elements). */
 export const MAX_JSON_TOKENS = 200_000;
-/** A body costs one request more per this many bytes… */
-export const BYTES_PER_REQUEST = 64 * 1024;
-/** …and one more per this many structural tokens (parse and validation of them ≈ a small request's time). */
-export const TOKENS_PER_REQUEST = 1_000;
+/** Structural tokens a route's body may have unless it says otherwise (RouteDefinition.bodyTokens). */
+export const DEFAULT_BODY_TOKENS = 10_000;
+/** Milliseconds of parsing and validating a body that the request's own count covers. */
+export const BODY_MS_INCLUDED = 1;
+/** Milliseconds of parsing and validating a body, past those, that cost one request more of the budget. */
+export const BODY_MS_PER_REQUEST = 0.5;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -50,22 +53,29 @@ export function countJsonTokens(bytes: Buffer, stopAbove = MAX_JSON_TOKENS): num
   return tokens;
 }
 
-/** What a body of `bytes` with `tokens` structural tokens costs, in requests of the rate budget (at least 1). */
-export function bodyCost(bytes: number, tokens: number): number {
-  return 1 + Math.floor(bytes / BYTES_PER_REQUEST) + Math.floor(tokens / TOKENS_PER_REQUEST);
+/** Requests of the rate budget that `ms` of parsing and validating a body cost beyond the request itself. */
+export function bodyCharge(ms: number): number {
+  return ms <= BODY_MS_INCLUDED ? 0 : Math.floor((ms - BODY_MS_INCLUDED) / BODY_MS_PER_REQUEST);
 }
 
-/**
- * Weighs a JSON body before it is parsed: refuses one with too many tokens (413 `payload_too_large`,
- * saying how many), else returns its cost in requests.
- */
-export function weighJsonBody(bytes: Buffer): number {
-  const tokens = countJsonTokens(bytes);
-  if (tokens > MAX_JSON_TOKENS) {
+/** Weighs a JSON body before it is parsed: refuses one with more than `most` tokens (413 `payload_too_large`). */
+export function weighJsonBody(bytes: Buffer, most: number): void {
+  if (countJsonTokens(bytes, most) > most) {
     throw new ServiceError(
       'payload_too_large',
-      `The JSON body has more than ${MAX_JSON_TOKENS.toLocaleString('en-US')} values (commas, colons and opening brackets outside strings); send fewer per request.`,
+      `The JSON body has more than ${most.toLocaleString('en-US')} values (commas, colons and opening brackets outside strings), the most this route takes; send fewer per request.`,
     );
   }
-  return bodyCost(bytes.length, tokens);
+}
+
+/** JSON bodies are UTF-8 (RFC 8259): a `charset` parameter naming another is refused (415), before any read. */
+export function assertUtf8(contentType: string | undefined): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new ServiceError(
+      'invalid_request',
+      `JSON bodies are UTF-8; this one says charset=${charset.slice(0, 40)}. Send it as UTF-8, with charset=utf-8 or no charset.`,
+      { status: 415 },
+    );
+  }
 }

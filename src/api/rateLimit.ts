@@ -11,26 +11,38 @@ export interface RateLimitOptions {
 }
 
 export interface RateLimiter {
-  /** Takes `cost` requests (default 1; at most the burst, so that any single request can pass). */
-  take(key: string, cost?: number): { allowed: true } | { allowed: false; retryAfterSeconds: number };
+  /** Takes one request; refused while the budget is below one (spent, or in debt). */
+  take(key: string): { allowed: true } | { allowed: false; retryAfterSeconds: number };
+  /**
+   * Charges `cost` requests for work already done (a body's parse and validation, src/api/jsonBody.ts):
+   * never refused, it may put the budget in debt, which later requests wait out.
+   */
+  charge(key: string, cost: number): void;
 }
 
 export function createRateLimiter({ perSecond = 200, burst }: RateLimitOptions = {}): RateLimiter {
   const capacity = burst ?? perSecond * 2;
   const buckets = new Map<string, { tokens: number; at: number }>();
+  /** The key's bucket, refilled to now. */
+  const refilled = (key: string) => {
+    const now = performance.now();
+    const bucket = buckets.get(key) ?? { tokens: capacity, at: now };
+    bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
+    bucket.at = now;
+    buckets.set(key, bucket);
+    return bucket;
+  };
   return {
-    take(key, cost = 1) {
-      const need = Math.min(cost, capacity);
-      const now = performance.now();
-      const bucket = buckets.get(key) ?? { tokens: capacity, at: now };
-      bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
-      bucket.at = now;
-      buckets.set(key, bucket);
-      if (bucket.tokens >= need) {
-        bucket.tokens -= need;
+    take(key) {
+      const bucket = refilled(key);
+      if (bucket.tokens >= 1) {
+        bucket.tokens -= 1;
         return { allowed: true };
       }
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((need - bucket.tokens) / perSecond)) };
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond)) };
+    },
+    charge(key, cost) {
+      if (cost > 0) refilled(key).tokens -= cost;
     },
   };
 }

@@ -64,6 +64,13 @@ export interface RouteDefinition<Q = unknown, B = unknown, P = unknown> {
   headers?: readonly RouteHeader[];
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /**
+   * The most structural JSON tokens its body may have (commas, colons, opening brackets outside strings;
+   * src/api/jsonBody.ts), refused unparsed past it. Default DEFAULT_BODY_TOKENS (10,000); a route whose
+   * body carries data of the caller's (an action's input, metadata, a deployment) takes more, up to
+   * MAX_JSON_TOKENS.
+   */
+  bodyTokens?: number;
   params?: z.ZodType<P>;
   responses: Record<number, RouteResponse>;
   /**

@@ -11,7 +11,7 @@ import { isDatabaseUnavailable } from '../db/pool.js';
 import { ServiceError, isServiceError } from '../errors.js';
 import { httpRequestDuration } from '../metrics/index.js';
 import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
-import { weighJsonBody } from './jsonBody.js';
+import { assertUtf8, bodyCharge, DEFAULT_BODY_TOKENS, MAX_JSON_TOKENS, weighJsonBody } from './jsonBody.js';
 import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
 import { createAccessLogger, type Logger } from './logger.js';
 
@@ -114,46 +114,64 @@ export function createServer(options: CreateServerOptions): express.Express {
     }
     next();
   });
-  // JSON bodies are parsed only once their caller is known and charged for them (readJsonBody): an
-  // unauthenticated request, or one to no route, is never parsed.
   const bodyLimit = options.bodyLimit ?? '5mb';
   const bodyLimitBytes = parseBodyLimit(bodyLimit);
   app.use((_req, res, next) => {
     res.locals[BODY_LIMIT] = bodyLimitBytes;
     next();
   });
+  // JSON bodies are parsed only once their caller is known and counted (readJsonBody): an
+  // unauthenticated request, or one to no route, is never parsed.
   const jsonParser = express.json({
     limit: bodyLimit,
-    type: ['application/json', 'application/*+json'],
+    type: JSON_TYPES,
     // Weighed before it is parsed (src/api/jsonBody.ts); the bytes as sent are kept for what must see
     // them unchanged: webhook signatures, the proxy.
     verify: (req, res, buffer) => {
       (req as Request & { rawBody?: Buffer }).rawBody = buffer;
-      const bucket = (res as Response).locals[RATE_BUCKET] as string | undefined;
+      const locals = (res as Response).locals;
       try {
-        const cost = weighJsonBody(buffer);
-        if (bucket !== undefined && cost > 1) takeToken(bucket, res as Response, cost - 1);
+        weighJsonBody(buffer, locals[BODY_TOKENS] as number);
       } catch (error) {
         // The parser wraps what its hook throws; the refusal itself is kept here and thrown as it is.
-        (res as Response).locals[BODY_REFUSED] = error;
+        locals[BODY_REFUSED] = error;
         throw new Error('body refused before parsing');
       }
+      locals[PARSE_STARTED] = performance.now();
     },
   });
 
-  /** Parses the request's JSON body (once), charging it to the rate bucket of its caller. */
-  async function readJsonBody(req: Request, res: Response): Promise<void> {
-    if (res.locals[BODY_READ] === true) return;
+  /**
+   * Parses the request's JSON body (once) into `req.body`, refusing one of more than `mostTokens`
+   * structural tokens unparsed. Returns the milliseconds the parse took, for the caller to charge with
+   * the body's validation (chargeBody); a parse that fails is charged here.
+   */
+  async function readJsonBody(req: Request, res: Response, mostTokens: number): Promise<number> {
+    if (res.locals[BODY_READ] === true) return 0;
     res.locals[BODY_READ] = true;
-    await new Promise<void>((resolve, reject) => {
+    if (req.is(JSON_TYPES)) assertUtf8(req.header('content-type'));
+    res.locals[BODY_TOKENS] = mostTokens;
+    return new Promise<number>((resolve, reject) => {
       jsonParser(req, res, (error?: Error) => {
-        // Both are errors: a ServiceError of weighJsonBody or takeToken, or the parser's own.
-        const refused = res.locals[BODY_REFUSED] as Error | undefined;
-        if (refused !== undefined) reject(refused);
-        else if (error !== undefined) reject(error);
-        else resolve();
+        // The parse, done or failed, ran between the hook and here, in one turn of the loop.
+        const started = res.locals[PARSE_STARTED] as number | undefined;
+        const ms = started === undefined ? 0 : performance.now() - started;
+        // Both are errors: a ServiceError of weighJsonBody, or the parser's own.
+        const failure = (res.locals[BODY_REFUSED] as Error | undefined) ?? error;
+        if (failure === undefined) {
+          resolve(ms);
+          return;
+        }
+        chargeBody(res, ms);
+        reject(failure);
       });
     });
+  }
+
+  /** Charges `ms` of the loop spent on a request's body to the rate bucket it was counted in. */
+  function chargeBody(res: Response, ms: number): void {
+    const bucket = res.locals[RATE_BUCKET] as string | undefined;
+    if (bucket !== undefined) limiter.charge(bucket, bodyCharge(ms));
   }
 
   for (const route of options.routes) {
@@ -167,8 +185,12 @@ export function createServer(options: CreateServerOptions): express.Express {
     if (route.auth === 'admin-key') await authenticateAdmin(req, res);
     const environment = route.auth === 'secret-key' ? await authenticateRequest(req, res) : anonymous;
     // A route without a body schema reads its body itself, if at all (the proxy and webhooks as bytes).
-    if (route.body !== undefined && route.auth !== 'none') await readJsonBody(req, res);
+    const parseMs =
+      route.body !== undefined && route.auth !== 'none'
+        ? await readJsonBody(req, res, route.bodyTokens ?? DEFAULT_BODY_TOKENS)
+        : 0;
     const problems: ValidationProblem[] = [];
+    const validating = performance.now();
     const ctx: RouteContext<unknown, unknown, unknown> = {
       req,
       res,
@@ -179,6 +201,8 @@ export function createServer(options: CreateServerOptions): express.Express {
       body: parse(route.body, req.body, 'body', problems),
       connection: undefined,
     };
+    // Validation runs on the shared loop too, and refused values cost the most (an issue each).
+    chargeBody(res, parseMs + performance.now() - validating);
     if (problems.length > 0) throw invalidRequest(problems);
     if (route.connectionScoped) ctx.connection = connectionHeaders(req, environment);
     const result = await route.handler(ctx);
@@ -240,9 +264,9 @@ export function createServer(options: CreateServerOptions): express.Express {
   }
 
   /** One request of the key's rate budget; 429 with Retry-After when it is spent. */
-  function takeToken(bucket: string, res: Response, cost = 1): void {
+  function takeToken(bucket: string, res: Response): void {
     res.locals[RATE_BUCKET] = bucket;
-    const verdict = limiter.take(bucket, cost);
+    const verdict = limiter.take(bucket);
     if (!verdict.allowed) {
       res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
       throw new ServiceError(
@@ -264,8 +288,8 @@ export function createServer(options: CreateServerOptions): express.Express {
     }
     const run = async (): Promise<void> => {
       const environment = await authenticateRequest(req, res);
-      const answered = await options.fallback?.(req, res, environment, res.locals['requestId'] as string, () =>
-        readJsonBody(req, res),
+      const answered = await options.fallback?.(req, res, environment, res.locals['requestId'] as string, async () =>
+        chargeBody(res, await readJsonBody(req, res, MAX_JSON_TOKENS)),
       );
       if (!answered) next();
     };
@@ -344,9 +368,16 @@ const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
 const BODY_LIMIT = 'bodyLimitBytes';
 /** Where the rate bucket charged for a request is kept, for its body's cost. */
 const RATE_BUCKET = 'rateBucket';
-/** Whether the request's JSON body was read, and why it was refused before parsing (res.locals). */
+/**
+ * res.locals of a request's JSON body: whether it was read, the most tokens its route takes, why it was
+ * refused before parsing, and when its parse began.
+ */
 const BODY_READ = 'bodyRead';
+const BODY_TOKENS = 'bodyTokens';
 const BODY_REFUSED = 'bodyRefused';
+const PARSE_STARTED = 'parseStarted';
+/** The content types read as JSON. */
+export const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /** Where a route that answers errors as JSON-RPC marks its response (see RouteDefinition.errorFormat). */
 const ERROR_FORMAT = 'errorFormat';
@@ -428,14 +459,18 @@ export function parse<T>(
   return undefined as T;
 }
 
+/** Problems an invalid_request answer lists at most (the message says how many there were). */
+export const MAX_LISTED_PROBLEMS = 100;
+
 export function invalidRequest(problems: ValidationProblem[]): ServiceError {
   const first = problems[0];
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+  const listed = problems.length > MAX_LISTED_PROBLEMS ? `; the first ${MAX_LISTED_PROBLEMS} are listed` : '';
   return new ServiceError(
     'invalid_request',
-    `Invalid request${first ? `: ${first.path}: ${first.message}` : ''}${more}`,
+    `Invalid request${first ? `: ${first.path}: ${first.message}` : ''}${more}${listed}`,
     {
-      details: problems,
+      details: problems.slice(0, MAX_LISTED_PROBLEMS),
     },
   );
 }

@@ -2,7 +2,9 @@ import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { bodyCost, countJsonTokens, MAX_JSON_TOKENS } from '../../src/api/jsonBody.js';
+import { gzipSync } from 'node:zlib';
+import { readBodyBytes } from '../../src/api/body.js';
+import { countJsonTokens, DEFAULT_BODY_TOKENS, MAX_JSON_TOKENS } from '../../src/api/jsonBody.js';
 import { defineRoute, type AnyRoute } from '../../src/api/route.js';
 import { createServer, parseBodyLimit } from '../../src/api/server.js';
 
@@ -13,14 +15,49 @@ const bulk = defineRoute({
   tags: ['test'],
   auth: 'secret-key',
   body: z.object({ items: z.array(z.unknown()) }),
+  bodyTokens: MAX_JSON_TOKENS,
   responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
   handler: async ({ body }) => ({ count: body.items.length }),
 });
-const routes: AnyRoute[] = [bulk];
+/** The same, but each item must be a string: a body of numbers is refused with an issue per item. */
+const strings = defineRoute({
+  method: 'post',
+  path: '/strings',
+  summary: 'Counts the strings of a body',
+  tags: ['test'],
+  auth: 'secret-key',
+  body: z.object({ items: z.array(z.string()) }),
+  bodyTokens: MAX_JSON_TOKENS,
+  responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
+  handler: async ({ body }) => ({ count: body.items.length }),
+});
+/** A route of the default size. */
+const small = defineRoute({
+  method: 'post',
+  path: '/small',
+  summary: 'Counts the items of a small body',
+  tags: ['test'],
+  auth: 'secret-key',
+  body: z.object({ items: z.array(z.unknown()) }),
+  responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
+  handler: async ({ body }) => ({ count: body.items.length }),
+});
+/** Reads its body as bytes (as webhooks and the proxy do) and answers how many it read. */
+const bytes = defineRoute({
+  method: 'post',
+  path: '/bytes',
+  summary: 'Reads the body as bytes',
+  tags: ['test'],
+  auth: 'none',
+  responses: { 200: { description: 'the bytes', schema: z.object({ text: z.string() }) } },
+  handler: async ({ req }) => ({ text: (await readBodyBytes(req)).toString('utf8').slice(0, 40) }),
+});
+const routes: AnyRoute[] = [bulk, strings, small, bytes];
 const keys: Record<string, { id: string; name: string }> = {
   'sk-a': { id: 'env-a', name: 'a' },
   'sk-b': { id: 'env-b', name: 'b' },
   'sk-c': { id: 'env-c', name: 'c' },
+  'sk-d': { id: 'env-d', name: 'd' },
 };
 
 let base = '';
@@ -28,7 +65,12 @@ let close: () => void = () => undefined;
 
 beforeAll(async () => {
   // A budget that does not refill within the test: what a body costs is what the key has left.
-  const app = createServer({ routes, authenticate: async (key) => keys[key], rateLimit: { perSecond: 1, burst: 400 } });
+  const app = createServer({
+    routes,
+    authenticate: async (key) => keys[key],
+    rateLimit: { perSecond: 1, burst: 100 },
+    bodyLimit: '5mb',
+  });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -36,15 +78,20 @@ beforeAll(async () => {
 });
 afterAll(() => close());
 
-const post = async (key: string, body: string) => {
-  const response = await fetch(`${base}/bulk`, {
+const post = async (key: string, body: string | Buffer, path = '/bulk', headers: Record<string, string> = {}) => {
+  const response = await fetch(`${base}${path}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body,
   });
   return {
     status: response.status,
-    json: (await response.json()) as { count?: number; error?: { code: string; message: string } },
+    retryAfter: Number(response.headers.get('retry-after')),
+    json: (await response.json()) as {
+      count?: number;
+      text?: string;
+      error?: { code: string; message: string; errors?: unknown[] };
+    },
   };
 };
 
@@ -73,8 +120,6 @@ describe('JSON bodies are weighed before they are parsed', () => {
     expect(count('[' + '0,'.repeat(10) + '0]')).toBe(11);
     // Counting stops just past the limit it is given.
     expect(countJsonTokens(Buffer.from('[' + '0,'.repeat(1000) + '0]'), 10)).toBe(11);
-    expect(bodyCost(10, 10)).toBe(1);
-    expect(bodyCost(64 * 1024, 2_500)).toBe(4);
   });
 
   it('reads the body limit as Express does, for the routes that read bytes (the proxy, webhooks)', () => {
@@ -115,18 +160,59 @@ describe('JSON bodies are weighed before they are parsed', () => {
     expect(known, `held ${known} ms; the parse takes ${parseMs} ms`).toBeLessThan(parseMs / 2);
   });
 
-  it('a heavy body spends its own key’s budget by its weight, not another key’s', async () => {
-    // 150,000 items: ~150 requests' worth of tokens plus ~12 of bytes.
-    const heavy = JSON.stringify({ items: Array.from({ length: 150_000 }, (_, i) => i) });
-    const first = await post('sk-a', heavy);
-    expect(first).toEqual({ status: 200, json: { count: 150_000 } });
-    const second = await post('sk-a', heavy);
-    expect(second.status).toBe(200);
-    // 400 - 2 × ~164 left ~70: the third is refused, and a small body still passes.
-    const third = await post('sk-a', heavy);
-    expect([third.status, third.json.error?.code]).toEqual([429, 'rate_limited']);
-    expect((await post('sk-a', '{"items":[1]}')).json).toEqual({ count: 1 });
-    // The other key's budget is its own.
-    expect(await post('sk-b', heavy)).toEqual({ status: 200, json: { count: 150_000 } });
+  it('what a body costs the loop is charged to its own key, whose budget it may put in debt', async () => {
+    // 150,000 numbers where strings are wanted: an issue each, the costliest body to validate.
+    const refused = JSON.stringify({ items: Array.from({ length: 150_000 }, (_, i) => i) });
+    const started = performance.now();
+    const first = await post('sk-a', refused, '/strings');
+    const ms = performance.now() - started;
+    expect(first.status).toBe(400);
+    expect(first.json.error?.code).toBe('invalid_request');
+    // The answer lists the first 100 problems and says how many there were, not 150,000 of them.
+    expect(first.json.error?.errors).toHaveLength(100);
+    expect(first.json.error?.message).toContain('(and 149999 more); the first 100 are listed');
+    // It held the loop far longer than its budget (1 ms a request, then 0.5 ms a request more; 100): the key is
+    // in debt, and even a small request waits until it is paid.
+    const next = await post('sk-a', '{"items":[1]}');
+    expect([next.status, next.json.error?.code], `the refused body took ${ms.toFixed(0)} ms`).toEqual([
+      429,
+      'rate_limited',
+    ]);
+    expect(next.retryAfter).toBeGreaterThan(1);
+    // Another key's budget is its own, and the same count of valid items costs little.
+    const valid = JSON.stringify({ items: Array.from({ length: 150_000 }, (_, i) => String(i)) });
+    expect(await post('sk-b', '{"items":[1]}')).toMatchObject({ status: 200, json: { count: 1 } });
+    expect(await post('sk-b', valid, '/strings')).toMatchObject({ status: 200, json: { count: 150_000 } });
+  });
+
+  it('a route takes at most its own number of tokens; a body says UTF-8 or nothing', async () => {
+    const items = (count: number) => JSON.stringify({ items: Array.from({ length: count }, () => 0) });
+    expect(await post('sk-d', items(DEFAULT_BODY_TOKENS - 10), '/small')).toMatchObject({ status: 200 });
+    const over = await post('sk-d', items(DEFAULT_BODY_TOKENS + 10), '/small');
+    expect([over.status, over.json.error?.code]).toEqual([413, 'payload_too_large']);
+    expect(over.json.error?.message).toContain('more than 10,000 values');
+    // UTF-16 would hide its tokens from a count over the bytes: refused before it is read.
+    const utf16 = await post('sk-d', Buffer.from('{"items":[1]}', 'utf16le'), '/bulk', {
+      'content-type': 'application/json; charset=utf-16le',
+    });
+    expect([utf16.status, utf16.json.error?.code]).toEqual([415, 'invalid_request']);
+    expect(
+      await post('sk-d', '{"items":[1]}', '/bulk', { 'content-type': 'application/json; charset=UTF-8' }),
+    ).toMatchObject({
+      status: 200,
+    });
+  });
+
+  it('a JSON body read as bytes is inflated as the parser would, within the limit', async () => {
+    const text = '{"type":"issue.updated"}';
+    const gzipped = await post('', gzipSync(text), '/bytes', { 'content-encoding': 'gzip' });
+    expect(gzipped).toMatchObject({ status: 200, json: { text } });
+    // 6 MB of spaces in ~6 KB of gzip: refused at the 5 MB limit, not inflated whole.
+    const bomb = await post('', gzipSync(Buffer.alloc(6 * 1024 * 1024, 0x20)), '/bytes', {
+      'content-encoding': 'gzip',
+    });
+    expect([bomb.status, bomb.json.error?.code]).toEqual([413, 'payload_too_large']);
+    const unknown = await post('', Buffer.from(text), '/bytes', { 'content-encoding': 'zstd' });
+    expect(unknown.status).toBe(415);
   });
 });

@@ -55,7 +55,12 @@ beforeAll(async () => {
   const app = createServer({
     routes,
     authenticate: async (key) =>
-      key === 'sk-good' ? { id: 'env-1', name: 'dev' } : key === 'sk-body' ? { id: 'env-2', name: 'body' } : undefined,
+      // Keys of their own for tests that must not meet the rate limit the others spend (burst 3).
+      ({
+        'sk-good': { id: 'env-1', name: 'dev' },
+        'sk-body': { id: 'env-2', name: 'body' },
+        'sk-fields': { id: 'env-3', name: 'fields' },
+      })[key],
     bodyLimit: '1kb',
     rateLimit: { perSecond: 1, burst: 3 },
     logger: {
@@ -112,7 +117,7 @@ describe('API server: what every route shares', () => {
   it('lists every invalid field with its place', async () => {
     const response = await fetch(`${base}/echo/a?times=9&extra=1`, {
       method: 'POST',
-      headers: good,
+      headers: { ...good, authorization: 'Bearer sk-fields' },
       body: JSON.stringify({ text: 3 }),
     });
     expect(response.status).toBe(400);
@@ -126,7 +131,7 @@ describe('API server: what every route shares', () => {
   it('requires the connection headers on connection-scoped routes', async () => {
     const response = await fetch(`${base}/echo/ab`, {
       method: 'POST',
-      headers: { authorization: 'Bearer sk-good', 'content-type': 'application/json' },
+      headers: { authorization: 'Bearer sk-fields', 'content-type': 'application/json' },
       body: '{"text":"x"}',
     });
     expect(response.status).toBe(400);

@@ -23,8 +23,7 @@ import type { ServiceConfig } from '../../config/types.js';
 import type { QueuedWebhook } from '../../runtime/definitions.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
-import { weighJsonBody } from '../jsonBody.js';
-import { rawBodyOf } from '../server.js';
+import { assertUtf8, bodyCharge, MAX_JSON_TOKENS, weighJsonBody } from '../jsonBody.js';
 import type { RateLimiter } from '../rateLimit.js';
 import type { InboundSignatureStore } from '../../webhooks/inboundSignatures.js';
 import type { InboundWebhookSettings } from '../../webhooks/settings.js';
@@ -124,10 +123,11 @@ export async function receiveWebhook(
   try {
     // Counted once the webhook is known to be the integration's own, so that no one else can spend
     // its budget; a refused one's signature is forgotten below, so the sender's retry is taken.
-    // Charged by its weight (src/api/jsonBody.ts): bytes and JSON tokens, weighed before any parse;
-    // one with too many tokens is refused unparsed.
-    const cost = weighJsonBody(raw);
-    const verdict = limiter?.take(`${environment.id}\u0000${integrationId}`, cost);
+    // Weighed before it is parsed (one of more JSON tokens than any body may have is refused unparsed),
+    // and what parsing it took is charged to the same budget (src/api/jsonBody.ts).
+    weighJsonBody(raw, MAX_JSON_TOKENS);
+    const bucket = `${environment.id}\u0000${integrationId}`;
+    const verdict = limiter?.take(bucket);
     if (verdict && !verdict.allowed) {
       throw new ServiceError(
         'rate_limited',
@@ -135,10 +135,30 @@ export async function receiveWebhook(
         { retryable: true, retryAfterSeconds: verdict.retryAfterSeconds },
       );
     }
-    return await deliver(deps, settings, req, raw, { environmentId: environment.id, integrationId });
+    const parsing = performance.now();
+    let payload: unknown;
+    try {
+      payload = parseWebhookBody(req, raw);
+    } finally {
+      limiter?.charge(bucket, bodyCharge(performance.now() - parsing));
+    }
+    return await deliver(deps, settings, req, payload, { environmentId: environment.id, integrationId });
   } catch (error) {
     await forget?.().catch(() => undefined);
     throw error;
+  }
+}
+
+/** A webhook's body: one sent as JSON must be JSON (UTF-8); any other is read as JSON when it is, else kept as text. */
+function parseWebhookBody(req: Request, raw: Buffer): unknown {
+  if (raw.length === 0) return undefined;
+  const json = req.is(['application/json', 'application/*+json']) !== false;
+  if (json) assertUtf8(req.header('content-type'));
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    if (json) throw new ServiceError('invalid_json', 'The request body is not valid JSON.');
+    return raw.toString('utf8');
   }
 }
 
@@ -146,18 +166,10 @@ async function deliver(
   deps: ApiDeps,
   settings: InboundWebhookSettings,
   req: Request,
-  raw: Buffer,
+  payload: unknown,
   scope: { environmentId: string; integrationId: string },
 ): Promise<InboundResult> {
   const { environmentId, integrationId } = scope;
-  let payload: unknown = rawBodyOf(req) === undefined ? undefined : req.body;
-  if (payload === undefined && raw.length > 0) {
-    try {
-      payload = JSON.parse(raw.toString('utf8'));
-    } catch {
-      payload = raw.toString('utf8');
-    }
-  }
   const typeValue = settings.typeHeader ? req.header(settings.typeHeader) : valueAt(payload, settings.typePath);
   if (typeof typeValue !== 'string' || typeValue === '') {
     throw new ServiceError(

@@ -7,6 +7,7 @@ import type { ApiDeps } from '../../deps.js';
 import { defineRoute, type RouteContext } from '../../route.js';
 import { rootActionId } from '../../../temporal/runAuthority.js';
 import { assertConnection, redactorFor, scopeOf } from '../shared.js';
+import { MAX_JSON_TOKENS } from '../../jsonBody.js';
 
 // The default of ACTION_CONCURRENCY_PER_ENVIRONMENT (src/settings.ts), for an API built without it.
 const DEFAULT_ACTION_CONCURRENCY = 25;
@@ -159,6 +160,8 @@ export const postActionTriggerRoute = (deps: ApiDeps) =>
     connectionScoped: true,
     headers: [{ name: 'X-Async', description: 'Only `false`: `true` is refused (400 async_actions_unsupported).' }],
     body: actionTriggerBody,
+    // It carries the caller's own data (src/api/jsonBody.ts): as many tokens as any body may have.
+    bodyTokens: MAX_JSON_TOKENS,
     responses: {
       200: { description: 'The output of the action' },
       [ACTION_FAILURE_STATUS]: { description: 'The script threw ActionError', schema: actionFailureSchema },

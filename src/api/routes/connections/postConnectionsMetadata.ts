@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
 import { defineRoute } from '../../route.js';
 import { metadataBody } from '../shared.js';
+import { MAX_JSON_TOKENS } from '../../jsonBody.js';
 
 const metadataAnswer = z.object({
   connection_id: z.union([z.string(), z.array(z.string())]),
@@ -22,6 +23,8 @@ export const connectionsMetadataRoute = (deps: ApiDeps, method: 'post' | 'patch'
     tags: ['connections'],
     auth: 'secret-key',
     body: metadataBody,
+    // It carries the caller's own data (src/api/jsonBody.ts): as many tokens as any body may have.
+    bodyTokens: MAX_JSON_TOKENS,
     responses: {
       [method === 'post' ? 201 : 200]: { description: 'The request, applied', schema: metadataAnswer },
     },

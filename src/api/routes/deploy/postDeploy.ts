@@ -3,6 +3,7 @@ import { deployRequestSchema } from '../../../deploy/deployments.js';
 import type { ApiDeps } from '../../deps.js';
 import { defineRoute } from '../../route.js';
 import { booleanFlag } from '../shared.js';
+import { MAX_JSON_TOKENS } from '../../jsonBody.js';
 
 export const postDeployRoute = (deps: ApiDeps) =>
   defineRoute({
@@ -15,6 +16,8 @@ export const postDeployRoute = (deps: ApiDeps) =>
     auth: 'secret-key',
     query: z.object({ allow_destructive: booleanFlag.optional() }).strict(),
     body: deployRequestSchema,
+    // It carries the caller's own data (src/api/jsonBody.ts): as many tokens as any body may have.
+    bodyTokens: MAX_JSON_TOKENS,
     responses: {
       200: {
         description: 'The plan applied and the version now active',

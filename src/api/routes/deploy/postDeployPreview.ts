@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { deployRequestSchema } from '../../../deploy/deployments.js';
 import type { ApiDeps } from '../../deps.js';
 import { defineRoute } from '../../route.js';
+import { MAX_JSON_TOKENS } from '../../jsonBody.js';
 
 export const postDeployPreviewRoute = (deps: ApiDeps) =>
   defineRoute({
@@ -11,6 +12,8 @@ export const postDeployPreviewRoute = (deps: ApiDeps) =>
     tags: ['deploy'],
     auth: 'secret-key',
     body: deployRequestSchema,
+    // It carries the caller's own data (src/api/jsonBody.ts): as many tokens as any body may have.
+    bodyTokens: MAX_JSON_TOKENS,
     responses: {
       200: {
         description: 'The plan',

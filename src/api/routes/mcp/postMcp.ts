@@ -10,6 +10,7 @@ import {
   mcpMessageBody,
   jsonRpcResponseSchema,
 } from './mcpEndpoint.js';
+import { MAX_JSON_TOKENS } from '../../jsonBody.js';
 
 export const postMcpRoute = (mcp: McpEndpoint) =>
   defineRoute({
@@ -20,6 +21,8 @@ export const postMcpRoute = (mcp: McpEndpoint) =>
       'The Streamable HTTP transport of the Model Context Protocol (docs/api.md "Actions as tools for AI agents"). `tools/list` lists one tool per deployed action of the connection’s integration that service.yaml’s `mcp_tools` exposes; `tools/call` runs it as POST /action/trigger does. `initialize` opens a session (`Mcp-Session-Id` in the answer’s headers). Answers are JSON (`application/json`); every error is a JSON-RPC error object, with the service’s code in `error.data.code`.',
     headers: [ACCEPT_POST, ...SESSION_HEADERS],
     body: mcpMessageBody,
+    // It carries the caller's own data (src/api/jsonBody.ts): as many tokens as any body may have.
+    bodyTokens: MAX_JSON_TOKENS,
     responses: {
       200: { description: 'The JSON-RPC response to the request', schema: jsonRpcResponseSchema },
       202: { description: 'A notification or response was accepted' },
