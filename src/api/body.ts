@@ -54,15 +54,16 @@ function readWhole(req: Request, limitBytes: number): Promise<Buffer> {
 /**
  * The request body as bytes, unparsed: what the JSON parser kept, or the stream read whole, refused
  * past the server's body limit. A JSON body sent compressed (`Content-Encoding: gzip`, `deflate`, `br`)
- * is inflated, as the JSON parser does, the limit applying to what it inflates to.
+ * is inflated, as the JSON parser does, the limit applying to what it inflates to, unless `inflate` is
+ * false (the proxy passes bytes on as sent, with their Content-Encoding).
  */
-export async function readBodyBytes(req: Request): Promise<Buffer> {
+export async function readBodyBytes(req: Request, options: { inflate?: boolean } = {}): Promise<Buffer> {
   const parsed = rawBodyOf(req);
   if (parsed !== undefined) return parsed;
   const limitBytes = bodyLimitOf(req);
   const bytes = await readWhole(req, limitBytes);
   const encoding = (req.header('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (!req.is(JSON_TYPES) || encoding === 'identity') return bytes;
+  if (options.inflate === false || !req.is(JSON_TYPES) || encoding === 'identity') return bytes;
   if (!Object.hasOwn(decoders, encoding)) {
     throw new ServiceError('invalid_request', `Content-Encoding ${encoding.slice(0, 40)} is not gzip, deflate or br.`, {
       status: 415,

@@ -9,6 +9,7 @@
  * it then took past BODY_MS_INCLUDED is charged to the caller's rate budget, one request per
  * BODY_MS_PER_REQUEST, and may put the budget in debt: a key that spends the loop waits until its budget has refilled.
  */
+import { MIMEType } from 'node:util';
 import { ServiceError } from '../errors.js';
 
 /** Structural tokens any body may have (≈ 100,000 keys, or 200,000 array elements). */
@@ -16,7 +17,7 @@ export const MAX_JSON_TOKENS = 200_000;
 /** Structural tokens a route's body may have unless it says otherwise (RouteDefinition.bodyTokens). */
 export const DEFAULT_BODY_TOKENS = 10_000;
 /** Milliseconds of parsing and validating a body that the request's own count covers. */
-export const BODY_MS_INCLUDED = 1;
+export const BODY_MS_INCLUDED = 0.25;
 /** Milliseconds of parsing and validating a body, past those, that cost one request more of the budget. */
 export const BODY_MS_PER_REQUEST = 0.5;
 
@@ -54,8 +55,9 @@ export function countJsonTokens(bytes: Buffer, stopAbove = MAX_JSON_TOKENS): num
 }
 
 /** Requests of the rate budget that `ms` of parsing and validating a body cost beyond the request itself. */
-export function bodyCharge(ms: number): number {
-  return ms <= BODY_MS_INCLUDED ? 0 : Math.floor((ms - BODY_MS_INCLUDED) / BODY_MS_PER_REQUEST);
+export function bodyCharge(ms: number, included = true): number {
+  const charged = included ? ms - BODY_MS_INCLUDED : ms;
+  return charged <= 0 ? 0 : Math.floor(charged / BODY_MS_PER_REQUEST);
 }
 
 /** Weighs a JSON body before it is parsed: refuses one with more than `most` tokens (413 `payload_too_large`). */
@@ -70,7 +72,13 @@ export function weighJsonBody(bytes: Buffer, most: number): void {
 
 /** JSON bodies are UTF-8 (RFC 8259): a `charset` parameter naming another is refused (415), before any read. */
 export function assertUtf8(contentType: string | undefined): void {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  // Node's MIME parser reads parameters as the body parser does (a quoted value is one value).
+  let charset: string | undefined;
+  try {
+    charset = new MIMEType(contentType ?? '').params.get('charset')?.toLowerCase();
+  } catch {
+    throw new ServiceError('invalid_request', 'The Content-Type header is not a media type.', { status: 415 });
+  }
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new ServiceError(
       'invalid_request',

@@ -26,6 +26,12 @@ export interface RouteContext<Q, B, P> {
   /** Set for `connectionScoped` routes, from the `Connection-Id` and `Provider-Config-Key` headers. */
   connection: ConnectionScope | undefined;
   requestId: string;
+  /**
+   * Runs synchronous work the request's body makes the handler do (a compile, a check, a serialization)
+   * and charges the time it takes to the caller's rate budget, as the body's parse and validation are
+   * (src/api/jsonBody.ts): the event loop it holds is every environment's.
+   */
+  spend: <T>(work: () => T) => T;
 }
 
 export interface RouteHeader {

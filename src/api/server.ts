@@ -168,10 +168,13 @@ export function createServer(options: CreateServerOptions): express.Express {
     });
   }
 
-  /** Charges `ms` of the loop spent on a request's body to the rate bucket it was counted in. */
-  function chargeBody(res: Response, ms: number): void {
+  /**
+   * Charges `ms` of the loop spent on a request's body to the rate bucket it was counted in; `included`:
+   * less what the request's own count covers (once per request: its parse and validation).
+   */
+  function chargeBody(res: Response, ms: number, included = true): void {
     const bucket = res.locals[RATE_BUCKET] as string | undefined;
-    if (bucket !== undefined) limiter.charge(bucket, bodyCharge(ms));
+    if (bucket !== undefined) limiter.charge(bucket, bodyCharge(ms, included));
   }
 
   for (const route of options.routes) {
@@ -200,6 +203,14 @@ export function createServer(options: CreateServerOptions): express.Express {
       query: parse(route.query, req.query, 'query', problems),
       body: parse(route.body, req.body, 'body', problems),
       connection: undefined,
+      spend: (work) => {
+        const started = performance.now();
+        try {
+          return work();
+        } finally {
+          chargeBody(res, performance.now() - started, false);
+        }
+      },
     };
     // Validation runs on the shared loop too, and refused values cost the most (an issue each).
     chargeBody(res, parseMs + performance.now() - validating);

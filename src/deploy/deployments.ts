@@ -59,6 +59,16 @@ export const deployRequestSchema = z
   .strict();
 export type DeployRequest = z.input<typeof deployRequestSchema>;
 
+/**
+ * Runs the synchronous compile and check of a request: the API passes its route's `spend`, which charges
+ * the time to the caller's rate budget (the compile of 1,000,000 characters can take seconds).
+ */
+export type Measure = <T>(work: () => T) => T;
+const unmeasured: Measure = (work) => work();
+
+/** Problems of service.yaml an `invalid_config` answer lists at most. */
+export const MAX_LISTED_PROBLEMS = 100;
+
 export interface PlannedChange {
   change: DeployChange;
   description: string;
@@ -139,8 +149,14 @@ export function createDeployments(deps: DeploymentsDeps) {
     }
     const compiled = compileConfig(parsed.data.yaml);
     if (compiled.config === null) {
-      throw new ServiceError('invalid_config', formatProblems('service.yaml', compiled.problems, parsed.data.yaml), {
-        details: compiled.problems,
+      // A file can have a problem every few characters: the answer lists the first ones and says how many.
+      const listed = compiled.problems.slice(0, MAX_LISTED_PROBLEMS);
+      const more =
+        compiled.problems.length > listed.length
+          ? `\n… and ${compiled.problems.length - listed.length} more problems (${compiled.problems.length} in all; the first ${listed.length} are listed)`
+          : '';
+      throw new ServiceError('invalid_config', `${formatProblems('service.yaml', listed, parsed.data.yaml)}${more}`, {
+        details: listed,
       });
     }
     const config = compiled.config;
@@ -282,8 +298,8 @@ export function createDeployments(deps: DeploymentsDeps) {
     current,
 
     /** The changes a deploy would make, with their reach; changes nothing. */
-    async preview(environmentId: string, request: DeployRequest): Promise<DeployPlan> {
-      const prepared = prepare(request);
+    async preview(environmentId: string, request: DeployRequest, measure: Measure = unmeasured): Promise<DeployPlan> {
+      const prepared = measure(() => prepare(request));
       const next = { config: prepared.config, scripts: prepared.scripts };
       return (await plan(environmentId, next, await current(environmentId))).plan;
     },
@@ -295,9 +311,9 @@ export function createDeployments(deps: DeploymentsDeps) {
     async apply(
       environmentId: string,
       request: DeployRequest,
-      options: { allowDestructive?: boolean; redeployOf?: number } = {},
+      options: { allowDestructive?: boolean; redeployOf?: number; measure?: Measure } = {},
     ): Promise<{ plan: DeployPlan; deployment: Deployment }> {
-      const prepared = prepare(request);
+      const prepared = (options.measure ?? unmeasured)(() => prepare(request));
       return store.withLock(environmentId, async () => {
         await settlePreviousApply(environmentId);
         const previous = await current(environmentId);

@@ -42,6 +42,24 @@ const small = defineRoute({
   responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
   handler: async ({ body }) => ({ count: body.items.length }),
 });
+/** Holds the loop ~`ms` of work its body asks for, through `spend` (as a deploy's compile does). */
+const busy = defineRoute({
+  method: 'post',
+  path: '/busy',
+  summary: 'Works synchronously as long as asked',
+  tags: ['test'],
+  auth: 'secret-key',
+  body: z.object({ ms: z.number().max(1000) }),
+  responses: { 200: { description: 'done', schema: z.object({ count: z.number() }) } },
+  handler: async ({ body, spend }) => ({
+    count: spend(() => {
+      const until = performance.now() + body.ms;
+      let spins = 0;
+      while (performance.now() < until) spins++;
+      return spins > 0 ? 1 : 0;
+    }),
+  }),
+});
 /** Reads its body as bytes (as webhooks and the proxy do) and answers how many it read. */
 const bytes = defineRoute({
   method: 'post',
@@ -52,12 +70,24 @@ const bytes = defineRoute({
   responses: { 200: { description: 'the bytes', schema: z.object({ text: z.string() }) } },
   handler: async ({ req }) => ({ text: (await readBodyBytes(req)).toString('utf8').slice(0, 40) }),
 });
-const routes: AnyRoute[] = [bulk, strings, small, bytes];
+/** The same, passing the bytes on as sent (the proxy). */
+const sent = defineRoute({
+  method: 'post',
+  path: '/sent',
+  summary: 'Reads the body as sent',
+  tags: ['test'],
+  auth: 'none',
+  responses: { 200: { description: 'the bytes', schema: z.object({ count: z.number() }) } },
+  handler: async ({ req }) => ({ count: (await readBodyBytes(req, { inflate: false })).length }),
+});
+const routes: AnyRoute[] = [bulk, strings, small, bytes, busy, sent];
 const keys: Record<string, { id: string; name: string }> = {
   'sk-a': { id: 'env-a', name: 'a' },
   'sk-b': { id: 'env-b', name: 'b' },
   'sk-c': { id: 'env-c', name: 'c' },
   'sk-d': { id: 'env-d', name: 'd' },
+  'sk-e': { id: 'env-e', name: 'e' },
+  'sk-f': { id: 'env-f', name: 'f' },
 };
 
 let base = '';
@@ -196,6 +226,11 @@ describe('JSON bodies are weighed before they are parsed', () => {
       'content-type': 'application/json; charset=utf-16le',
     });
     expect([utf16.status, utf16.json.error?.code]).toEqual([415, 'invalid_request']);
+    // A charset inside a quoted parameter is that parameter's; the body's own is the one that counts.
+    const quoted = await post('sk-d', Buffer.from('{"items":[1]}'), '/bulk', {
+      'content-type': 'application/json; x="a;charset=utf-8"; charset=utf-7',
+    });
+    expect(quoted.status).toBe(415);
     expect(
       await post('sk-d', '{"items":[1]}', '/bulk', { 'content-type': 'application/json; charset=UTF-8' }),
     ).toMatchObject({
@@ -214,5 +249,19 @@ describe('JSON bodies are weighed before they are parsed', () => {
     expect([bomb.status, bomb.json.error?.code]).toEqual([413, 'payload_too_large']);
     const unknown = await post('', Buffer.from(text), '/bytes', { 'content-encoding': 'zstd' });
     expect(unknown.status).toBe(415);
+    // What is passed on as sent (the proxy, with its Content-Encoding) stays compressed.
+    const compressed = gzipSync(text);
+    expect(await post('', compressed, '/sent', { 'content-encoding': 'gzip' })).toMatchObject({
+      status: 200,
+      json: { count: compressed.length },
+    });
+  });
+
+  it('work a handler does for a body is charged to its key, not to another', async () => {
+    // 200 ms of work against a budget of 100 requests of 0.5 ms: the key is in debt afterwards.
+    expect(await post('sk-e', '{"ms":200}', '/busy')).toMatchObject({ status: 200, json: { count: 1 } });
+    const next = await post('sk-e', '{"ms":0}', '/busy');
+    expect([next.status, next.json.error?.code]).toEqual([429, 'rate_limited']);
+    expect(await post('sk-f', '{"ms":0}', '/busy')).toMatchObject({ status: 200 });
   });
 });

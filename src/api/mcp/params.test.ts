@@ -22,6 +22,22 @@ describe('invalidParamsResponse', () => {
     ).toBe(ErrorCode.InvalidParams);
   });
 
+  it('lists the first 100 problems and says how many there were', () => {
+    const response = invalidParamsResponse({
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'a', version: '1', icons: Array.from({ length: 5_000 }, () => 1) },
+      },
+    });
+    expect(response?.error.data.errors).toHaveLength(100);
+    expect(response?.error.message).toContain('and 4900 more (5000 in all)');
+    expect(response?.error.message.length).toBeLessThan(20_000);
+  });
+
   it('leaves alone what fits, notifications, responses and methods the server does not serve', () => {
     expect(invalidParamsResponse({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).toBeUndefined();
     expect(

@@ -43,6 +43,9 @@ export interface JsonRpcErrorResponse {
  * The JSON-RPC error response for a request (a message with an `id` and a `method`) of a method the
  * server serves whose params do not fit that method; undefined for anything else.
  */
+/** Problems an invalid-params answer lists at most. */
+const MAX_LISTED_ISSUES = 100;
+
 export function invalidParamsResponse(message: unknown): JsonRpcErrorResponse | undefined {
   if (typeof message !== 'object' || message === null) return undefined;
   const { id, method } = message as { id?: unknown; method?: unknown };
@@ -51,13 +54,19 @@ export function invalidParamsResponse(message: unknown): JsonRpcErrorResponse | 
   if (schema === undefined) return undefined;
   const parsed = schema.safeParse(message);
   if (parsed.success || parsed.error === undefined) return undefined;
-  const errors = parsed.error.issues.map((issue) => ({ path: pathOf(issue.path), message: issue.message }));
+  // The first problems, and how many there were (an array of 199,000 bad items made a 36 MB answer).
+  const issues = parsed.error.issues;
+  const errors = issues
+    .slice(0, MAX_LISTED_ISSUES)
+    .map((issue) => ({ path: pathOf(issue.path), message: issue.message }));
+  const more =
+    issues.length > errors.length ? `; and ${issues.length - errors.length} more (${issues.length} in all)` : '';
   return {
     jsonrpc: '2.0',
     id,
     error: {
       code: ErrorCode.InvalidParams,
-      message: `Invalid params of ${method}: ${errors.map((problem) => `${problem.path || 'the request'}: ${problem.message}`).join('; ')}`,
+      message: `Invalid params of ${method}: ${errors.map((problem) => `${problem.path || 'the request'}: ${problem.message}`).join('; ')}${more}`,
       data: { errors },
     },
   };

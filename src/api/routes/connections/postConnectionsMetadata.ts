@@ -28,7 +28,7 @@ export const connectionsMetadataRoute = (deps: ApiDeps, method: 'post' | 'patch'
     responses: {
       [method === 'post' ? 201 : 200]: { description: 'The request, applied', schema: metadataAnswer },
     },
-    handler: async ({ body, res, environment }) => {
+    handler: async ({ body, res, environment, spend }) => {
       const ids = Array.isArray(body.connection_id) ? body.connection_id : [body.connection_id];
       await deps.connections.writeMetadataOf(
         environment.id,
@@ -37,7 +37,8 @@ export const connectionsMetadataRoute = (deps: ApiDeps, method: 'post' | 'patch'
         body.metadata,
         method === 'post' ? 'replace' : 'merge',
       );
-      res.status(method === 'post' ? 201 : 200).json(body);
+      // The echo of a large body is serialized on the shared loop: charged as the body's parse is.
+      spend(() => res.status(method === 'post' ? 201 : 200).json(body));
       return undefined;
     },
   });

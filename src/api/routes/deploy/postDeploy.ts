@@ -24,9 +24,10 @@ export const postDeployRoute = (deps: ApiDeps) =>
         schema: z.object({ version: z.number(), changes: z.array(z.unknown()), warnings: z.array(z.string()) }),
       },
     },
-    handler: async ({ body, query, environment }) => {
+    handler: async ({ body, query, environment, spend }) => {
       const { plan, deployment } = await deps.deployments.apply(environment.id, body, {
         allowDestructive: query.allow_destructive ?? false,
+        measure: spend,
       });
       return { version: deployment.version, changes: plan.changes, warnings: plan.warnings };
     },

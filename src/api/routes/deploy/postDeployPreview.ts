@@ -27,7 +27,7 @@ export const postDeployPreviewRoute = (deps: ApiDeps) =>
           .loose(),
       },
     },
-    handler: async ({ body, environment }) => {
-      return deps.deployments.preview(environment.id, body);
+    handler: async ({ body, environment, spend }) => {
+      return deps.deployments.preview(environment.id, body, spend);
     },
   });

@@ -20,11 +20,12 @@ export const postDeploymentRedeployRoute = (deps: ApiDeps) =>
         schema: z.object({ version: z.number().int(), plan: planSchema }),
       },
     },
-    handler: async ({ environment, params, query }) => {
+    handler: async ({ environment, params, query, spend }) => {
       const request = await deps.deployments.requestFor(environment.id, params.version);
       const { plan, deployment } = await deps.deployments.apply(environment.id, request, {
         allowDestructive: query.allow_destructive ?? false,
         redeployOf: params.version,
+        measure: spend,
       });
       return { version: deployment.version, plan };
     },

@@ -28,11 +28,12 @@ export const postMcpRoute = (mcp: McpEndpoint) =>
       202: { description: 'A notification or response was accepted' },
       404: { description: 'mcp_session_not_found, or unknown_connection (a JSON-RPC error object)' },
     },
-    handler: async ({ req, res, body, connection }) => {
+    handler: async ({ req, res, body, connection, spend }) => {
       const scope = scopeOf(connection);
       await assertConnection(mcp.deps, scope);
       const session = req.header('mcp-session-id') === undefined ? undefined : mcp.sessionOf(req, scope, 'POST');
-      const invalid = invalidParamsResponse(body);
+      // The SDK's schema of the method, over the whole message: charged as the body's validation is.
+      const invalid = spend(() => invalidParamsResponse(body));
       if (invalid !== undefined) {
         // A JSON-RPC error answers the request; HTTP says the exchange itself went through (as the SDK does).
         res.status(200).json(invalid);

@@ -115,7 +115,7 @@ export function proxyRoutes(deps: ApiDeps): AnyRoute[] {
           headers[target] = Array.isArray(value) ? value.join(', ') : value;
         }
         if (headers['accept-encoding'] === undefined) headers['accept-encoding'] = 'identity';
-        const bytes = req.method === 'GET' ? undefined : await readBodyBytes(req);
+        const bytes = req.method === 'GET' ? undefined : await readBodyBytes(req, { inflate: false });
         const body = bytes && bytes.length > 0 ? bytes : undefined;
         const authorized = await deps.connections.authorizeRequest(scope, {
           method: req.method,
