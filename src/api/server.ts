@@ -115,11 +115,8 @@ export function createServer(options: CreateServerOptions): express.Express {
     next();
   });
   const bodyLimit = options.bodyLimit ?? '5mb';
-  const bodyLimitBytes = parseBodyLimit(bodyLimit);
-  app.use((_req, res, next) => {
-    res.locals[BODY_LIMIT] = bodyLimitBytes;
-    next();
-  });
+  // Once for the app: the routes that read bytes (readBodyBytes) find it through the request.
+  app.locals[BODY_LIMIT] = parseBodyLimit(bodyLimit);
   // JSON bodies are parsed only once their caller is known and counted (readJsonBody): an
   // unauthenticated request, or one to no route, is never parsed.
   const jsonParser = express.json({
@@ -351,7 +348,7 @@ export const ROUTE_TEMPLATE = 'routeTemplate';
 
 /** The server's body limit in bytes, for a route that reads its body unparsed (readBodyBytes). */
 export function bodyLimitOf(req: Request): number {
-  const limit = req.res?.locals[BODY_LIMIT] as number | undefined;
+  const limit = req.app.locals[BODY_LIMIT] as number | undefined;
   if (limit === undefined) throw new Error('bodyLimitOf: the request did not come through createServer');
   return limit;
 }
@@ -375,7 +372,7 @@ export function rawBodyOf(req: Request): Buffer | undefined {
 
 const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
 
-/** Where the server's body limit in bytes is kept (res.locals), for bodyLimitOf. */
+/** Where the server's body limit in bytes is kept (app.locals), for bodyLimitOf. */
 const BODY_LIMIT = 'bodyLimitBytes';
 /** Where the rate bucket charged for a request is kept, for its body's cost. */
 const RATE_BUCKET = 'rateBucket';

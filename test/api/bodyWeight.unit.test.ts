@@ -8,40 +8,24 @@ import { countJsonTokens, DEFAULT_BODY_TOKENS, MAX_JSON_TOKENS } from '../../src
 import { defineRoute, type AnyRoute } from '../../src/api/route.js';
 import { createServer, parseBodyLimit } from '../../src/api/server.js';
 
-const bulk = defineRoute({
-  method: 'post',
-  path: '/bulk',
-  summary: 'Counts the items of a body',
-  tags: ['test'],
-  auth: 'secret-key',
-  body: z.object({ items: z.array(z.unknown()) }),
-  bodyTokens: MAX_JSON_TOKENS,
-  responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
-  handler: async ({ body }) => ({ count: body.items.length }),
-});
-/** The same, but each item must be a string: a body of numbers is refused with an issue per item. */
-const strings = defineRoute({
-  method: 'post',
-  path: '/strings',
-  summary: 'Counts the strings of a body',
-  tags: ['test'],
-  auth: 'secret-key',
-  body: z.object({ items: z.array(z.string()) }),
-  bodyTokens: MAX_JSON_TOKENS,
-  responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
-  handler: async ({ body }) => ({ count: body.items.length }),
-});
+/** A route that counts the items of its body, of a schema and a token cap of its own. */
+const counting = (path: string, item: z.ZodType, bodyTokens?: number) =>
+  defineRoute({
+    method: 'post',
+    path,
+    summary: 'Counts the items of a body',
+    tags: ['test'],
+    auth: 'secret-key',
+    body: z.object({ items: z.array(item) }),
+    ...(bodyTokens === undefined ? {} : { bodyTokens }),
+    responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
+    handler: async ({ body }) => ({ count: body.items.length }),
+  });
+const bulk = counting('/bulk', z.unknown(), MAX_JSON_TOKENS);
+/** Each item must be a string: a body of numbers is refused with an issue per item. */
+const strings = counting('/strings', z.string(), MAX_JSON_TOKENS);
 /** A route of the default size. */
-const small = defineRoute({
-  method: 'post',
-  path: '/small',
-  summary: 'Counts the items of a small body',
-  tags: ['test'],
-  auth: 'secret-key',
-  body: z.object({ items: z.array(z.unknown()) }),
-  responses: { 200: { description: 'the count', schema: z.object({ count: z.number() }) } },
-  handler: async ({ body }) => ({ count: body.items.length }),
-});
+const small = counting('/small', z.unknown());
 /** Holds the loop ~`ms` of work its body asks for, through `spend` (as a deploy's compile does). */
 const busy = defineRoute({
   method: 'post',

@@ -23,6 +23,7 @@ import type { ServiceConfig } from '../../config/types.js';
 import type { QueuedWebhook } from '../../runtime/definitions.js';
 import type { ApiDeps } from '../deps.js';
 import { readBodyBytes } from '../body.js';
+import { JSON_TYPES } from '../server.js';
 import { assertUtf8, bodyCharge, MAX_JSON_TOKENS, weighJsonBody } from '../jsonBody.js';
 import type { RateLimiter } from '../rateLimit.js';
 import type { InboundSignatureStore } from '../../webhooks/inboundSignatures.js';
@@ -152,7 +153,7 @@ export async function receiveWebhook(
 /** A webhook's body: one sent as JSON must be JSON (UTF-8); any other is read as JSON when it is, else kept as text. */
 function parseWebhookBody(req: Request, raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
-  const json = req.is(['application/json', 'application/*+json']) !== false;
+  const json = req.is(JSON_TYPES) !== false;
   if (json) assertUtf8(req.header('content-type'));
   try {
     return JSON.parse(raw.toString('utf8'));
