@@ -70,20 +70,26 @@ export function weighJsonBody(bytes: Buffer, most: number): void {
   }
 }
 
-/** JSON bodies are UTF-8 (RFC 8259): a `charset` parameter naming another is refused (415), before any read. */
-export function assertUtf8(contentType: string | undefined): void {
-  // Node's MIME parser reads parameters as the body parser does (a quoted value is one value).
-  let charset: string | undefined;
+/**
+ * JSON bodies are UTF-8 (RFC 8259). Returns the media type alone (`application/json`), for the parser to
+ * decode the body as UTF-8 whatever else the header says: the bytes it parses are then the bytes
+ * weighJsonBody counted (a parameter the parser would read as another charset, `charset =utf-7`, cannot
+ * hide tokens). A charset the header plainly names other than UTF-8 is refused (415), before any read.
+ */
+export function utf8MediaType(contentType: string | undefined): string {
+  let mime: MIMEType;
   try {
-    charset = new MIMEType(contentType ?? '').params.get('charset')?.toLowerCase();
+    mime = new MIMEType(contentType ?? '');
   } catch {
     throw new ServiceError('invalid_request', 'The Content-Type header is not a media type.', { status: 415 });
   }
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+  const charset = mime.params.get('charset')?.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
     throw new ServiceError(
       'invalid_request',
       `JSON bodies are UTF-8; this one says charset=${charset.slice(0, 40)}. Send it as UTF-8, with charset=utf-8 or no charset.`,
       { status: 415 },
     );
   }
+  return mime.essence;
 }

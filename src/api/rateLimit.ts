@@ -18,6 +18,8 @@ export interface RateLimiter {
    * never refused, it may put the budget in debt, which later requests wait out.
    */
   charge(key: string, cost: number): void;
+  /** When the key's budget is in debt: how long until it is not (work of the key waits until then). */
+  owing(key: string): { retryAfterSeconds: number } | undefined;
 }
 
 export function createRateLimiter({ perSecond = 200, burst }: RateLimitOptions = {}): RateLimiter {
@@ -43,6 +45,10 @@ export function createRateLimiter({ perSecond = 200, burst }: RateLimitOptions =
     },
     charge(key, cost) {
       if (cost > 0) refilled(key).tokens -= cost;
+    },
+    owing(key) {
+      const bucket = refilled(key);
+      return bucket.tokens < 0 ? { retryAfterSeconds: Math.max(1, Math.ceil(-bucket.tokens / perSecond)) } : undefined;
     },
   };
 }

@@ -11,7 +11,7 @@ import { isDatabaseUnavailable } from '../db/pool.js';
 import { ServiceError, isServiceError } from '../errors.js';
 import { httpRequestDuration } from '../metrics/index.js';
 import type { AnyRoute, AuthenticatedEnvironment, RouteContext } from './route.js';
-import { assertUtf8, bodyCharge, DEFAULT_BODY_TOKENS, MAX_JSON_TOKENS, weighJsonBody } from './jsonBody.js';
+import { bodyCharge, DEFAULT_BODY_TOKENS, MAX_JSON_TOKENS, utf8MediaType, weighJsonBody } from './jsonBody.js';
 import { createRateLimiter, type RateLimitOptions } from './rateLimit.js';
 import { createAccessLogger, type Logger } from './logger.js';
 
@@ -128,6 +128,8 @@ export function createServer(options: CreateServerOptions): express.Express {
       (req as Request & { rawBody?: Buffer }).rawBody = buffer;
       const locals = (res as Response).locals;
       try {
+        // The body is here: its work begins now, not when its headers came (see refuseWhileOwing).
+        refuseWhileOwing(res as Response);
         weighJsonBody(buffer, locals[BODY_TOKENS] as number);
       } catch (error) {
         // The parser wraps what its hook throws; the refusal itself is kept here and thrown as it is.
@@ -146,7 +148,7 @@ export function createServer(options: CreateServerOptions): express.Express {
   async function readJsonBody(req: Request, res: Response, mostTokens: number): Promise<number> {
     if (res.locals[BODY_READ] === true) return 0;
     res.locals[BODY_READ] = true;
-    if (req.is(JSON_TYPES)) assertUtf8(req.header('content-type'));
+    if (req.is(JSON_TYPES)) req.headers['content-type'] = utf8MediaType(req.header('content-type'));
     res.locals[BODY_TOKENS] = mostTokens;
     return new Promise<number>((resolve, reject) => {
       jsonParser(req, res, (error?: Error) => {
@@ -201,6 +203,7 @@ export function createServer(options: CreateServerOptions): express.Express {
       body: parse(route.body, req.body, 'body', problems),
       connection: undefined,
       spend: (work) => {
+        refuseWhileOwing(res);
         const started = performance.now();
         try {
           return work();
@@ -275,16 +278,28 @@ export function createServer(options: CreateServerOptions): express.Express {
   function takeToken(bucket: string, res: Response): void {
     res.locals[RATE_BUCKET] = bucket;
     const verdict = limiter.take(bucket);
-    if (!verdict.allowed) {
-      res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
-      throw new ServiceError(
-        'rate_limited',
-        `Too many requests for this key; retry after ${verdict.retryAfterSeconds} s.`,
-        {
-          retryable: true,
-        },
-      );
-    }
+    if (!verdict.allowed) throw rateLimited(res, verdict.retryAfterSeconds);
+  }
+
+  /**
+   * Refuses a request's body work while its key is in debt: its token was taken when it arrived, and
+   * requests the key sent side by side would otherwise each do their work before any charge lands.
+   * Checked once, as the request's first body work begins (its body parsed, or a route's `spend`), so
+   * that its own charges never refuse it.
+   */
+  function refuseWhileOwing(res: Response): void {
+    if (res.locals[DEBT_CHECKED] === true) return;
+    res.locals[DEBT_CHECKED] = true;
+    const bucket = res.locals[RATE_BUCKET] as string | undefined;
+    const owing = bucket === undefined ? undefined : limiter.owing(bucket);
+    if (owing) throw rateLimited(res, owing.retryAfterSeconds);
+  }
+
+  function rateLimited(res: Response, retryAfterSeconds: number): ServiceError {
+    res.setHeader('Retry-After', String(retryAfterSeconds));
+    return new ServiceError('rate_limited', `Too many requests for this key; retry after ${retryAfterSeconds} s.`, {
+      retryable: true,
+    });
   }
 
   for (const handler of options.mount ?? []) app.use(handler);
@@ -376,6 +391,8 @@ const anonymous: AuthenticatedEnvironment = { id: '', name: '' };
 const BODY_LIMIT = 'bodyLimitBytes';
 /** Where the rate bucket charged for a request is kept, for its body's cost. */
 const RATE_BUCKET = 'rateBucket';
+/** Whether the request's key was checked for debt before its body work (refuseWhileOwing). */
+const DEBT_CHECKED = 'debtChecked';
 /**
  * res.locals of a request's JSON body: whether it was read, the most tokens its route takes, why it was
  * refused before parsing, and when its parse began.

@@ -66,7 +66,7 @@ export type DeployRequest = z.input<typeof deployRequestSchema>;
 export type Measure = <T>(work: () => T) => T;
 const unmeasured: Measure = (work) => work();
 
-/** Problems of service.yaml an `invalid_config` answer lists at most. */
+/** Problems an `invalid_config` or `invalid_deploy_request` answer lists at most. */
 export const MAX_LISTED_PROBLEMS = 100;
 
 export interface PlannedChange {
@@ -187,12 +187,15 @@ export function createDeployments(deps: DeploymentsDeps) {
       if (!codes.has(key))
         problems.push(`script ${key} is declared in service.yaml but missing; run \`service compile\``);
     if (problems.length > 0) {
+      const listed = problems.slice(0, MAX_LISTED_PROBLEMS);
+      const more =
+        problems.length > listed.length ? ` (${problems.length} problems; the first ${listed.length} are listed)` : '';
       throw new ServiceError(
         'invalid_deploy_request',
-        `The scripts do not match service.yaml: ${problems.join('; ')}.`,
+        `The scripts do not match service.yaml: ${listed.join('; ')}${more}.`,
         {
           status: 422,
-          details: problems,
+          details: listed,
         },
       );
     }

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,16 +73,23 @@ const keys: Record<string, { id: string; name: string }> = {
   'sk-d': { id: 'env-d', name: 'd' },
   'sk-e': { id: 'env-e', name: 'e' },
   'sk-f': { id: 'env-f', name: 'f' },
+  'sk-g': { id: 'env-g', name: 'g' },
+  'sk-h': { id: 'env-h', name: 'h' },
 };
 
 let base = '';
+/** The keys the server was asked to authenticate, in order. */
+const authenticated: string[] = [];
 let close: () => void = () => undefined;
 
 beforeAll(async () => {
   // A budget that does not refill within the test: what a body costs is what the key has left.
   const app = createServer({
     routes,
-    authenticate: async (key) => keys[key],
+    authenticate: async (key) => {
+      authenticated.push(key);
+      return keys[key];
+    },
     rateLimit: { perSecond: 1, burst: 100 },
     bodyLimit: '5mb',
   });
@@ -247,5 +255,49 @@ describe('JSON bodies are weighed before they are parsed', () => {
     const next = await post('sk-e', '{"ms":0}', '/busy');
     expect([next.status, next.json.error?.code]).toEqual([429, 'rate_limited']);
     expect(await post('sk-f', '{"ms":0}', '/busy')).toMatchObject({ status: 200 });
+  });
+
+  it('requests a key sends side by side do no body work once it is in debt', async () => {
+    // Both are counted when their headers arrive, with the budget full, and only then send their bodies'
+    // last byte: the first one's work puts the key in debt, and the second one does none.
+    const sending = [0, 1].map(() => {
+      const request = httpRequest(`${base}/busy`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk-g', 'content-type': 'application/json', 'content-length': 10 },
+      });
+      const status = new Promise<number>((resolve, reject) => {
+        request.on('response', (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        });
+        request.on('error', reject);
+      });
+      request.write('{"ms":200');
+      return { request, status };
+    });
+    const deadline = Date.now() + 30_000;
+    while (authenticated.filter((key) => key === 'sk-g').length < 2 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    for (const { request } of sending) request.end('}');
+    const statuses = await Promise.all(sending.map(({ status }) => status));
+    expect(statuses.sort()).toEqual([200, 429]);
+    // A request's own charges do not refuse its own work: one body that puts the key in debt is served.
+    const heavy = JSON.stringify({ items: Array.from({ length: 150_000 }, (_, i) => i) });
+    expect(await post('sk-h', heavy, '/strings')).toMatchObject({ status: 400 });
+  });
+
+  it('a body is decoded as UTF-8 whatever parameter the header hides another charset in', async () => {
+    // `charset =utf-7` (a space before `=`): Node's MIME parser ignores it, the body parser would have
+    // decoded UTF-7, in which `+ACw-` is a comma the weighing never sees.
+    const sneaky = await post('sk-d', '{"items":[1+ACw-1+ACw-1]}', '/bulk', {
+      'content-type': 'application/json; charset =utf-7',
+    });
+    expect([sneaky.status, sneaky.json.error?.code]).toEqual([400, 'invalid_json']);
+    expect(
+      await post('sk-d', '{"items":[1]}', '/bulk', { 'content-type': 'application/json; charset=""' }),
+    ).toMatchObject({
+      status: 200,
+    });
   });
 });

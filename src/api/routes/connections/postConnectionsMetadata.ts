@@ -30,6 +30,9 @@ export const connectionsMetadataRoute = (deps: ApiDeps, method: 'post' | 'patch'
     },
     handler: async ({ body, res, environment, spend }) => {
       const ids = Array.isArray(body.connection_id) ? body.connection_id : [body.connection_id];
+      // The echo of a large body is serialized on the shared loop: charged as the body's parse is, and
+      // before the write, so that a key in debt is refused before anything changes.
+      const echo = spend(() => JSON.stringify(body));
       await deps.connections.writeMetadataOf(
         environment.id,
         body.provider_config_key,
@@ -37,8 +40,10 @@ export const connectionsMetadataRoute = (deps: ApiDeps, method: 'post' | 'patch'
         body.metadata,
         method === 'post' ? 'replace' : 'merge',
       );
-      // The echo of a large body is serialized on the shared loop: charged as the body's parse is.
-      spend(() => res.status(method === 'post' ? 201 : 200).json(body));
+      res
+        .status(method === 'post' ? 201 : 200)
+        .type('json')
+        .send(echo);
       return undefined;
     },
   });
